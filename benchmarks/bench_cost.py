@@ -1,0 +1,70 @@
+"""Vectorised cost-primitive throughput: decode-time evaluations per second on one core.
+
+    python benchmarks/bench_cost.py [--n 5000000]
+
+Builds the coefficient table of every (model, GPU) pair of the catalog once, then evaluates
+decode time per token for N random (model, device, context) triples in one call, gather
+included. Target (Foundation issue): at least 5 million evaluations per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import fields
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from dse.cost import fpga, gpu  # noqa: E402
+from dse.cost.shape import precision  # noqa: E402
+from dse.specs import Catalog  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=5_000_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    cat = Catalog.load()
+    serving = cat.serving("vllm-cudagraph")
+    table = [gpu.gpu_cost(cat.model(m), cat.gpu(d), precision("bf16"), serving)
+             for m in cat.names("model") for d in cat.names("gpu")]
+    stacked = gpu.stack(table)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, len(table), args.n)
+    ctx = rng.integers(0, 32_768, args.n).astype(float)
+
+    def run_gpu() -> np.ndarray:
+        c = gpu.GpuCost(**{f.name: np.asarray(getattr(stacked, f.name))[idx]
+                           for f in fields(gpu.GpuCost)})
+        return gpu.decode_token_s(c, ctx)
+
+    fcosts = [fpga.fpga_cost(cat.model(m), fpga.default_build(cat.fpga(b), cat.engine("flexllm")))
+              for m in cat.names("model") for b in cat.names("fpga")]
+    fstack = fpga.stack(fcosts)
+    fidx = rng.integers(0, len(fcosts), args.n)
+
+    def run_fpga() -> np.ndarray:
+        c = fpga.FpgaCost(**{f.name: np.asarray(getattr(fstack, f.name))[fidx]
+                             for f in fields(fpga.FpgaCost)})
+        return fpga.decode_token_s(c, ctx)
+
+    for name, fn in (("gpu decode_token_s", run_gpu), ("fpga decode_token_s", run_fpga)):
+        fn()  # warm up
+        best = min(_timed(fn) for _ in range(args.repeats))
+        print(f"{name}: {args.n:,} (model, device, context) evaluations in {best:.3f} s "
+              f"= {args.n / best / 1e6:.1f} million/s (target >= 5)")
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()

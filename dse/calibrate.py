@@ -1,0 +1,259 @@
+"""Calibration of the device models to published measurements, and their validation table.
+
+Few, physically meaningful parameters are fitted, each to named data (dse/data/measured.toml, a
+verbatim copy of the project's calibration data):
+- vllm-cudagraph: weight-streaming and KV-read bandwidth efficiencies, per-layer GPU gap and
+  per-step overhead, to the 12 A100 vLLM points (Qwen2.5 0.5B/1.5B/7B, inputs 1-30720);
+- vllm-eager: derived (cudagraph's values plus a per-layer launch cost from an eager/graph pair);
+- hf-eager: the per-layer launch cost, to the A100 HF transformers Qwen2.5-0.5B point;
+- flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
+  baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
+Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
+is the only I/O, and writing fitted values back is scripts/calibrate_devices.py's job.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq, least_squares
+
+from dse.cost import fpga as fpga_cost_mod
+from dse.cost import gpu as gpu_cost_mod
+from dse.cost.power import gpu_power_w
+from dse.cost.shape import precision
+from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec
+
+# Which serving profile models each measured framework. The Jetson build is assumed eager: its
+# flat ~17 tokens/s "across different prefill and decode lengths" is the signature of a
+# launch-bound decoder, and source builds of vLLM on Jetson commonly run --enforce-eager.
+FRAMEWORK_PROFILE = {
+    "vllm-0.6.3": "vllm-cudagraph",
+    "hf-transformers-4.46": "hf-eager",
+    "vllm-source-build": "vllm-eager",
+}
+QWEN_BENCH_GENERATED_TOKENS = 2048  # Qwen2.5 speed benchmark: generate 2048 tokens
+JETSON_CONTEXT_TOKENS = 512  # assumption: mid-length step context for the paper's Jetson figure
+FLEXLLM_CONTEXT_TOKENS = 1536  # FlexLLM benches 1024 prompt + 1024 new tokens: mean context
+FLEXLLM_BASELINE_DEVICE = "a100-80gb-sxm"  # assumption: FlexLLM says only "A100"
+# FlexLLM's A100 baseline (HF transformers generate, BF16, sampling, Llama-3.2-1B): "about 40
+# tokens/s" (shared/DESIGN.md section 4). The hf-eager profile, fitted to transformers 4.46 greedy
+# Qwen runs, extrapolates a faster rate for Llama's 16 layers; the validation table shows both.
+FLEXLLM_BASELINE_TOKENS_PER_S = 40.0
+
+
+@dataclass(frozen=True)
+class GpuPoint:
+    device: str
+    model: str
+    framework: str
+    precision: str
+    input_tokens: int
+    tokens_per_s: float
+    fitted_to: bool  # used by a fit (True) or a pure prediction (False)
+    tolerance: float  # relative tolerance on tokens/s the issue sets for this point
+
+
+def load_data(name: str) -> dict[str, Any]:
+    return tomllib.loads(resources.files("dse.data").joinpath(name).read_text(encoding="utf-8"))
+
+
+def gpu_points() -> list[GpuPoint]:
+    """Every batch-1 GPU decode point: measured.toml (calibration) and reference (checks)."""
+    out: list[GpuPoint] = []
+    for fname, is_measured in (("measured.toml", True), ("reference_points.toml", False)):
+        for e in load_data(fname).get("gpu_decode", []):
+            jetson = e["device"].startswith("jetson")
+            for inp, tps in e["points"]:
+                profile = FRAMEWORK_PROFILE[e["framework"]]
+                fitted = is_measured and profile in ("vllm-cudagraph", "hf-eager") and (
+                    profile == "vllm-cudagraph" or inp == 1
+                )
+                out.append(GpuPoint(e["device"], e["model"], e["framework"], e["precision"],
+                                    int(inp), float(tps), fitted, 0.35 if jetson else 0.20))
+    return out
+
+
+def predict_tokens_per_s(cat: Catalog, pt: GpuPoint, serving: GpuServingSpec) -> float:
+    """What the benchmark would report: generated tokens / (prefill + decode) seconds for the
+    Qwen benchmark; the plain decode rate for the Jetson figure."""
+    c = gpu_cost_mod.gpu_cost(cat.model(pt.model), cat.gpu(pt.device), precision(pt.precision),
+                              serving)
+    if pt.device.startswith("jetson"):
+        return float(1.0 / gpu_cost_mod.decode_token_s(c, JETSON_CONTEXT_TOKENS))
+    n = QWEN_BENCH_GENERATED_TOKENS
+    t = gpu_cost_mod.prefill_s(c, pt.input_tokens) + gpu_cost_mod.decode_s(c, n, pt.input_tokens)
+    return float(n / t)
+
+
+def _rel_errors(cat: Catalog, pts: list[GpuPoint], serving: GpuServingSpec) -> np.ndarray:
+    return np.array([predict_tokens_per_s(cat, p, serving) / p.tokens_per_s - 1 for p in pts])
+
+
+def fit_vllm_cudagraph(cat: Catalog) -> dict[str, float]:
+    """Fit e_mem, e_attn, layer gap and step overhead to the A100 vLLM points."""
+    base = cat.serving("vllm-cudagraph")
+    pts = [p for p in gpu_points() if p.framework == "vllm-0.6.3"]
+
+    def spec(x: np.ndarray) -> GpuServingSpec:
+        return replace(base, mem_bw_efficiency=x[0], attention_bw_efficiency=x[1],
+                       layer_gap_s=x[2] * 1e-6, step_overhead_s=x[3] * 1e-6)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return np.log1p(_rel_errors(cat, pts, spec(x)))
+
+    r = least_squares(resid, x0=[0.8, 0.5, 20.0, 1000.0],
+                      bounds=([0.05, 0.05, 0.0, 0.0], [1.0, 1.0, 2000.0, 50000.0]))
+    return {"mem_bw_efficiency": float(r.x[0]), "attention_bw_efficiency": float(r.x[1]),
+            "layer_gap_us": float(r.x[2]), "step_overhead_us": float(r.x[3])}
+
+
+# Eager/graph pair (github vllm-project/vllm-omni#7960): Qwen2.5-Omni-7B thinker, 28 layers,
+# ~22.5 ms per output token eager vs ~13 ms with CUDA graphs.
+EAGER_PAIR_TPOT_S = 22.5e-3
+EAGER_PAIR_LAYERS = 28
+
+
+def derive_vllm_eager(cudagraph: dict[str, float]) -> dict[str, float]:
+    launch_us = (EAGER_PAIR_TPOT_S * 1e6 - cudagraph["step_overhead_us"]) / EAGER_PAIR_LAYERS
+    return {**cudagraph, "launch_per_layer_us": launch_us}
+
+
+def fit_hf_eager(cat: Catalog) -> dict[str, float]:
+    """One parameter, the per-layer launch cost, to the HF Qwen2.5-0.5B point."""
+    base = cat.serving("hf-eager")
+    (pt,) = [p for p in gpu_points() if p.framework.startswith("hf") and p.fitted_to]
+
+    def f(launch_us: float) -> float:
+        s = replace(base, launch_per_layer_s=launch_us * 1e-6)
+        return predict_tokens_per_s(cat, pt, s) / pt.tokens_per_s - 1
+
+    return {"launch_per_layer_us": float(brentq(f, 1.0, 10000.0, xtol=1e-6))}
+
+
+def hf_a100_llama1b_decode_s(cat: Catalog) -> float:
+    """hf-eager's prediction for FlexLLM's baseline: Llama-3.2-1B, BF16, HF, A100."""
+    c = gpu_cost_mod.gpu_cost(cat.model("llama-3.2-1b-instruct"), cat.gpu(FLEXLLM_BASELINE_DEVICE),
+                              precision("bf16"), cat.serving("hf-eager"))
+    return float(gpu_cost_mod.decode_token_s(c, FLEXLLM_CONTEXT_TOKENS))
+
+
+def _flexllm_u280(cat: Catalog, engine: FpgaEngineSpec) -> fpga_cost_mod.FpgaCost:
+    build = fpga_cost_mod.default_build(cat.fpga("u280"), engine, max_seq_len=2048)
+    return fpga_cost_mod.fpga_cost(cat.model("llama-3.2-1b-instruct"), build)
+
+
+def fit_flexllm(cat: Catalog) -> dict[str, float]:
+    """achieved_efficiency from the 1.64x decode ratio; fabric power from the U280 power log."""
+    meas = load_data("measured.toml")
+    ratio = meas["fpga_relative"][0]["decode_throughput_ratio"]
+    target_s = 1.0 / (FLEXLLM_BASELINE_TOKENS_PER_S * ratio)
+    base = cat.engine("flexllm")
+
+    def f(eta: float) -> float:
+        c = _flexllm_u280(cat, replace(base, achieved_efficiency=eta))
+        return float(fpga_cost_mod.decode_token_s(c, FLEXLLM_CONTEXT_TOKENS)) - target_s
+
+    eta = float(brentq(f, 1e-3, 1.0, xtol=1e-9))
+    running_w = float(np.mean(meas["fpga_power"][0]["running_w"]))
+
+    def g(k: float) -> float:
+        c = _flexllm_u280(cat, replace(base, achieved_efficiency=eta, dynamic_w_per_ghz_kdsp=k))
+        return float(fpga_cost_mod.decode_power_w(c, FLEXLLM_CONTEXT_TOKENS)) - running_w
+
+    k = float(brentq(g, 0.0, 1000.0, xtol=1e-9))
+    return {"achieved_efficiency": eta, "dynamic_w_per_ghz_kdsp": k}
+
+
+# ------------------------------------------------------------------------ validation table
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    id: str
+    description: str
+    measured: float
+    predicted: float
+    tolerance: float  # relative
+    fitted: bool
+
+    @property
+    def rel_error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def within(self) -> bool:
+        return abs(self.rel_error) <= self.tolerance + 1e-12
+
+
+def validation_rows(cat: Catalog) -> list[ValidationRow]:
+    """Every published device measurement beside the tool's prediction."""
+    rows: list[ValidationRow] = []
+    for p in gpu_points():
+        serving = cat.serving(FRAMEWORK_PROFILE[p.framework])
+        rows.append(ValidationRow(
+            f"gpu_decode.{p.device}.{p.model}.{p.framework}.in{p.input_tokens}",
+            f"{p.model} on {p.device}, {p.framework}, {p.precision}, input {p.input_tokens} "
+            "(tokens/s)",
+            p.tokens_per_s, predict_tokens_per_s(cat, p, serving), p.tolerance, p.fitted_to))
+    meas = load_data("measured.toml")
+    engine = cat.engine("flexllm")
+    u280 = _flexllm_u280(cat, engine)
+    t_fpga = float(fpga_cost_mod.decode_token_s(u280, FLEXLLM_CONTEXT_TOKENS))
+    t_a100 = 1.0 / FLEXLLM_BASELINE_TOKENS_PER_S
+    rel = meas["fpga_relative"][0]
+    rows.append(ValidationRow(
+        "fpga_relative.u280.llama-3.2-1b-instruct.decode_throughput_ratio",
+        "FlexLLM U280 decode throughput / A100 HF BF16 at 40 tokens/s (x)",
+        rel["decode_throughput_ratio"], t_a100 / t_fpga, 0.20, True))
+    rows.append(ValidationRow(
+        "design.a100.llama-3.2-1b-instruct.hf_tokens_per_s",
+        "A100 HF transformers Llama-3.2-1B decode (tokens/s; DESIGN.md: about 40)",
+        FLEXLLM_BASELINE_TOKENS_PER_S, 1.0 / hf_a100_llama1b_decode_s(cat), 0.20, False))
+    v80 = fpga_cost_mod.fpga_cost(
+        cat.model("llama-3.2-1b-instruct"),
+        fpga_cost_mod.default_build(cat.fpga("v80"), engine, max_seq_len=2048))
+    t_v80 = float(fpga_cost_mod.decode_token_s(v80, FLEXLLM_CONTEXT_TOKENS))
+    rows.append(ValidationRow(
+        "fpga_relative.v80.llama-3.2-1b-instruct.projected_decode_vs_u280",
+        "FlexLLM's projected V80 decode speed / U280 (6.55x / 1.64x vs A100)",
+        6.55 / rel["decode_throughput_ratio"], t_fpga / t_v80, 0.35, False))
+    a100 = gpu_cost_mod.gpu_cost(cat.model("llama-3.2-1b-instruct"),
+                                 cat.gpu(FLEXLLM_BASELINE_DEVICE), precision("bf16"),
+                                 cat.serving("hf-eager"))
+    busy = gpu_cost_mod.forward(a100, 1, FLEXLLM_CONTEXT_TOKENS).busy_fraction
+    # The A100's power is this tool's (busy-scaled) prediction at the baseline's 40 tokens/s.
+    busy = np.minimum(busy * hf_a100_llama1b_decode_s(cat) / t_a100, 1.0)
+    e_a100 = float(gpu_power_w(a100, "decode", busy)) * t_a100
+    e_fpga = float(fpga_cost_mod.decode_power_w(u280, FLEXLLM_CONTEXT_TOKENS)) * t_fpga
+    rows.append(ValidationRow(
+        "fpga_relative.u280.llama-3.2-1b-instruct.energy_efficiency_ratio",
+        "FlexLLM U280 energy efficiency / A100 HF BF16 (x)",
+        rel["energy_efficiency_ratio"], e_a100 / e_fpga, 0.35, False))
+    pw = meas["fpga_power"][0]
+    rows.append(ValidationRow(
+        "fpga_power.u280.running_w", "U280 board power decoding Llama-3.2-1B (W, midpoint)",
+        float(np.mean(pw["running_w"])),
+        float(fpga_cost_mod.decode_power_w(u280, FLEXLLM_CONTEXT_TOKENS)), 0.20, True))
+    rows.append(ValidationRow(
+        "fpga_power.u280.idle_w", "U280 board power loaded and idle (W)", pw["idle_w"],
+        float(fpga_cost_mod.idle_power_w(u280)), 0.05, False))
+    hbm = meas["fpga_memory"][0]
+    build = fpga_cost_mod.default_build(cat.fpga("u280"), engine, clock_hz=450e6)
+    rows.append(ValidationRow(
+        "fpga_memory.u280.hbm_bytes_per_s", "U280 effective HBM bandwidth, 32 channels at 450 MHz"
+        " (bytes/s)", hbm["measured_hbm_bytes_per_s"],
+        fpga_cost_mod.effective_bw_bytes_per_s(build), 0.05, False))
+    for link in meas["link"]:
+        spec = cat.link(link["name"])
+        lo, hi = link["measured_bytes_per_s"]
+        mid = (lo + hi) / 2
+        rows.append(ValidationRow(
+            f"link.{link['name']}.effective_bytes_per_s",
+            f"{link['name']} effective bandwidth (bytes/s, measured {lo:.3g}-{hi:.3g})",
+            mid, spec.effective_bytes_per_s, (hi - lo) / 2 / mid, False))
+    return rows

@@ -1,0 +1,1 @@
+"""Pure, vectorised cost primitives: model shape, GPU, FPGA, link, power."""

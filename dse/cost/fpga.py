@@ -1,0 +1,258 @@
+"""FPGA streaming decoder (FlexLLM-style): decode, prefill, absorb, resources, feasibility, power.
+
+Per decoded token (seconds):
+
+    bw_eff  = min(peak x e_hbm, channels x channel_peak x e_hbm, channels x axi_bytes x clock)
+    t_mem   = (weights + KV(ctx)) / bw_eff
+    t_mac   = MACs(ctx) / (mac_lanes x clock)
+    t       = max(t_mem, t_mac) / achieved_efficiency + (layers x fill + lm_head_fill) / clock
+
+e_hbm is the board's measured / theoretical HBM bandwidth where published (Shuhai on U280),
+else the engine's. achieved_efficiency is fitted to a published FPGA decoder (FlexLLM on U280,
+see boards/engines/flexllm.toml): published FPGA decoders run far below the HBM roofline, so a
+model that stops at bytes / bandwidth would predict speed-ups the HeteroReason paper does not see.
+
+absorb(n, ctx) is shadow synchronisation: the draft ingests n target tokens one by one as they
+stream in, a forward pass per token without the LM head (logits are discarded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.cost import shape
+from dse.specs import FpgaEngineSpec, FpgaSpec, ModelSpec
+
+F64 = NDArray[np.float64]
+VALID_BITS = (4, 8, 16)
+
+
+@dataclass(frozen=True)
+class FpgaBuild:
+    """The build knobs of one FPGA draft engine."""
+
+    board: FpgaSpec
+    engine: FpgaEngineSpec
+    clock_hz: float
+    memory_channels: int  # HBM pseudo-channels (or DDR channels) the decoder streams from
+    mac_lanes: int  # INT8 MACs per cycle of the decode GEMV engine
+    weight_bits: int = 8
+    activation_bits: int = 8
+    kv_bits: int = 8  # FlexLLM computes attention with int8 K and V (MHA_i8xi8 kernels)
+    max_seq_len: int = 4096
+
+    def with_knobs(self, **knobs: object) -> FpgaBuild:
+        return replace(self, **knobs)  # type: ignore[arg-type]
+
+
+# FlexLLM's U280 decode configuration: DEC_QKVO_FFN_W_PARALLEL = 64 weights x
+# T_QKVO_FFN_BLOCK_PARALLEL = 32 blocks = 2048 INT8 MACs per cycle
+# (Crazy-James26/FlexLLM config_u280_mem_opt_new.h, via shared/reference/hardware-and-models.md).
+DEFAULT_MAC_LANES = 2048
+
+
+def default_build(board: FpgaSpec, engine: FpgaEngineSpec, **knobs: object) -> FpgaBuild:
+    """The board's default clock, every memory channel, FlexLLM's decode parallelism."""
+    build = FpgaBuild(
+        board=board,
+        engine=engine,
+        clock_hz=board.clock_default_hz,
+        memory_channels=board.memory_channels,
+        mac_lanes=DEFAULT_MAC_LANES,
+    )
+    return build.with_knobs(**knobs) if knobs else build
+
+
+def hbm_efficiency(board: FpgaSpec, engine: FpgaEngineSpec) -> float:
+    """Measured / theoretical bandwidth where published, else the engine's assumption."""
+    if board.uses_hbm and board.hbm_measured_bytes_per_s > 0 and board.hbm_bytes_per_s > 0:
+        return board.hbm_measured_bytes_per_s / board.hbm_bytes_per_s
+    return engine.hbm_efficiency
+
+
+def effective_bw_bytes_per_s(b: FpgaBuild) -> float:
+    """Bandwidth the decoder can stream at: memory, per-channel and AXI-port bounds."""
+    board = b.board
+    eff = hbm_efficiency(board, b.engine)
+    if board.uses_hbm:
+        peak, ch_peak = board.hbm_bytes_per_s, board.hbm_channel_bytes_per_s
+    else:
+        peak = board.ddr_bytes_per_s
+        ch_peak = board.ddr_bytes_per_s / max(board.ddr_channels, 1)
+    ch = b.memory_channels
+    return min(peak * eff, ch * ch_peak * eff, ch * board.axi_port_bits / 8 * b.clock_hz)
+
+
+@dataclass(frozen=True)
+class FpgaCost:
+    """Coefficients of one (model, build) pair; fields may be arrays (see `stack`)."""
+
+    layers: ArrayLike
+    body_weight_bytes: ArrayLike  # layers + final norm
+    head_weight_bytes: ArrayLike
+    kv_bytes_per_token: ArrayLike
+    body_macs_per_token: ArrayLike
+    head_macs: ArrayLike
+    attn_macs_per_pair: ArrayLike
+    bw_bytes_per_s: ArrayLike
+    macs_per_s: ArrayLike
+    achieved_efficiency: ArrayLike
+    layer_fill_s: ArrayLike  # all layers, per forward pass
+    head_fill_s: ArrayLike
+    prefill_token_parallel: ArrayLike
+    static_w: ArrayLike
+    fabric_w: ArrayLike  # dynamic fabric power while the pipeline runs
+    memory_j_per_byte: ArrayLike
+
+
+def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:
+    wb = b.weight_bits / 8
+    body_params = model.num_layers * shape.layer_params(model) + model.hidden_size
+    res = resources(b)
+    return FpgaCost(
+        layers=model.num_layers,
+        body_weight_bytes=body_params * wb,
+        head_weight_bytes=shape.head_matmul_params(model) * wb,
+        kv_bytes_per_token=shape.kv_bytes_per_token(model, b.kv_bits),
+        body_macs_per_token=shape.linear_macs_per_token(model),
+        head_macs=shape.head_matmul_params(model),
+        attn_macs_per_pair=2 * model.num_layers * model.num_attention_heads * model.head_dim,
+        bw_bytes_per_s=effective_bw_bytes_per_s(b),
+        macs_per_s=b.mac_lanes * b.clock_hz,
+        achieved_efficiency=b.engine.achieved_efficiency,
+        layer_fill_s=model.num_layers * b.engine.fill_cycles_per_layer / b.clock_hz,
+        head_fill_s=b.engine.lm_head_fill_cycles / b.clock_hz,
+        prefill_token_parallel=b.engine.prefill_token_parallel,
+        static_w=b.board.static_w,
+        fabric_w=fabric_power_w(b, res["dsp"]),
+        memory_j_per_byte=b.engine.memory_pj_per_bit * 8e-12,
+    )
+
+
+def stack(costs: list[FpgaCost]) -> FpgaCost:
+    return FpgaCost(**{
+        f.name: np.array([getattr(c, f.name) for c in costs], dtype=float) for f in fields(FpgaCost)
+    })
+
+
+def _token_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool) -> F64:
+    k = np.asarray(ctx, dtype=float) + 1  # keys the new token attends to
+    head = 1.0 if with_head else 0.0
+    t_mem = (c.body_weight_bytes + head * c.head_weight_bytes + c.kv_bytes_per_token * k) / (
+        c.bw_bytes_per_s
+    )
+    t_mac = (c.body_macs_per_token + head * c.head_macs + c.attn_macs_per_pair * k) / c.macs_per_s
+    fill = c.layer_fill_s + head * c.head_fill_s
+    return np.asarray(np.maximum(t_mem, t_mac) / c.achieved_efficiency + fill)
+
+
+def decode_token_s(c: FpgaCost, ctx: ArrayLike) -> F64:
+    """Seconds to decode one token after ctx tokens."""
+    return _token_s(c, ctx, with_head=True)
+
+
+def decode_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike) -> F64:
+    """n tokens after ctx: affine in context, so n x time at the mean context (exact)."""
+    n = np.asarray(n, dtype=float)
+    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2)
+
+
+def absorb_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike) -> F64:
+    """Shadow sync: ingest n streamed tokens after ctx, one pass each, no LM head."""
+    n = np.asarray(n, dtype=float)
+    mid = np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2
+    return n * _token_s(c, mid, with_head=False)
+
+
+def prefill_s(c: FpgaCost, n_new: ArrayLike, ctx: ArrayLike = 0) -> F64:
+    """Prefill n_new tokens after ctx in passes of prefill_token_parallel tokens; logits of the
+    last token only. Each pass streams the weights once."""
+    n = np.asarray(n_new, dtype=float)
+    k = np.asarray(ctx, dtype=float)
+    passes = np.ceil(n / c.prefill_token_parallel)
+    kv_read = c.kv_bytes_per_token * passes * (k + n / 2)
+    t_mem = (passes * c.body_weight_bytes + kv_read) / c.bw_bytes_per_s
+    pairs = n * k + n * (n + 1) / 2
+    t_mac = (n * c.body_macs_per_token + c.attn_macs_per_pair * pairs) / c.macs_per_s
+    head = np.maximum(c.head_weight_bytes / c.bw_bytes_per_s, c.head_macs / c.macs_per_s)
+    t = (np.maximum(t_mem, t_mac) + head) / c.achieved_efficiency + passes * c.layer_fill_s
+    t = t + c.head_fill_s
+    return np.asarray(np.where(n > 0, t, 0.0))
+
+
+# ------------------------------------------------------------------ resources and feasibility
+
+
+def resources(b: FpgaBuild) -> dict[str, float]:
+    """DSP, LUT, BRAM36 and URAM the build uses (engine's per-lane / per-channel costs)."""
+    e = b.engine
+    dsp = e.base_dsp + b.mac_lanes / b.board.int8_macs_per_dsp * (1 + e.dsp_per_mac_lane_overhead)
+    return {
+        "dsp": dsp,
+        "lut": e.base_lut + e.lut_per_mac_lane * b.mac_lanes,
+        "bram36": e.bram36_per_channel * b.memory_channels,
+        "uram": e.uram_base,
+    }
+
+
+def memory_needed_bytes(model: ModelSpec, b: FpgaBuild) -> float:
+    """Weights (all, at weight_bits) + KV for max_seq_len tokens."""
+    weights = shape.total_params(model) * b.weight_bits / 8
+    return weights + shape.kv_bytes_per_token(model, b.kv_bits) * b.max_seq_len
+
+
+def infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
+    """Reasons the build cannot run the model on the board; empty when it can."""
+    board = b.board
+    why: list[str] = []
+    mem_name = "HBM" if board.uses_hbm else "DDR"
+    need = memory_needed_bytes(model, b)
+    if need > board.weight_memory_bytes:
+        why.append(
+            f"weights {shape.total_params(model) * b.weight_bits / 8 / 1e9:.2f} GB + KV for "
+            f"{b.max_seq_len} tokens = {need / 1e9:.2f} GB do not fit {board.name} {mem_name} "
+            f"{board.weight_memory_bytes / 1e9:.0f} GB"
+        )
+    if not 1 <= b.memory_channels <= board.memory_channels:
+        why.append(f"{b.memory_channels} memory channels outside 1..{board.memory_channels}")
+    if not board.clock_min_hz <= b.clock_hz <= board.clock_max_hz:
+        why.append(
+            f"clock {b.clock_hz / 1e6:g} MHz outside {board.clock_min_hz / 1e6:g}.."
+            f"{board.clock_max_hz / 1e6:g} MHz"
+        )
+    if b.mac_lanes < 1:
+        why.append("mac_lanes must be >= 1")
+    for attr in ("weight_bits", "activation_bits", "kv_bits"):
+        if getattr(b, attr) not in VALID_BITS:
+            why.append(f"{attr} {getattr(b, attr)} not in {VALID_BITS}")
+    if b.max_seq_len > model.max_position_embeddings:
+        why.append(
+            f"max_seq_len {b.max_seq_len} beyond {model.name} max positions "
+            f"{model.max_position_embeddings}"
+        )
+    use = resources(b)
+    have = {"dsp": board.dsp, "lut": board.lut, "bram36": board.bram36, "uram": board.uram}
+    for k, used in use.items():
+        if used > have[k]:
+            why.append(f"{k.upper()} {used:.0f} exceeds {board.name}'s {have[k]}")
+    return why
+
+
+def fabric_power_w(b: FpgaBuild, dsp_used: float) -> float:
+    """Dynamic fabric power while the decoder runs: scales with DSPs used and clock."""
+    return b.engine.dynamic_w_per_ghz_kdsp * dsp_used / 1000 * b.clock_hz / 1e9
+
+
+def decode_power_w(c: FpgaCost, ctx: ArrayLike = 0) -> F64:
+    """Board power while decoding: static + fabric + memory energy x achieved byte rate."""
+    k = np.asarray(ctx, dtype=float) + 1
+    bytes_ = c.body_weight_bytes + c.head_weight_bytes + c.kv_bytes_per_token * k
+    rate = bytes_ / decode_token_s(c, ctx)
+    return np.asarray(c.static_w + c.fabric_w + c.memory_j_per_byte * rate)
+
+
+def idle_power_w(c: FpgaCost) -> F64:
+    return np.asarray(c.static_w, dtype=float)

@@ -1,0 +1,226 @@
+"""GPU cost primitives at batch 1: prefill, decode, fit, power.
+
+Time of one forward pass (seconds):
+
+    roofline  = max(weights / (B e_mem tp) + kv / (B e_attn tp), flops / (F e_comp tp))
+    gpu_side  = roofline + layers * layer_gap + tp_comm
+    cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs)
+    t         = max(gpu_side, cpu_side) + step_overhead
+
+B, F: datasheet bandwidth and peak; e_mem, e_attn, e_comp, layer_gap, launch_per_layer and
+step_overhead are the serving profile's (calibrated on measured batch-1 points, see
+boards/serving/); the CPU-side terms (launch, step overhead) scale with the GPU host's `host_cpu_slowdown`. Small
+models at batch 1 are dominated by the overhead terms, which a pure roofline misses.
+
+Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
+(`stack`), so one code path serves a scalar query and a million-design sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.cost import shape
+from dse.cost.shape import Precision
+from dse.specs import GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
+
+F64 = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class GpuCost:
+    """Coefficients of one (model, GPU, precision, serving profile, TP degree) combination."""
+
+    layers: ArrayLike
+    weight_bytes: ArrayLike  # streamed once per forward pass
+    kv_bytes_per_token: ArrayLike
+    linear_flops_per_token: ArrayLike
+    head_flops_per_position: ArrayLike
+    attn_flops_per_pair: ArrayLike  # per (query, key) pair, all layers
+    mem_bw_bytes_per_s: ArrayLike  # weight streaming, effective: peak x efficiency x tp
+    kv_bw_bytes_per_s: ArrayLike  # KV-cache reads by the attention kernel, effective
+    flops_per_s: ArrayLike  # effective: peak x efficiency x tp
+    layer_gap_s: ArrayLike
+    launch_per_layer_s: ArrayLike
+    step_overhead_s: ArrayLike
+    allreduce_s_per_layer: ArrayLike  # fixed part of TP all-reduces per layer (0 if tp = 1)
+    allreduce_s_per_token_layer: ArrayLike  # size-proportional part, per token per layer
+    idle_w: ArrayLike  # all tp GPUs together
+    tdp_w: ArrayLike
+    decode_power_fraction: ArrayLike
+    prefill_power_fraction: ArrayLike
+    tp: ArrayLike
+
+
+def peak_flops_per_s(gpu: GpuSpec, p: Precision) -> float:
+    return {"bf16": gpu.bf16_flops_per_s, "fp16": gpu.fp16_flops_per_s,
+            "int8": gpu.int8_ops_per_s}[p.compute]
+
+
+def gpu_cost(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    p: Precision,
+    serving: GpuServingSpec,
+    *,
+    tp: int = 1,
+    tp_link: LinkSpec | None = None,
+) -> GpuCost:
+    """Build the coefficients. tp > 1 splits weights and KV over tp GPUs; the two all-reduces
+    per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe)."""
+    h = model.hidden_size
+    if tp > 1:
+        if gpu.nvlink_bidir_bytes_per_s > 0:
+            link_bw = gpu.nvlink_bidir_bytes_per_s / 2
+            latency = serving.allreduce_latency_s
+        else:
+            if tp_link is None:
+                raise ValueError("tp > 1 without NVLink needs the PCIe link spec")
+            link_bw = tp_link.effective_bytes_per_s
+            latency = serving.allreduce_latency_s + tp_link.latency_s
+        # ring all-reduce moves 2 (tp-1)/tp of the activation; two all-reduces per layer
+        ar_fixed = 2 * latency
+        ar_per_token = 2 * (2 * (tp - 1) / tp) * h * p.activation_bits / 8 / link_bw
+    else:
+        ar_fixed = ar_per_token = 0.0
+    return GpuCost(
+        layers=model.num_layers,
+        weight_bytes=shape.streamed_weight_bytes(model, p),
+        kv_bytes_per_token=shape.kv_bytes_per_token(model, p.kv_bits),
+        linear_flops_per_token=2 * shape.linear_macs_per_token(model),
+        head_flops_per_position=2 * shape.head_matmul_params(model),
+        attn_flops_per_pair=2 * 2 * model.num_layers * model.num_attention_heads * model.head_dim,
+        mem_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.mem_bw_efficiency * tp,
+        kv_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.attention_bw_efficiency * tp,
+        flops_per_s=peak_flops_per_s(gpu, p) * serving.compute_efficiency * tp,
+        layer_gap_s=serving.layer_gap_s,
+        launch_per_layer_s=serving.launch_per_layer_s * gpu.host_cpu_slowdown,
+        step_overhead_s=serving.step_overhead_s * gpu.host_cpu_slowdown,
+        allreduce_s_per_layer=ar_fixed,
+        allreduce_s_per_token_layer=ar_per_token,
+        idle_w=gpu.idle_w * tp,
+        tdp_w=gpu.tdp_w * tp,
+        decode_power_fraction=serving.decode_power_fraction,
+        prefill_power_fraction=serving.prefill_power_fraction,
+        tp=tp,
+    )
+
+
+def stack(costs: list[GpuCost]) -> GpuCost:
+    """Many combinations as one GpuCost of arrays (for vectorised sweeps)."""
+    return GpuCost(**{
+        f.name: np.array([getattr(c, f.name) for c in costs], dtype=float) for f in fields(GpuCost)
+    })
+
+
+@dataclass(frozen=True)
+class ForwardTime:
+    """One forward pass, itemised (seconds). total = max(gpu_side, cpu_side) + step_overhead."""
+
+    memory_s: F64
+    compute_s: F64
+    roofline_s: F64
+    gpu_side_s: F64  # time the GPU executes kernels (roofline + gaps + TP communication)
+    total_s: F64
+
+    @property
+    def busy_fraction(self) -> F64:
+        """Share of the pass during which the GPU runs kernels (drives power)."""
+        return np.minimum(self.gpu_side_s / self.total_s, 1.0)
+
+    @property
+    def overhead_s(self) -> F64:
+        return self.total_s - self.roofline_s
+
+    @property
+    def bound(self) -> NDArray[np.str_]:
+        """'memory', 'compute' or 'overhead': the largest of the three parts."""
+        parts = np.stack(np.broadcast_arrays(self.memory_s, self.compute_s, self.overhead_s))
+        return np.array(["memory", "compute", "overhead"])[np.argmax(parts, axis=0)]
+
+
+def forward(
+    c: GpuCost, n_new: ArrayLike, ctx: ArrayLike, *, head_positions: ArrayLike = 1
+) -> ForwardTime:
+    """One forward pass of n_new tokens after ctx cached tokens."""
+    n = np.asarray(n_new, dtype=float)
+    k = np.asarray(ctx, dtype=float)
+    kv_bytes = c.kv_bytes_per_token * (k + n)
+    flops = (
+        c.linear_flops_per_token * n
+        + c.head_flops_per_position * np.asarray(head_positions, dtype=float)
+        + c.attn_flops_per_pair * (n * k + n * (n + 1) / 2)
+    )
+    mem = c.weight_bytes / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
+    comp = flops / c.flops_per_s
+    roof = np.maximum(mem, comp)
+    comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
+    gpu_side = roof + c.layers * c.layer_gap_s + comm
+    cpu_side = c.layers * c.launch_per_layer_s
+    total = np.maximum(gpu_side, cpu_side) + c.step_overhead_s
+    return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
+                       np.asarray(gpu_side), np.asarray(total))
+
+
+def decode_token_s(c: GpuCost, ctx: ArrayLike) -> F64:
+    """Seconds to decode one token whose context already holds ctx tokens."""
+    return forward(c, 1, ctx).total_s
+
+
+def decode_s(c: GpuCost, n: ArrayLike, ctx: ArrayLike) -> F64:
+    """Seconds to decode n tokens after ctx tokens.
+
+    The per-token time is affine in the context within one regime, so the sum over the n tokens
+    equals n times the time at the mean context ctx + (n - 1) / 2 (exact within a regime).
+    """
+    n = np.asarray(n, dtype=float)
+    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2)
+
+
+def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
+              ) -> F64:
+    """Seconds to prefill n_new tokens after ctx cached tokens (one forward pass; 0 if n_new=0).
+
+    all_positions: the head runs on every position (a reward model scoring each token).
+    """
+    n = np.asarray(n_new, dtype=float)
+    t = forward(c, n, ctx, head_positions=n if all_positions else 1).total_s
+    return np.where(n > 0, t, 0.0)
+
+
+# ---------------------------------------------------------------------------------- memory
+
+
+def memory_needed_bytes(
+    model: ModelSpec, p: Precision, context_tokens: ArrayLike, *, tp: int = 1
+) -> F64:
+    """Per-GPU bytes: weights and the KV cache of context_tokens, split over tp GPUs."""
+    total = shape.weight_bytes(model, p) + shape.kv_bytes(model, p.kv_bits, context_tokens)
+    return np.asarray(total / tp)
+
+
+def fits(
+    model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec,
+    context_tokens: ArrayLike, *, tp: int = 1,
+) -> NDArray[np.bool_]:
+    """Weights + KV at context_tokens fit in the memory the framework may use.
+
+    Usable = memory x memory_utilization - runtime reserve (CUDA context, activations).
+    """
+    usable = gpu.memory_bytes * serving.memory_utilization - serving.runtime_reserve_bytes
+    return memory_needed_bytes(model, p, context_tokens, tp=tp) <= usable
+
+
+def min_tp(model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec,
+           context_tokens: int, *, max_tp: int = 8) -> int | None:
+    """Smallest power-of-two TP degree (dividing the KV heads) at which the model fits."""
+    tp = 1
+    while tp <= max_tp:
+        if model.num_kv_heads % tp == 0 and bool(fits(model, gpu, p, serving, context_tokens,
+                                                      tp=tp)):
+            return tp
+        tp *= 2
+    return None

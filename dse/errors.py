@@ -1,0 +1,37 @@
+"""Error types. Each carries one line a user can act on; the CLI prints it and exits non-zero."""
+
+from __future__ import annotations
+
+
+class DseError(Exception):
+    """Base class: an error whose message is meant for the user, printed as one line."""
+
+    exit_code = 1
+
+
+class SpecError(DseError):
+    """A catalog, design or trace file is malformed: names the file and the key."""
+
+    exit_code = 3
+
+    def __init__(self, path: object, key: str, message: str) -> None:
+        self.path = str(path)
+        self.key = key
+        where = f"{self.path}: {key}" if key else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class UnknownNameError(DseError):
+    """A name that is not in a registry; the message lists the valid ones."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, name: str, valid: list[str] | tuple[str, ...]) -> None:
+        shown = ", ".join(sorted(valid)) if valid else "(none)"
+        super().__init__(f"unknown {what} {name!r}; valid: {shown}")
+
+
+class InfeasibleError(DseError):
+    """A design that cannot run (a model that does not fit, a build beyond the board)."""
+
+    exit_code = 4

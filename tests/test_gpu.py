@@ -1,0 +1,124 @@
+"""GPU cost model: hand-computed terms and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.cost import gpu, shape
+from dse.cost.power import gpu_power_w
+from dse.cost.shape import precision
+
+from .conftest import make_gpu, make_serving
+
+
+@pytest.fixture
+def qwen05(cat):
+    return cat.model("qwen2.5-0.5b-instruct")
+
+
+def test_decode_by_hand(qwen05):
+    """B = 1e12 B/s (e=1, KV at e=0.5), F = 1e14, step overhead 1 ms, no gaps, bf16, ctx 1023.
+
+    weights 494,032,768 x 2 B = 988,065,536 B -> 0.988065536 ms
+    KV (1023 + 1) x 12,288 B = 12,582,912 B at 0.5e12 B/s -> 0.025165824 ms
+    FLOPs 2*24*14,910,592 + 2*136,134,656 + 4*24*14*64*1024 = 1,076,058,112 -> 0.0108 ms
+    memory-bound: 1.013231360 ms + 1 ms step overhead = 2.013231360 ms
+    """
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    ft = gpu.forward(c, 1, 1023)
+    assert float(ft.memory_s) == pytest.approx(1.013231360e-3, rel=1e-9)
+    assert float(ft.compute_s) == pytest.approx(1_076_058_112 / 1e14, rel=1e-9)
+    assert float(gpu.decode_token_s(c, 1023)) == pytest.approx(2.013231360e-3, rel=1e-9)
+    assert str(ft.bound) == "memory"
+
+
+def test_launch_bound_eager(qwen05):
+    """24 layers x 1 ms launch = 24 ms CPU side dominates the ~1 ms GPU side."""
+    s = make_serving(launch_per_layer_us=1000.0, step_overhead_us=0.0)
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), s)
+    assert float(gpu.decode_token_s(c, 0)) == pytest.approx(24e-3)
+    assert str(gpu.forward(c, 1, 0).bound) == "overhead"
+    slow = gpu.gpu_cost(qwen05, make_gpu(host_cpu_slowdown=3.0), precision("bf16"), s)
+    assert float(gpu.decode_token_s(slow, 0)) == pytest.approx(72e-3)
+
+
+def test_prefill_compute_bound_by_hand(qwen05):
+    """4096 tokens: FLOPs = 2*24*14,910,592*4096 + head 272,269,312 + attention
+    4*24*14*64*(4096*4097/2) -> compute time at 1e14 FLOP/s + 1 ms overhead."""
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    flops = 2 * 24 * 14_910_592 * 4096 + 272_269_312 + 4 * 24 * 14 * 64 * (4096 * 4097 / 2)
+    assert float(gpu.prefill_s(c, 4096)) == pytest.approx(flops / 1e14 + 1e-3, rel=1e-9)
+    assert float(gpu.prefill_s(c, 0)) == 0.0
+
+
+def test_decode_sum_equals_mean_context(qwen05):
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    n, ctx = 50, 300
+    total = sum(float(gpu.decode_token_s(c, ctx + i)) for i in range(n))
+    assert float(gpu.decode_s(c, n, ctx)) == pytest.approx(total, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ctx=st.integers(0, 32_000),
+    dctx=st.integers(1, 4000),
+    bw=st.floats(50, 5000),
+    prec=st.sampled_from(["bf16", "w8a8", "w4a16"]),
+    name=st.sampled_from(["qwen2.5-0.5b-instruct", "qwen2.5-7b-instruct",
+                          "llama-3.1-8b-instruct", "qwen2.5-math-prm-7b"]),
+)
+def test_invariants(cat, ctx, dctx, bw, prec, name):
+    m = cat.model(name)
+    p = precision(prec)
+    g = make_gpu(mem_bw_GBps=bw)
+    c = gpu.gpu_cost(m, g, p, cat.serving("vllm-cudagraph"))
+    t0 = float(gpu.decode_token_s(c, ctx))
+    assert float(gpu.decode_token_s(c, ctx + dctx)) >= t0  # non-decreasing in context
+    floor_bytes = (shape.streamed_weight_bytes(m, p) + shape.kv_bytes_per_token(m, 16) * (ctx + 1))
+    assert t0 >= floor_bytes / g.mem_bw_bytes_per_s  # never beats peak bandwidth
+    assert t0 >= float(shape.forward_flops(m, 1, ctx)) / g.int8_ops_per_s * 0.999
+    faster = gpu.gpu_cost(m, make_gpu(mem_bw_GBps=bw * 2), p, cat.serving("vllm-cudagraph"))
+    assert float(gpu.decode_token_s(faster, ctx)) <= t0  # more bandwidth never slower
+
+
+def test_vectorised_equals_scalar(cat):
+    models = ["qwen2.5-0.5b-instruct", "qwen2.5-7b-instruct", "llama-3.2-1b-instruct"]
+    devices = ["rtx-3090", "a100-80gb-sxm", "h100-sxm"]
+    costs, scalars = [], []
+    ctx = np.array([0, 512, 4096, 100, 30000, 7])
+    for i, (m, d) in enumerate((m, d) for m in models for d in devices[:2]):
+        c = gpu.gpu_cost(cat.model(m), cat.gpu(d), precision("bf16"), cat.serving("vllm-eager"))
+        costs.append(c)
+        scalars.append(float(gpu.decode_token_s(c, ctx[i])))
+    stacked = gpu.stack(costs)
+    np.testing.assert_allclose(gpu.decode_token_s(stacked, ctx), scalars, rtol=1e-12)
+
+
+def test_fits_and_tp(cat):
+    m72 = cat.model("qwen2.5-math-72b-instruct")
+    s = cat.serving("vllm-cudagraph")
+    h100 = cat.gpu("h100-sxm")
+    assert not bool(gpu.fits(m72, h100, precision("bf16"), s, 4096))
+    tp = gpu.min_tp(m72, h100, precision("bf16"), s, 4096)
+    # 145.4 GB of BF16 weights: 72.7 GB per GPU at tp=2 exceeds 80 x 0.9 - 1 = 71 GB usable
+    assert tp == 4
+    c1 = gpu.gpu_cost(m72, h100, precision("bf16"), s, tp=2)
+    assert float(c1.allreduce_s_per_layer) > 0
+    assert bool(gpu.fits(cat.model("qwen2.5-0.5b-instruct"), cat.gpu("rtx-3090"),
+                         precision("bf16"), s, 4096))
+
+
+def test_power_states(cat):
+    c = gpu.gpu_cost(cat.model("qwen2.5-7b-instruct"), cat.gpu("rtx-3090"), precision("bf16"),
+                     cat.serving("vllm-cudagraph"))
+    idle = float(gpu_power_w(c, "idle"))
+    dec = float(gpu_power_w(c, "decode"))
+    pre = float(gpu_power_w(c, "prefill"))
+    assert idle == 27.0
+    assert idle < dec < pre <= 350.0
+    assert float(gpu_power_w(c, "decode", 0.0)) == idle
+    with pytest.raises(ValueError):
+        gpu_power_w(c, "boost")
