@@ -17,11 +17,11 @@ from dataclasses import fields
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from dse.cost import fpga, gpu  # noqa: E402
-from dse.cost.shape import precision  # noqa: E402
-from dse.specs import Catalog  # noqa: E402
+from dse.cost import fpga, gpu
+from dse.cost.shape import precision
+from dse.specs import Catalog
 
 
 def main() -> None:

@@ -9,8 +9,9 @@ Time of one forward pass (seconds):
 
 B, F: datasheet bandwidth and peak; e_mem, e_attn, e_comp, layer_gap, launch_per_layer and
 step_overhead are the serving profile's (calibrated on measured batch-1 points, see
-boards/serving/); the CPU-side terms (launch, step overhead) scale with the GPU host's `host_cpu_slowdown`. Small
-models at batch 1 are dominated by the overhead terms, which a pure roofline misses.
+boards/serving/); the CPU-side terms (launch, step overhead) scale with the GPU host's
+`host_cpu_slowdown`. Small models at batch 1 are dominated by the overhead terms, which a
+pure roofline misses.
 
 Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
 (`stack`), so one code path serves a scalar query and a million-design sweep.
