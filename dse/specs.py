@@ -394,6 +394,14 @@ def check_value(path: object, key: Key, value: Any) -> Any:
         if key.choices is not None and value not in key.choices:
             raise SpecError(path, k, f"{value!r} is not one of {', '.join(key.choices)}")
         return value
+    elif key.kind is dict:
+        if not isinstance(value, Mapping) or not value:
+            raise SpecError(path, k, f"expected a non-empty table, got {value!r}")
+        out: dict[str, float] = {}
+        for name, v in value.items():
+            sub = Key(f"{k}.{name}", name, float, lo=key.lo, lo_open=key.lo_open, hi=key.hi)
+            out[name] = check_value(path, sub, v)
+        return MappingProxyType(out)
     elif key.kind is list:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise SpecError(path, k, f"expected a list of strings, got {value!r}")
@@ -459,12 +467,22 @@ def build_spec(path: object, data: Mapping[str, Any], *, stem: str | None = None
                 continue
             raise SpecError(path, key.toml, "missing key")
         values[key.attr] = check_value(path, key, data[key.toml])
+    sourced: set[str] = set()
     for key in keys:
-        numeric = key.kind in (float, int) and key.toml in data
-        if numeric and key.toml not in sources and "*" not in sources:
-            raise SpecError(path, f"sources.{key.toml}", "a number without a source")
+        if key.toml not in data:
+            continue
+        if key.kind is dict:
+            names = [f"{key.toml}.{n}" for n in data[key.toml]]
+        elif key.kind in (float, int):
+            names = [key.toml]
+        else:
+            names = []
+        for n in names:
+            if n not in sources and key.toml not in sources and "*" not in sources:
+                raise SpecError(path, f"sources.{n}", "a number without a source")
+        sourced |= {key.toml, *names}
     for k in sources:
-        if k != "*" and k not in {key.toml for key in keys}:
+        if k != "*" and k not in sourced and k not in {key.toml for key in keys}:
             raise SpecError(path, f"sources.{k}", "names no key of this file")
     if kind == "model":
         _check_model(path, values)
