@@ -10,7 +10,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ class Command:
 
 
 def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
+    if isinstance(x, Mapping):
         return {str(k): _jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [_jsonable(v) for v in x]
