@@ -1,0 +1,239 @@
+"""A Design: a system's placements (draft, PRM, target on devices), links, algorithm knobs and
+schedule flags, resolved against the catalog and validated.
+
+`--set key=value` overrides any system key (by its TOML name, e.g. `accept_threshold=0.8`,
+`fpga_clock_MHz=250`), the aliases `fpga.clock_mhz`, `fpga.channels`, `fpga.mac_lanes`, and the
+schedule flags `backtracking`, `step_ahead`, `shadow_sync`. Values are checked by the same strict
+loader as the catalog files.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from dse.cost.device import Placement, place
+from dse.errors import InfeasibleError, SpecError
+from dse.scenario import SystemSpec
+from dse.specs import SCHEMAS, Catalog, FpgaSpec, LinkSpec, build_spec
+
+FLAGS = ("backtracking", "step_ahead", "shadow_sync")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Which of the paper's techniques run. Presets: rsd, brsd, brsd_stepahead, heteroreason."""
+
+    name: str
+    backtracking: bool
+    step_ahead: bool  # T2: step-ahead speculation and target prefetch
+    shadow_sync: bool  # T1: the draft ingests target tokens as they stream
+
+    def with_flags(self, **flags: bool) -> Schedule:
+        s = replace(self, **flags)
+        preset = next((p for p in PRESETS.values() if _same_flags(p, s)), None)
+        return replace(s, name=preset.name if preset else _flag_name(s))
+
+
+def _same_flags(a: Schedule, b: Schedule) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in FLAGS)
+
+
+def _flag_name(s: Schedule) -> str:
+    on = [f for f in FLAGS if getattr(s, f)]
+    return "custom(" + ",".join(on) + ")" if on else "custom()"
+
+
+PRESETS: dict[str, Schedule] = {
+    s.name: s
+    for s in (
+        Schedule("rsd", backtracking=False, step_ahead=False, shadow_sync=False),
+        Schedule("brsd", backtracking=True, step_ahead=False, shadow_sync=False),
+        Schedule("brsd_stepahead", backtracking=True, step_ahead=True, shadow_sync=False),
+        Schedule("heteroreason", backtracking=True, step_ahead=True, shadow_sync=True),
+    )
+}
+
+
+def schedule(name: str) -> Schedule:
+    from dse.errors import UnknownNameError
+
+    if name not in PRESETS:
+        raise UnknownNameError("schedule", name, list(PRESETS))
+    return PRESETS[name]
+
+
+@dataclass(frozen=True)
+class Design:
+    system: SystemSpec
+    schedule: Schedule
+    draft: Placement
+    prm: Placement
+    target: Placement
+    draft_link: LinkSpec  # draft device <-> GPUs (tokens, verdicts, KV migration)
+    gpu_link: LinkSpec  # PRM GPU <-> target GPU
+    accept_threshold: float
+    backtrack_threshold: float
+    max_backtracks: int
+    backtrack_window: int
+    max_context_tokens: int
+
+    @property
+    def name(self) -> str:
+        return self.system.name
+
+
+ALIASES = {"fpga.clock_mhz": "fpga_clock_MHz", "fpga.channels": "fpga_memory_channels",
+           "fpga.mac_lanes": "fpga_mac_lanes"}
+
+
+def system_to_toml(s: SystemSpec) -> dict[str, Any]:
+    """The TOML table of a system (inverse of the loader's unit conversion)."""
+    _, keys = SCHEMAS["system"]
+    out: dict[str, Any] = {"schema_version": 1, "kind": "system", "name": s.name,
+                           "description": s.description}
+    for k in keys:
+        v = getattr(s, k.attr)
+        out[k.toml] = v / k.scale if k.kind is float else v
+    out["sources"] = dict(s.sources)
+    return out
+
+
+def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
+    """`key=value` strings -> (system key overrides, schedule flag overrides)."""
+    _, keys = SCHEMAS["system"]
+    by_name = {k.toml: k for k in keys}
+    sys_over: dict[str, Any] = {}
+    flag_over: dict[str, bool] = {}
+    for item in items:
+        if "=" not in item:
+            raise SpecError("--set", item, "expected key=value")
+        key, raw = (x.strip() for x in item.split("=", 1))
+        key = ALIASES.get(key, key)
+        if key in FLAGS:
+            if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
+                raise SpecError("--set", key, f"expected true or false, got {raw!r}")
+            flag_over[key] = raw.lower() in ("true", "1", "on")
+            continue
+        if key not in by_name:
+            valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
+            raise SpecError("--set", key, f"unknown key; valid: {valid}")
+        kind = by_name[key].kind
+        try:
+            value: Any = (int(raw) if kind is int else float(raw) if kind is float else raw)
+        except ValueError:
+            raise SpecError("--set", key, f"expected a number, got {raw!r}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SpecError("--set", key, f"must be finite, got {raw!r}")
+        sys_over[key] = value
+    return sys_over, flag_over
+
+
+def load_system(cat: Catalog, system: str | None = None, design_file: str | None = None
+                ) -> SystemSpec:
+    if (system is None) == (design_file is None):
+        raise SpecError("--system/--design", "", "give exactly one of --system or --design")
+    if system is not None:
+        spec = cat.get("system", system)
+    else:
+        p = Path(design_file or "")
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise SpecError(p, "", f"cannot read: {e.strerror}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise SpecError(p, "", f"malformed TOML: {e}") from None
+        if data.get("kind") == "design" and isinstance(data.get("system"), Mapping):
+            data = data["system"]  # an exported design.toml wraps the system table
+        spec = build_spec(p, data)
+    if not isinstance(spec, SystemSpec):
+        raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
+    return spec
+
+
+def with_overrides(s: SystemSpec, overrides: Mapping[str, Any]) -> SystemSpec:
+    if not overrides:
+        return s
+    data = system_to_toml(s)
+    data.update(overrides)
+    spec = build_spec(f"{s.path} (with --set)", data)
+    assert isinstance(spec, SystemSpec)
+    return spec
+
+
+def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = True) -> Design:
+    """Resolve a system against the catalog. check=True raises InfeasibleError with every reason
+    the design cannot run."""
+    where = s.path
+    models = {r: cat.model(getattr(s, f"{r}_model")) for r in ("draft", "prm", "target")}
+    for role, m in models.items():
+        if role not in m.roles:
+            raise SpecError(where, f"{role}_model",
+                            f"{m.name} cannot be a {role} (its roles: {', '.join(m.roles)})")
+    if models["draft"].tokenizer_family != models["target"].tokenizer_family:
+        raise SpecError(where, "draft_model",
+                        f"draft {models['draft'].name} ({models['draft'].tokenizer_family}) and "
+                        f"target {models['target'].name} ({models['target'].tokenizer_family}) "
+                        "do not share a tokenizer")
+    for role in ("prm", "target"):
+        if isinstance(cat.device(getattr(s, f"{role}_device")), FpgaSpec):
+            raise SpecError(where, f"{role}_device", f"the {role} runs on a GPU in this model")
+    ctx = s.max_context_tokens
+    knobs: dict[str, object] = {}
+    if s.fpga_clock_hz > 0:
+        knobs["clock_hz"] = s.fpga_clock_hz
+    if s.fpga_memory_channels > 0:
+        knobs["memory_channels"] = s.fpga_memory_channels
+    if s.fpga_mac_lanes > 0:
+        knobs["mac_lanes"] = s.fpga_mac_lanes
+    draft_dev = cat.device(s.draft_device)
+    is_fpga = isinstance(draft_dev, FpgaSpec)
+    draft = place(cat, models["draft"], s.draft_device, precision_name=s.draft_precision,
+                  serving="vllm-cudagraph" if is_fpga else s.draft_serving,
+                  engine=s.draft_serving if is_fpga else "flexllm",
+                  context_tokens=ctx, fpga_knobs=knobs)
+    prm = place(cat, models["prm"], s.prm_device, precision_name=s.prm_precision,
+                serving=s.prm_serving, context_tokens=ctx, tp=1)
+    target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
+                   serving=s.target_serving, context_tokens=ctx, tp=s.target_tp)
+    links = {d: cat.link(cat.device(d).host_link) for d in
+             (s.draft_device, s.prm_device, s.target_device)}
+    slower = min(links[s.prm_device], links[s.target_device],
+                 key=lambda ln: ln.effective_bytes_per_s)
+    draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
+    d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
+               s.backtrack_threshold, s.max_backtracks, s.backtrack_window, ctx)
+    if check:
+        why = infeasibility(d)
+        if why:
+            raise InfeasibleError(f"{s.name} is infeasible: " + "; ".join(why))
+    return d
+
+
+def infeasibility(d: Design) -> list[str]:
+    why: list[str] = []
+    for role in ("draft", "prm", "target"):
+        why += [f"{role}: {w}" for w in getattr(d, role).infeasibility()]
+    return why
+
+
+def design_fields(d: Design) -> dict[str, Any]:
+    """The design as plain data (for reports)."""
+    out = {f.name: getattr(d, f.name) for f in fields(d)
+           if f.name in ("accept_threshold", "backtrack_threshold", "max_backtracks",
+                         "backtrack_window", "max_context_tokens")}
+    out["schedule"] = {"name": d.schedule.name, **{f: getattr(d.schedule, f) for f in FLAGS}}
+    for role in ("draft", "prm", "target"):
+        p: Placement = getattr(d, role)
+        out[role] = {"model": p.model.name, "device": p.device.name,
+                     "precision": p.precision.name, "serving": p.serving, "tp": p.tp}
+        if p.fpga_build is not None:
+            out[role]["clock_mhz"] = p.fpga_build.clock_hz / 1e6
+            out[role]["memory_channels"] = p.fpga_build.memory_channels
+            out[role]["mac_lanes"] = p.fpga_build.mac_lanes
+    out["system"] = d.system.name
+    return out

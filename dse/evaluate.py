@@ -1,0 +1,327 @@
+"""`evaluate(design, workload) -> Report`: the closed-form evaluator, and the Report.
+
+Closed form: expected values of the attempt costs (dse.schedules.attempt) over quadrature grids
+of the random token counts, per step position t and previous outcome (accepted with the draft
+running ahead, or rejected), then a forward propagation of probability mass over
+(steps per problem S, position t, backtracks used b, previous outcome):
+- accept (p_accept): t -> t + 1;
+- reject, rewrite kept: t -> t + 1;
+- reject, rewrite fails the backtrack threshold, budget left, an anchor j steps back
+  (P(j) = p_a (1 - p_a)^(j-1), j <= window): t -> t - j + 2, b -> b + 1.
+Expected metrics are the mass-weighted sums of the attempts' expected costs. The simulator
+(dse.simulate) replays sampled traces through the same `attempt` and is its referee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dse.design import Design
+from dse.scenario import WorkloadSpec
+from dse.schedules import ACCEPT, BACKTRACK, REFINE, Attempt, Costs, attempt
+from dse.workflow import max_steps, step_probabilities, steps_distribution, token_quadrature
+
+F64 = NDArray[np.float64]
+ROLES = ("draft", "prm", "target", "link")
+DEVICES = ("draft", "prm", "target")
+QUAD_POINTS = 6
+
+# Attempt fields the closed form takes expectations of.
+_SUMMED = ("time_s", "crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s",
+           "draft_busy_s", "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j",
+           "target_dyn_j", "stall_s", "wasted_s", "wasted_tokens", "wasted_j", "target_called",
+           "next_ahead_s")
+
+
+@dataclass(frozen=True)
+class Report:
+    """Per-problem metrics of one design on one workload. Parts sum to their totals:
+    latency = sum(latency_breakdown_s); energy = sum(energy_by_device_j)."""
+
+    system: str
+    schedule: str
+    workload: str
+    evaluator: str  # "closed-form" or "simulator"
+    latency_s_per_problem: float
+    goodput_tokens_per_s: float
+    j_per_token: float
+    energy_j_per_problem: float
+    tokens_per_problem: float
+    accuracy: float | None  # percent of problems solved
+    p_accept: float
+    latency_breakdown_s: dict[str, float]  # critical path by role + init (prompt/migration)
+    step_latency_share: dict[str, float]  # draft, prm, target, link; sums to 1
+    energy_by_device_j: dict[str, float]
+    devices: dict[str, dict[str, float]]  # busy_s, idle_s, stall_s per device
+    communication_share: float
+    speculation_stall_ratio: float
+    wasted_tokens_per_problem: float
+    wasted_energy_share: float
+    target_calls_per_problem: float
+    backtracks_per_problem: float
+    attempts_per_problem: float
+    percentiles: dict[str, float] = field(default_factory=dict)
+    problems: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, crit: dict[str, float],
+              init_s: float, busy: dict[str, float], dyn_j: dict[str, float], init_j: float,
+              stall: float, wasted_s: float, wasted_tokens: float, wasted_j: float, tokens: float,
+              target_calls: float, backtracks: float, attempts: float, accuracy: float | None,
+              p_accept: float, percentiles: dict[str, float] | None = None,
+              problems: int | None = None) -> Report:
+    idle_w = {r: float(getattr(d, r).power_w("idle")) for r in DEVICES}
+    energy = {r: idle_w[r] * latency + dyn_j[r] for r in DEVICES}
+    init_dev = "draft" if d.draft.is_fpga is False else "target"
+    energy[init_dev] += init_j
+    total_e = sum(energy.values())
+    breakdown = {**crit, "init": init_s}
+    steps_total = sum(crit.values())
+    share = {r: (crit[r] / steps_total if steps_total > 0 else 0.0) for r in ROLES}
+    devices = {}
+    for r in DEVICES:
+        st = stall if r == "draft" else 0.0
+        devices[r] = {"busy_s": busy[r], "stall_s": st, "idle_s": max(latency - busy[r] - st, 0.0)}
+    return Report(
+        system=d.system.name, schedule=d.schedule.name, workload=w.name, evaluator=evaluator,
+        latency_s_per_problem=latency, goodput_tokens_per_s=tokens / latency,
+        j_per_token=total_e / tokens, energy_j_per_problem=total_e, tokens_per_problem=tokens,
+        accuracy=accuracy, p_accept=p_accept, latency_breakdown_s=breakdown,
+        step_latency_share=share, energy_by_device_j=energy, devices=devices,
+        communication_share=crit["link"] / latency, speculation_stall_ratio=stall / latency,
+        wasted_tokens_per_problem=wasted_tokens, wasted_energy_share=wasted_j / total_e,
+        target_calls_per_problem=target_calls, backtracks_per_problem=backtracks,
+        attempts_per_problem=attempts, percentiles=percentiles or {}, problems=problems,
+    )
+
+
+# ------------------------------------------------------------------------ closed form
+
+
+def _grid(*axes: tuple[F64, F64]) -> tuple[list[F64], F64]:
+    """Outer product of quadrature axes: broadcastable values and joint weights."""
+    n = len(axes)
+    vals, w = [], np.ones([1] * n)
+    for i, (v, wt) in enumerate(axes):
+        shape = [1] * n
+        shape[i] = len(v)
+        vals.append(v.reshape(shape))
+        w = w * wt.reshape(shape)
+    return vals, w
+
+
+def _expect(at: Attempt, w: F64, lead: int) -> F64:
+    """Expectations of the summed fields over the trailing grid axes -> [lead..., fields]."""
+    out = []
+    axes = tuple(range(lead, lead + w.ndim))
+    full = np.broadcast_shapes(*(np.shape(getattr(at, f)) for f in _SUMMED),
+                               (1,) * lead + w.shape)
+    for f in _SUMMED:
+        v = np.broadcast_to(getattr(at, f), full)
+        out.append((v * w.reshape((1,) * lead + w.shape)).sum(axis=axes))
+    return np.stack(out, axis=-1)
+
+
+def evaluate(c: Costs) -> Report:
+    """Closed-form expected metrics of the design on the workload."""
+    d, w, s = c.design, c.workload, c.design.schedule
+    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                            d.backtrack_threshold)
+    pa, pf = float(pr.p_accept), float(pr.p_fail)
+    xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
+    m_c = pa * xbar + (1 - pa) * tbar
+    s_max = max_steps(w, d.max_context_tokens, m_c)
+    s_vals, s_p = steps_distribution(w, s_max)
+    n_pos = int(s_vals.max())
+    tpos = np.arange(n_pos, dtype=float)
+    resp = tpos * m_c
+    qx = token_quadrature(xbar, w.draft_step_tokens_cv, QUAD_POINTS)
+    qt = token_quadrature(tbar, w.target_step_tokens_cv, QUAD_POINTS)
+    bt_on = s.backtracking
+    win = d.backtrack_window
+
+    # expected anchor distance and context for backtracks
+    j = np.arange(1, win + 1, dtype=float)
+    pj = pa * (1 - pa) ** (j - 1)
+    j_mean = float((j * pj).sum() / pj.sum()) if pj.sum() > 0 else 1.0
+    resp_anchor = np.maximum(resp - (j_mean - 1) * m_c, 0.0)
+
+    # uncached target tokens by previous outcome
+    if s.step_ahead:
+        u_a = np.full(n_pos, xbar)
+    else:
+        r = np.arange(1, n_pos + 1)
+        u_a = np.zeros(n_pos)
+        for t in range(1, n_pos):
+            runs = r[:t - 1] if t > 1 else np.zeros(0)
+            mass = pa ** runs * (1 - pa)
+            u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + c.prompt)) / pa
+    u_a[0] = c.prompt
+
+    (y, x, z, nt), wgt = _grid(qx, qx, qx, qt)
+    lead = 1
+    R = resp[:, None, None, None, None]
+
+    def run(outcome: int, spec_ok: bool, ahead: Any, u: F64) -> F64:
+        # an accepted step's prefetch is cut short; its length is the mean target step (as in
+        # the simulator, whose traces do not record it)
+        n_t = tbar if outcome == ACCEPT else nt
+        at = attempt(c, s, resp=R, x=x, z=z, spec_ok=spec_ok, nt=n_t,
+                     u=u[:, None, None, None, None], outcome=outcome, n_alt=tbar,
+                     resp_anchor=resp_anchor[:, None, None, None, None], ahead=ahead)
+        return _expect(at, wgt, lead)
+
+    # head start after an accept: min(D(x), W(y)) of the previous attempt
+    if s.step_ahead:
+        prev_resp = np.maximum(R - y, 0.0)
+        w_prev = c.link_draft(y) + c.prm(y, prev_resp) + c.link_verdict()
+        ahead_a = np.minimum(c.draft_decode(x, R), w_prev)
+    else:
+        ahead_a = np.zeros(1)
+    outcomes = (ACCEPT, REFINE, BACKTRACK)
+    # M[prev, outcome, spec_ok] -> [t, fields]; prev 0 = accepted before, 1 = rejected before
+    m = np.zeros((2, 3, 2, n_pos, len(_SUMMED)))
+    for oi, o in enumerate(outcomes):
+        for si, ok in enumerate((False, True)):
+            m[0, oi, si] = run(o, ok, ahead_a, u_a)
+    i_ahead = _SUMMED.index("next_ahead_s")
+    # head start after a reject: the expected next_ahead of a rejected attempt one step back
+    p_bk_t = _p_backtrack(pa, pf, win, n_pos) if bt_on else np.zeros(n_pos)
+    rej_ahead = ((1 - p_bk_t) * m[0, 1, 1, :, i_ahead] + p_bk_t * m[0, 2, 1, :, i_ahead])
+    ahead_r = np.concatenate([[0.0], rej_ahead[:-1]])[:, None, None, None, None]
+    for oi, o in enumerate(outcomes):
+        for si, ok in enumerate((False, True)):
+            m[1, oi, si] = run(o, ok, ahead_r, np.zeros(n_pos))
+    # the first attempt starts with no head start and the prompt uncached
+    first = np.zeros((3, 2, len(_SUMMED)))
+    for oi, o in enumerate(outcomes):
+        for si, ok in enumerate((False, True)):
+            at = attempt(c, s, resp=0.0, x=x, z=z, spec_ok=ok, nt=tbar if o == ACCEPT else nt,
+                         u=c.prompt,
+                         outcome=o, n_alt=tbar, resp_anchor=0.0, ahead=0.0)
+            first[oi, si] = _expect(at, wgt, 0)
+    m[0, :, :, 0] = first
+
+    totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
+    tv = dict(zip(_SUMMED, totals, strict=True))
+    latency = tv["time_s"] + c.init_s()
+    crit = {r: tv[f"crit_{r}_s"] for r in ROLES}
+    tokens = float((s_vals * s_p).sum()) * m_c
+    accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
+    return _assemble(
+        d, w, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
+        busy={r: tv[f"{r}_busy_s"] for r in DEVICES},
+        dyn_j={r: tv[f"{r}_dyn_j"] for r in DEVICES}, init_j=c.init_energy_j(),
+        stall=tv["stall_s"], wasted_s=tv["wasted_s"], wasted_tokens=tv["wasted_tokens"],
+        wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
+        backtracks=counts["backtracks"], attempts=counts["attempts"], accuracy=accuracy,
+        p_accept=pa,
+    )
+
+
+def _p_backtrack(pa: float, pf: float, win: int, n_pos: int) -> F64:
+    """P(backtrack | reject) at each position (budget ignored): fail and an anchor exists."""
+    t = np.arange(n_pos)
+    return pf * (1 - (1 - pa) ** np.minimum(win, t))
+
+
+def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
+               max_bt: int, win: int, n_pos: int) -> tuple[F64, dict[str, float]]:
+    """Forward mass propagation over (S, t, b, prev); returns expected field totals."""
+    n_s = len(s_vals)
+    b_max = max_bt if bt_on else 0
+    mass = np.zeros((n_s, n_pos + 1, b_max + 2, 2))
+    mass[:, 0, 0, 0] = 1.0
+    tot = np.zeros(m.shape[-1])
+    attempts = backtracks = fails = 0.0
+    S = s_vals[:, None]
+    for b in range(b_max + 1):
+        for t in range(n_pos):
+            mt = mass[:, t, b, :] * (t < S)  # [S, prev]
+            if not mt.any():
+                continue
+            spec_ok = (t < S - 1).astype(float)  # [S, 1]
+            p_rej = 1 - pa
+            if bt_on and b < max_bt:
+                jmax = min(win, t)
+                js = np.arange(1, jmax + 1)
+                pj = pa * (1 - pa) ** (js - 1)
+                p_bk = p_rej * pf * pj.sum()
+            else:
+                js, pj, p_bk = np.zeros(0, dtype=int), np.zeros(0), 0.0
+            probs = np.array([pa, p_rej - p_bk, p_bk])
+            w_s = (mt * s_p[:, None])  # [S, prev]
+            for prev in (0, 1):
+                wp = w_s[:, prev]
+                if not wp.any():
+                    continue
+                for oi in range(3):
+                    if probs[oi] <= 0:
+                        continue
+                    cost = (m[prev, oi, 1, t] * spec_ok + m[prev, oi, 0, t] * (1 - spec_ok))
+                    tot += (wp[:, None] * probs[oi] * cost).sum(axis=0)
+            total_w = float(w_s.sum())
+            attempts += total_w
+            backtracks += total_w * p_bk
+            fails += total_w * p_rej * pf if bt_on else 0.0
+            mtot = mt.sum(axis=1)  # [S]
+            mass[:, t + 1, b, 0] += mtot * pa
+            mass[:, t + 1, b, 1] += mtot * (p_rej - p_bk)
+            for jj, pjj in zip(js, pj, strict=True):
+                mass[:, t - jj + 2, b + 1, 1] += mtot * p_rej * pf * pjj
+    return tot, {"attempts": attempts, "backtracks": backtracks, "fails": fails}
+
+
+def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
+              counts: dict[str, float]) -> float:
+    """P(no bad step in the final chain) = E_S[(1 - q)^S], q the per-position bad rate.
+
+    Forward-only: q = h_d (1 - F_b(tau_a)) + (1 - p_a) h_t.  With backtracking, a rewrite that
+    fails tau_b is replaced (when a backtrack happens, share beta of failures) by an unscored
+    alternative: q = p_bad_acc + (1 - p_a)[p_bad_pass + p_bad_fail (1 - beta) + p_fail beta h_t].
+    """
+    pa = float(pr.p_accept)
+    if not bt_on:
+        q = float(pr.p_bad_accepted) + (1 - pa) * float(pr.h_target)
+    else:
+        beta = counts["backtracks"] / counts["fails"] if counts["fails"] > 0 else 0.0
+        q = float(pr.p_bad_accepted) + (1 - pa) * (
+            float(pr.p_bad_pass) + float(pr.p_bad_fail) * (1 - beta)
+            + float(pr.p_fail) * beta * float(pr.h_target))
+    return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
+
+
+# -------------------------------------------------------------------------- simulator
+
+
+def report_from_replay(c: Costs, rp: Any) -> Report:
+    """Aggregate a simulator replay into a Report (means over problems)."""
+    d, w = c.design, c.workload
+    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                            d.backtrack_threshold)
+
+    def mean(a: F64) -> float:
+        return float(np.mean(a))
+
+    lat = rp.latency_s
+    acc = None if np.isnan(rp.correct).any() else 100.0 * mean(rp.correct)
+    p_acc = float(rp.accepts.sum() / rp.attempts.sum()) if rp.attempts.sum() else float(
+        pr.p_accept)
+    pct = {f"latency_p{q}_s": float(np.percentile(lat, q)) for q in (50, 95, 99)}
+    return _assemble(
+        d, w, "simulator", latency=mean(lat), crit={r: mean(rp.crit[r]) for r in ROLES},
+        init_s=rp.init_s, busy={r: mean(rp.busy[r]) for r in DEVICES},
+        dyn_j={r: mean(rp.dyn_j[r]) for r in DEVICES}, init_j=c.init_energy_j(),
+        stall=mean(rp.stall_s), wasted_s=mean(rp.wasted_s),
+        wasted_tokens=mean(rp.wasted_tokens), wasted_j=mean(rp.wasted_j),
+        tokens=mean(rp.committed_tokens), target_calls=mean(rp.target_calls),
+        backtracks=mean(rp.backtracks), attempts=mean(rp.attempts), accuracy=acc,
+        p_accept=p_acc, percentiles=pct, problems=len(lat),
+    )

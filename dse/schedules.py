@@ -1,0 +1,289 @@
+"""Schedule timing: what one attempt at a reasoning step costs under each schedule.
+
+An *attempt* is one pass at step position t: the draft writes the step, the PRM scores it, and
+on a reject the target rewrites it (and, with backtracking, the PRM scores the rewrite, which
+may send the system back to an anchor). `attempt` returns the attempt's critical-path time split
+by role, each device's busy time, energy above idle, speculation stall and wasted work. Both
+evaluators call it: the simulator with one sampled record per problem, the closed form with
+quadrature grids of the same random inputs, so the two agree by construction up to the
+expectation of the inputs.
+
+Timing (all times from the attempt's start, i.e. the previous commit):
+- draft:   D = decode(x tokens); with step-ahead some of it was done early (`ahead` > 0); a late
+           re-synchronised draft starts after the commit (`ahead` < 0): on the path: D - ahead.
+- verify:  W = link(x) + PRM(whole context + x) + link(verdict); verdict V = (D - ahead) + W.
+- step-ahead: during W the draft speculates the next step (progress min(D', W); stall
+           max(W - D', 0)); the target prefetches this step from the attempt's start.
+- reject:  the target's step is ready at R = max(V, T) with prefetch, else V + link + T;
+           T = prefill(uncached tokens) + decode(target tokens). The draft re-synchronises:
+           shadow sync absorbs the tokens as they stream (done at max(V + A, R + link + A/n)),
+           otherwise it prefills them after R. With backtracking the PRM scores the rewrite
+           (commit at R + link + PRM + link); without, the rewrite commits at R + link.
+- backtrack: the target writes an alternative from the anchor (its prefix is cached), the draft
+           rolls back its KV pointer and ingests the alternative.
+Speculative draft work discarded by a reject or a backtrack is wasted work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.cost.device import Placement, place
+from dse.cost.link import token_bytes, transfer_s
+from dse.design import Design, Schedule
+from dse.scenario import WorkloadSpec
+from dse.specs import Catalog
+
+F64 = NDArray[np.float64]
+VERDICT_BYTES = 8  # accept/reject flag and reward score
+ACCEPT, REFINE, BACKTRACK = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Cost of each role's operations for one design on one workload (contexts in response
+    tokens; the prompt / problem prefix is added here)."""
+
+    design: Design
+    workload: WorkloadSpec
+    init_gpu: Placement | None  # GPU that prefills the draft's prompt before KV migration
+
+    @property
+    def prompt(self) -> float:
+        return self.workload.prompt_tokens
+
+    def draft_decode(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.decode_s(n, self.prompt + np.asarray(resp))
+
+    def draft_absorb(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.absorb_s(n, self.prompt + np.asarray(resp))
+
+    def draft_prefill(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.prefill_s(n, self.prompt + np.asarray(resp))
+
+    def prm(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        """No prefix caching for a pooling model: the PRM reads problem + all steps + the new
+        step every call, scoring every position."""
+        tokens = self.workload.problem_tokens + np.asarray(resp) + np.asarray(n)
+        return self.design.prm.prefill_s(tokens, 0, all_positions=True)
+
+    def target_prefill(self, u: ArrayLike, resp: ArrayLike) -> F64:
+        """Prefix caching: prefill only the u tokens the target has not seen."""
+        ctx = np.maximum(self.prompt + np.asarray(resp) - np.asarray(u), 0)
+        return self.design.target.prefill_s(u, ctx)
+
+    def target_decode(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.target.decode_s(n, self.prompt + np.asarray(resp))
+
+    def link_draft(self, n_tokens: ArrayLike) -> F64:
+        return transfer_s(self.design.draft_link, token_bytes(n_tokens))
+
+    def link_gpu(self, n_tokens: ArrayLike) -> F64:
+        n = np.asarray(n_tokens, dtype=float)
+        return np.where(n > 0, transfer_s(self.design.gpu_link, token_bytes(n)), 0.0)
+
+    def link_verdict(self) -> float:
+        return float(transfer_s(self.design.draft_link, VERDICT_BYTES))
+
+    # ---- power above idle (W), at a context
+    def draft_dyn_w(self, resp: ArrayLike) -> F64:
+        p = self.design.draft
+        ctx = self.prompt + np.asarray(resp)
+        return p.power_w("decode", ctx) - p.power_w("idle")
+
+    def prm_dyn_w(self, n_tokens: ArrayLike) -> F64:
+        p = self.design.prm
+        return p.power_w("prefill", 0, n_new=n_tokens) - p.power_w("idle")
+
+    def target_dyn_w(self, resp: ArrayLike) -> F64:
+        p = self.design.target
+        return p.power_w("decode", self.prompt + np.asarray(resp)) - p.power_w("idle")
+
+    # ---- once per problem
+    def init_s(self) -> float:
+        """Prompt prefill for the draft; a non-GPU draft gets its KV cache from a GPU over the
+        link (state migration, once per problem)."""
+        if self.init_gpu is None:
+            return float(self.design.draft.prefill_s(self.prompt, 0))
+        kv = self.design.draft.kv_bytes_per_token * self.prompt
+        return float(self.init_gpu.prefill_s(self.prompt, 0)
+                     + transfer_s(self.design.draft_link, kv))
+
+    def init_energy_j(self) -> float:
+        p = self.init_gpu or self.design.draft
+        t = float(p.prefill_s(self.prompt, 0))
+        dyn = float(p.power_w("prefill", 0, n_new=self.prompt) - p.power_w("idle"))
+        return t * max(dyn, 0.0)
+
+
+def make_costs(cat: Catalog, d: Design, w: WorkloadSpec) -> Costs:
+    init_gpu = None
+    if d.draft.is_fpga:
+        init_gpu = place(cat, d.draft.model, d.target.device.name, precision_name="bf16",
+                         serving=d.target.serving, context_tokens=d.max_context_tokens)
+    return Costs(d, w, init_gpu)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt, itemised. Critical-path parts sum to `time_s`."""
+
+    time_s: F64
+    crit_draft_s: F64
+    crit_prm_s: F64
+    crit_target_s: F64
+    crit_link_s: F64
+    draft_busy_s: F64  # decode + speculation + re-synchronisation
+    prm_busy_s: F64
+    target_busy_s: F64
+    draft_dyn_j: F64
+    prm_dyn_j: F64
+    target_dyn_j: F64
+    stall_s: F64
+    wasted_s: F64
+    wasted_tokens: F64
+    wasted_j: F64
+    next_ahead_s: F64
+    target_called: F64
+    # times from the attempt's start, for timelines
+    draft_end_s: F64
+    prm_start_s: F64
+    verdict_s: F64
+    speculate_s: F64
+    target_start_s: F64
+    target_ready_s: F64
+    refine_verdict_s: F64
+    sync_end_s: F64
+
+
+def attempt(
+    c: Costs,
+    s: Schedule,
+    *,
+    resp: ArrayLike,
+    x: ArrayLike,
+    z: ArrayLike,
+    spec_ok: ArrayLike,
+    nt: ArrayLike,
+    u: ArrayLike,
+    outcome: ArrayLike,
+    n_alt: ArrayLike,
+    resp_anchor: ArrayLike,
+    ahead: ArrayLike,
+) -> Attempt:
+    """Time one attempt. Arrays broadcast; see the module docstring for the rules.
+
+    resp: committed response tokens before the step; x: draft tokens of this step; z: draft
+    tokens of the next step (speculated); spec_ok: a next step exists; nt: target tokens of a
+    rewrite; u: tokens the target has not prefilled; outcome: ACCEPT, REFINE or BACKTRACK;
+    n_alt, resp_anchor: the alternative's tokens and the anchor's context; ahead: draft work
+    done early (> 0) or late start (< 0), seconds.
+    """
+    resp = np.asarray(resp, dtype=float)
+    x = np.asarray(x, dtype=float)
+    z = np.asarray(z, dtype=float)
+    nt = np.asarray(nt, dtype=float)
+    u = np.asarray(u, dtype=float)
+    out = np.asarray(outcome)
+    ahead = np.asarray(ahead, dtype=float)
+    spec_ok = np.asarray(spec_ok, dtype=bool)
+    sa, bt, shadow = s.step_ahead, s.backtracking, s.shadow_sync
+    acc = out == ACCEPT
+    bk = out == BACKTRACK
+    rej = ~acc
+
+    # draft and verification
+    d_step = c.draft_decode(x, resp)
+    rem = d_step - ahead
+    lk1 = c.link_draft(x)
+    lkv = c.link_verdict()
+    p1 = c.prm(x, resp)
+    w = lk1 + p1 + lkv
+    verdict = rem + w
+    d_next = c.draft_decode(z, resp + x)
+    spec = np.where(spec_ok & sa, np.minimum(d_next, w), 0.0)
+    stall = np.where(spec_ok & sa, np.maximum(w - d_next, 0.0), 0.0)
+
+    # target
+    lk_u = c.link_gpu(u)
+    t_pre = c.target_prefill(u, resp)
+    t_dec = c.target_decode(nt, resp)
+    t_full = t_pre + t_dec
+    ready = np.maximum(verdict, lk_u + t_full) if sa else verdict + lk_u + t_full
+    lk_t = c.link_draft(nt)
+    if shadow:
+        sync_work = c.draft_absorb(nt, resp)
+        sync_end = np.maximum(verdict + sync_work, ready + lk_t + sync_work / np.maximum(nt, 1))
+    else:
+        sync_work = c.draft_prefill(nt, resp)
+        sync_end = ready + lk_t + sync_work
+    p2 = c.prm(nt, resp) if bt else np.zeros_like(t_full)
+    commit_ref = ready + lk_t + (p2 + lkv if bt else 0.0)
+
+    # backtrack: alternative from the anchor (cached prefix), draft rolls back and ingests it
+    resp_anchor = np.asarray(resp_anchor, dtype=float)
+    t_alt = c.target_decode(n_alt, resp_anchor)
+    lk_a = c.link_draft(n_alt)
+    alt_end = commit_ref + t_alt
+    if shadow:
+        sync2_work = c.draft_absorb(n_alt, resp_anchor)
+        sync2 = np.maximum(commit_ref + sync2_work,
+                           alt_end + lk_a + sync2_work / np.maximum(np.asarray(n_alt), 1))
+    else:
+        sync2_work = c.draft_prefill(n_alt, resp_anchor)
+        sync2 = alt_end + lk_a + sync2_work
+    # speculation the draft did after re-synchronising, before the rewrite's verdict; wasted
+    # when that verdict sends the system back
+    d_next_ref = c.draft_decode(z, resp + nt)
+    spec_bt = np.where(sa & bk & spec_ok, np.clip(commit_ref - sync_end, 0.0, d_next_ref), 0.0)
+
+    commit = np.where(acc, verdict, np.where(bk, alt_end + lk_a, commit_ref))
+    sync_final = np.where(bk, sync2, sync_end)
+    gap = commit - sync_final
+    d_next_after = np.where(bk, c.draft_decode(z, resp_anchor + n_alt), d_next_ref)
+    post = np.where(sa & spec_ok, np.clip(gap, None, d_next_after), np.minimum(gap, 0.0))
+    next_ahead = np.where(acc, spec, post)
+    post_spec = np.where(rej, np.maximum(post, 0.0), 0.0)
+    stall_after = np.where(rej & sa & spec_ok, np.maximum(gap - d_next_after, 0.0), 0.0)
+
+    # critical path by role
+    crit_draft = rem
+    crit_prm = p1 + np.where(rej, p2, 0.0)
+    target_wait = np.where(sa, ready - verdict, t_full)
+    crit_target = np.where(rej, target_wait + np.where(bk, t_alt, 0.0), 0.0)
+    crit_link = lk1 + lkv + np.where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
+                                     + np.where(bk, lk_a, 0.0), 0.0)
+
+    # busy time and energy above idle
+    wasted_s = np.where(rej, spec, 0.0) + spec_bt
+    draft_decode_busy = d_step - np.maximum(ahead, 0.0) + spec + post_spec + spec_bt
+    sync_busy = np.where(rej, sync_work + np.where(bk, sync2_work, 0.0), 0.0)
+    draft_busy = draft_decode_busy + sync_busy
+    prm_busy = p1 + np.where(rej, p2, 0.0)
+    if sa:
+        prefetch = np.clip(verdict - lk_u, 0.0, t_full)
+        target_busy = np.where(acc, prefetch, t_full + np.where(bk, t_alt, 0.0))
+    else:
+        target_busy = np.where(acc, 0.0, t_full + np.where(bk, t_alt, 0.0))
+    draft_w = c.draft_dyn_w(resp)
+    draft_j = draft_busy * draft_w
+    prm_j = p1 * c.prm_dyn_w(c.workload.problem_tokens + resp + x) + np.where(
+        rej, p2 * c.prm_dyn_w(c.workload.problem_tokens + resp + nt), 0.0)
+    target_j = target_busy * c.target_dyn_w(resp)
+    per_token = d_next / np.maximum(z, 1.0)
+    wasted_tokens = wasted_s / np.maximum(per_token, 1e-12)
+
+    return Attempt(
+        time_s=commit, crit_draft_s=crit_draft, crit_prm_s=crit_prm, crit_target_s=crit_target,
+        crit_link_s=crit_link, draft_busy_s=draft_busy, prm_busy_s=prm_busy,
+        target_busy_s=target_busy, draft_dyn_j=draft_j, prm_dyn_j=prm_j, target_dyn_j=target_j,
+        stall_s=stall + stall_after, wasted_s=wasted_s, wasted_tokens=wasted_tokens,
+        wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
+        target_called=rej.astype(float), draft_end_s=rem, prm_start_s=rem + lk1,
+        verdict_s=verdict, speculate_s=spec, target_start_s=(lk_u if sa else verdict + lk_u)
+        + 0.0 * verdict, target_ready_s=ready, refine_verdict_s=commit_ref,
+        sync_end_s=sync_final,
+    )

@@ -1,0 +1,375 @@
+"""Trace-driven discrete-event simulator: synthetic traces, JSONL traces, replay, timelines.
+
+A trace is one record per attempt and problem (the fields RSD's and SpecReason's logs carry):
+
+    {"problem": 0, "step": 3, "draft_tokens": 41, "draft_reward": 0.82,
+     "target_tokens": 0, "target_reward": null, "decision": "accept"}
+
+`decision` is `accept`, `refine` (the target's rewrite is kept) or `backtrack` (the rewrite
+failed the backtrack threshold; then `backtrack_to` is the anchor step index, 0-based, and
+`alt_tokens` the length of the target's alternative for the step after it). An optional
+`"correct": true|false` on a problem's last record gives its answer's correctness.
+
+The replay walks every problem's records in order, vectorised across problems, and times each
+attempt with `dse.schedules.attempt` using the actual context, the tokens the target has not
+seen, and the draft's head start carried from the previous attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dse.errors import SpecError
+from dse.schedules import ACCEPT, BACKTRACK, REFINE, Costs, attempt
+from dse.workflow import max_steps, sample_steps, sample_tokens, step_probabilities
+
+F64 = NDArray[np.float64]
+DECISIONS = {"accept": ACCEPT, "refine": REFINE, "backtrack": BACKTRACK}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Records as padded arrays [problems, attempts]; `valid` marks real records."""
+
+    valid: NDArray[np.bool_]
+    draft_tokens: F64
+    draft_reward: F64
+    target_tokens: F64
+    target_reward: F64
+    decision: NDArray[np.int64]
+    backtrack_to: NDArray[np.int64]
+    alt_tokens: F64
+    correct: NDArray[np.float64]  # per problem: 1, 0, or NaN when unknown
+
+    @property
+    def problems(self) -> int:
+        return int(self.valid.shape[0])
+
+
+# ---------------------------------------------------------------------- synthetic traces
+
+
+def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
+    """Sample `problems` problems from the workload with the design's thresholds and the
+    workflow rules (accept / refine / backtrack to the latest draft-accepted step in the
+    window, at most max_backtracks per problem)."""
+    d, w, s = c.design, c.workload, c.design.schedule
+    rng = np.random.default_rng(seed)
+    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                            d.backtrack_threshold)
+    h_d, h_t = float(pr.h_draft), float(pr.h_target)
+    m_c = float(pr.p_accept) * w.draft_step_tokens_mean + (1 - float(pr.p_accept)) * (
+        w.target_step_tokens_mean)
+    s_max = max_steps(w, d.max_context_tokens, m_c)
+    steps = sample_steps(rng, w, s_max, problems)
+    cap = int(steps.max()) + 2
+    k_max = int(steps.max()) * (1 + (d.max_backtracks if s.backtracking else 0)
+                                * d.backtrack_window) + 1
+    shape = (problems, k_max)
+    rec = {k: np.zeros(shape) for k in ("x", "rd", "nt", "rt", "alt")}
+    dec = np.zeros(shape, dtype=np.int64)
+    bto = np.full(shape, -1, dtype=np.int64)
+    valid = np.zeros(shape, dtype=bool)
+    t = np.zeros(problems, dtype=np.int64)
+    used = np.zeros(problems, dtype=np.int64)
+    from_draft = np.zeros((problems, cap), dtype=bool)
+    bad = np.zeros((problems, cap), dtype=bool)
+    rows = np.arange(problems)
+    for k in range(k_max):
+        active = t < steps
+        if not active.any():
+            break
+        n = problems
+        x = np.rint(sample_tokens(rng, w.draft_step_tokens_mean, w.draft_step_tokens_cv, n))
+        nt = np.rint(sample_tokens(rng, w.target_step_tokens_mean, w.target_step_tokens_cv, n))
+        alt = np.rint(sample_tokens(rng, w.target_step_tokens_mean, w.target_step_tokens_cv, n))
+        bad_d = rng.random(n) < h_d
+        bad_t = rng.random(n) < h_t
+        bad_alt = rng.random(n) < h_t
+        rd = np.where(bad_d, rng.beta(w.prm_bad_alpha, w.prm_bad_beta, n),
+                      rng.beta(w.prm_good_alpha, w.prm_good_beta, n))
+        rt = np.where(bad_t, rng.beta(w.prm_bad_alpha, w.prm_bad_beta, n),
+                      rng.beta(w.prm_good_alpha, w.prm_good_beta, n))
+        acc = rd >= d.accept_threshold
+        fail = s.backtracking & ~acc & (rt < d.backtrack_threshold) & (used < d.max_backtracks)
+        # anchor: latest draft-accepted committed step within the window
+        anchor = np.full(n, -1)
+        for back in range(1, d.backtrack_window + 1):
+            idx = t - back
+            ok = (idx >= 0) & (anchor < 0)
+            hit = ok & from_draft[rows, np.clip(idx, 0, cap - 1)]
+            anchor = np.where(hit, idx, anchor)
+        bk = fail & (anchor >= 0)
+        outcome = np.where(acc, ACCEPT, np.where(bk, BACKTRACK, REFINE))
+        a = active
+        valid[a, k] = True
+        rec["x"][a, k] = x[a]
+        rec["rd"][a, k] = rd[a]
+        rec["nt"][a, k] = np.where(acc, 0, nt)[a]
+        rec["rt"][a, k] = np.where(acc | ~s.backtracking, np.nan, rt)[a]
+        rec["alt"][a, k] = np.where(bk, alt, 0)[a]
+        dec[a, k] = outcome[a]
+        bto[a, k] = np.where(bk, anchor, -1)[a]
+        # commit
+        pos = np.where(bk, anchor + 1, t)
+        from_draft[rows[a], pos[a]] = acc[a]
+        bad[rows[a], pos[a]] = np.where(acc, bad_d, np.where(bk, bad_alt, bad_t))[a]
+        new_t = np.where(a, pos + 1, t)
+        used = used + (a & bk)
+        t = new_t
+    # a problem is correct when no bad step stays in its committed chain
+    idx = np.arange(cap)[None, :] < steps[:, None]
+    correct = (~(bad & idx).any(axis=1)).astype(float)
+    last = int(valid.any(axis=0).nonzero()[0].max()) + 1
+    return Trace(valid[:, :last], rec["x"][:, :last], rec["rd"][:, :last], rec["nt"][:, :last],
+                 rec["rt"][:, :last], dec[:, :last], bto[:, :last], rec["alt"][:, :last], correct)
+
+
+# --------------------------------------------------------------------------- JSONL I/O
+
+
+def trace_to_records(tr: Trace) -> Iterable[dict[str, Any]]:
+    names = {v: k for k, v in DECISIONS.items()}
+    for p in range(tr.problems):
+        ks = np.nonzero(tr.valid[p])[0]
+        for i, k in enumerate(ks):
+            r: dict[str, Any] = {
+                "problem": p, "step": int(k), "draft_tokens": int(tr.draft_tokens[p, k]),
+                "draft_reward": round(float(tr.draft_reward[p, k]), 6),
+                "target_tokens": int(tr.target_tokens[p, k]),
+                "target_reward": None if np.isnan(tr.target_reward[p, k])
+                else round(float(tr.target_reward[p, k]), 6),
+                "decision": names[int(tr.decision[p, k])],
+            }
+            if tr.decision[p, k] == BACKTRACK:
+                r["backtrack_to"] = int(tr.backtrack_to[p, k])
+                r["alt_tokens"] = int(tr.alt_tokens[p, k])
+            if i == len(ks) - 1 and not np.isnan(tr.correct[p]):
+                r["correct"] = bool(tr.correct[p])
+            yield r
+
+
+def write_jsonl(tr: Trace, path: str | Path) -> None:
+    with Path(path).open("w", encoding="utf-8") as f:
+        for r in trace_to_records(tr):
+            f.write(json.dumps(r) + "\n")
+
+
+def _num(path: str, line: int, r: dict[str, Any], key: str, *, lo: float = 0.0,
+         optional: bool = False) -> float:
+    if key not in r or r[key] is None:
+        if optional:
+            return float("nan")
+        raise SpecError(f"{path}:{line}", key, "missing")
+    v = r[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v) or v < lo:
+        raise SpecError(f"{path}:{line}", key, f"expected a finite number >= {lo:g}, got {v!r}")
+    return float(v)
+
+
+def read_jsonl(path: str | Path) -> Trace:
+    """Parse a JSONL trace (data only: json.loads, no evaluation)."""
+    p = str(path)
+    by_problem: dict[Any, list[dict[str, Any]]] = {}
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(p, "", f"cannot read: {e}") from None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"{p}:{i}", "", f"malformed JSON: {e.msg}") from None
+        if not isinstance(r, dict):
+            raise SpecError(f"{p}:{i}", "", "expected a JSON object per line")
+        if "problem" not in r:
+            raise SpecError(f"{p}:{i}", "problem", "missing")
+        if r.get("decision") not in DECISIONS:
+            raise SpecError(f"{p}:{i}", "decision",
+                            f"expected one of {', '.join(DECISIONS)}, got {r.get('decision')!r}")
+        r["_line"] = i
+        by_problem.setdefault(r["problem"], []).append(r)
+    if not by_problem:
+        raise SpecError(p, "", "no records")
+    n, k = len(by_problem), max(len(v) for v in by_problem.values())
+    z = np.zeros((n, k))
+    tr = {f.name: z.copy() for f in fields(Trace) if f.name not in ("valid", "decision",
+                                                                     "backtrack_to", "correct")}
+    valid = np.zeros((n, k), dtype=bool)
+    dec = np.zeros((n, k), dtype=np.int64)
+    bto = np.full((n, k), -1, dtype=np.int64)
+    correct = np.full(n, np.nan)
+    for pi, recs in enumerate(by_problem.values()):
+        recs.sort(key=lambda r: (r.get("step", 0), r["_line"]))
+        t = 0
+        for ki, r in enumerate(recs):
+            ln = r["_line"]
+            valid[pi, ki] = True
+            tr["draft_tokens"][pi, ki] = _num(p, ln, r, "draft_tokens", lo=1)
+            tr["draft_reward"][pi, ki] = _num(p, ln, r, "draft_reward", optional=True)
+            dec[pi, ki] = DECISIONS[r["decision"]]
+            if dec[pi, ki] != ACCEPT:
+                tr["target_tokens"][pi, ki] = _num(p, ln, r, "target_tokens", lo=1)
+                tr["target_reward"][pi, ki] = _num(p, ln, r, "target_reward", optional=True)
+            if dec[pi, ki] == BACKTRACK:
+                to = _num(p, ln, r, "backtrack_to")
+                if not float(to).is_integer() or to >= t:
+                    raise SpecError(f"{p}:{ln}", "backtrack_to",
+                                    f"must be a committed step index < {t}, got {r['backtrack_to']!r}")
+                bto[pi, ki] = int(to)
+                tr["alt_tokens"][pi, ki] = _num(p, ln, r, "alt_tokens", lo=1)
+                t = int(to) + 2
+            else:
+                t += 1
+            if "correct" in r:
+                if not isinstance(r["correct"], bool):
+                    raise SpecError(f"{p}:{ln}", "correct", "expected true or false")
+                correct[pi] = float(r["correct"])
+    return Trace(valid, tr["draft_tokens"], tr["draft_reward"], tr["target_tokens"],
+                 tr["target_reward"], dec, bto, tr["alt_tokens"], correct)
+
+
+# ------------------------------------------------------------------------------- replay
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Per-problem totals of a replayed trace (arrays of length `problems`)."""
+
+    latency_s: F64
+    crit: dict[str, F64]  # role -> critical-path seconds
+    busy: dict[str, F64]  # device role -> busy seconds
+    dyn_j: dict[str, F64]  # device role -> energy above idle
+    init_s: float
+    stall_s: F64
+    wasted_s: F64
+    wasted_tokens: F64
+    wasted_j: F64
+    committed_tokens: F64
+    target_calls: F64
+    backtracks: F64
+    attempts: F64
+    accepts: F64
+    correct: F64
+    timeline: list[dict[str, Any]]
+
+
+def replay(c: Costs, tr: Trace, *, timeline_problem: int | None = 0) -> Replay:
+    s = c.design.schedule
+    n, k_max = tr.valid.shape
+    cap = k_max + 2
+    tokens = np.zeros((n, cap))  # committed tokens per position
+    t = np.zeros(n, dtype=np.int64)
+    ahead = np.zeros(n)
+    u = np.full(n, c.prompt)
+    init = c.init_s()
+    clock = np.full(n, init)
+    tot: dict[str, F64] = {}
+    rows = np.arange(n)
+
+    def add(key: str, v: F64, mask: NDArray[np.bool_]) -> None:
+        tot[key] = tot.get(key, np.zeros(n)) + np.where(mask, v, 0.0)
+
+    timeline: list[dict[str, Any]] = []
+    if timeline_problem is not None and timeline_problem < n:
+        timeline.append(_iv("draft", "prefill" if c.init_gpu is None else "migrate", 0.0, init))
+    for k in range(k_max):
+        a = tr.valid[:, k]
+        if not a.any():
+            continue
+        nxt_valid = tr.valid[:, k + 1] if k + 1 < k_max else np.zeros(n, dtype=bool)
+        z = tr.draft_tokens[:, k + 1] if k + 1 < k_max else np.ones(n)
+        z = np.where(nxt_valid, z, 1.0)
+        resp = np.cumsum(tokens, axis=1)[rows, np.maximum(t - 1, 0)] * (t > 0)
+        anchor = tr.backtrack_to[:, k]
+        resp_anchor = np.where(anchor >= 0,
+                               np.cumsum(tokens, axis=1)[rows, np.clip(anchor, 0, cap - 1)], resp)
+        out = tr.decision[:, k]
+        # an accepted step's prefetching target is interrupted before it finishes: its step
+        # length is not in the trace, so the workload's mean target step stands in
+        nt = np.where(out == ACCEPT, c.workload.target_step_tokens_mean,
+                      np.maximum(tr.target_tokens[:, k], 1.0))
+        at = attempt(
+            c, s, resp=resp, x=tr.draft_tokens[:, k], z=z, spec_ok=nxt_valid,
+            nt=nt, u=u, outcome=out,
+            n_alt=np.maximum(tr.alt_tokens[:, k], 1.0), resp_anchor=resp_anchor, ahead=ahead)
+        for f in ("crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s", "draft_busy_s",
+                  "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j", "target_dyn_j",
+                  "stall_s", "wasted_s", "wasted_tokens", "wasted_j", "target_called"):
+            add(f, np.broadcast_to(getattr(at, f), (n,)), a)
+        add("backtracks", (out == BACKTRACK).astype(float), a)
+        add("accepts", (out == ACCEPT).astype(float), a)
+        add("attempts", np.ones(n), a)
+        if timeline_problem is not None and a[timeline_problem]:
+            timeline += _attempt_intervals(at, timeline_problem, float(clock[timeline_problem]),
+                                           int(out[timeline_problem]))
+        clock = clock + np.where(a, at.time_s, 0.0)
+        # commit and carry state
+        pos = np.where(out == BACKTRACK, anchor + 1, t)
+        committed = np.where(out == ACCEPT, tr.draft_tokens[:, k],
+                             np.where(out == BACKTRACK, tr.alt_tokens[:, k],
+                                      tr.target_tokens[:, k]))
+        tokens[rows[a], pos[a]] = committed[a]
+        t = np.where(a, pos + 1, t)
+        ahead = np.where(a, np.broadcast_to(at.next_ahead_s, (n,)), ahead)
+        if s.step_ahead:
+            new_u = np.where(out == ACCEPT, tr.draft_tokens[:, k], 0.0)
+        else:
+            new_u = np.where(out == ACCEPT, u + tr.draft_tokens[:, k], 0.0)
+        u = np.where(a, new_u, u)
+    committed_tokens = np.cumsum(tokens, axis=1)[rows, np.maximum(t - 1, 0)] * (t > 0)
+    crit = {r: tot[f"crit_{r}_s"] for r in ("draft", "prm", "target", "link")}
+    return Replay(
+        latency_s=clock, crit=crit,
+        busy={r: tot[f"{r}_busy_s"] for r in ("draft", "prm", "target")},
+        dyn_j={r: tot[f"{r}_dyn_j"] for r in ("draft", "prm", "target")},
+        init_s=init, stall_s=tot["stall_s"], wasted_s=tot["wasted_s"],
+        wasted_tokens=tot["wasted_tokens"], wasted_j=tot["wasted_j"],
+        committed_tokens=committed_tokens, target_calls=tot["target_called"],
+        backtracks=tot["backtracks"], attempts=tot["attempts"], accepts=tot["accepts"],
+        correct=tr.correct, timeline=timeline,
+    )
+
+
+def _iv(device: str, kind: str, start: float, end: float) -> dict[str, Any]:
+    return {"device": device, "kind": kind, "start_s": float(start), "end_s": float(end)}
+
+
+def _attempt_intervals(at: Any, i: int, t0: float, outcome: int) -> list[dict[str, Any]]:
+    def g(name: str) -> float:
+        return float(np.broadcast_to(getattr(at, name), np.shape(at.time_s))[i])
+
+    out = [
+        _iv("draft", "decode", t0, t0 + max(g("draft_end_s"), 0.0)),
+        _iv("link", "tokens", t0 + g("draft_end_s"), t0 + g("prm_start_s")),
+        _iv("prm", "verify", t0 + g("prm_start_s"), t0 + g("verdict_s")),
+    ]
+    spec = g("speculate_s")
+    if spec > 0:
+        kind = "speculate" if outcome == ACCEPT else "discarded"
+        out.append(_iv("draft", kind, t0 + g("draft_end_s"), t0 + g("draft_end_s") + spec))
+        if g("stall_s") > 0:
+            out.append(_iv("draft", "stall", t0 + g("draft_end_s") + spec, t0 + g("verdict_s")))
+    tgt_start = g("target_start_s")
+    if outcome == ACCEPT:
+        if g("target_busy_s") > 0:
+            out.append(_iv("target", "prefetch", t0 + tgt_start,
+                           t0 + tgt_start + g("target_busy_s")))
+    else:
+        out.append(_iv("target", "refine", t0 + tgt_start, t0 + g("target_ready_s")))
+        out.append(_iv("draft", "sync", t0 + g("verdict_s"), t0 + g("sync_end_s")))
+        if g("refine_verdict_s") > g("target_ready_s") + 1e-12:
+            out.append(_iv("prm", "verify-rewrite", t0 + g("target_ready_s"),
+                           t0 + g("refine_verdict_s")))
+        if outcome == BACKTRACK:
+            out.append(_iv("target", "backtrack", t0 + g("refine_verdict_s"), t0 + g("time_s")))
+    return [iv for iv in out if iv["end_s"] > iv["start_s"]]

@@ -1,0 +1,143 @@
+"""The reasoning workflow's probabilities: accept, refine-fail, step quality, accuracy.
+
+Step-quality model (one assumption, stated): a step written by model m is bad with a per-step
+probability h_m, independent across steps, such that a solo greedy run of S steps is correct
+with the model's published accuracy A_m:  A_m = (1 - h_m)^S  =>  h_m = 1 - A_m^(1/S).
+A problem is solved when no bad step stays in the final reasoning chain.
+
+The PRM scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (workload file):
+- draft step accepted:        p_accept = (1 - h_d) (1 - F_g(tau_a)) + h_d (1 - F_b(tau_a))
+- refined step fails (bt):    p_fail   = (1 - h_t) F_g(tau_b) + h_t F_b(tau_b)
+With tau_a -> 1 every draft step is rewritten (target-only accuracy); with tau_a -> 0 every
+draft step is kept (draft-only accuracy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special, stats
+
+from dse.errors import SpecError
+from dse.scenario import WorkloadSpec
+
+F64 = NDArray[np.float64]
+
+
+def beta_cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike) -> F64:
+    """Regularised incomplete beta: P(score < x) for score ~ Beta(a, b)."""
+    return np.asarray(special.betainc(a, b, np.clip(np.asarray(x, dtype=float), 0.0, 1.0)))
+
+
+def step_error_rate(accuracy_pct: ArrayLike, steps: ArrayLike) -> F64:
+    """h = 1 - A^(1/S): per-step error probability from a solo accuracy (percent)."""
+    a = np.clip(np.asarray(accuracy_pct, dtype=float) / 100.0, 1e-9, 1.0)
+    return np.asarray(1.0 - a ** (1.0 / np.asarray(steps, dtype=float)))
+
+
+def model_accuracy(w: WorkloadSpec, model: str) -> float:
+    if model not in w.accuracy:
+        known = ", ".join(sorted(w.accuracy))
+        raise SpecError(w.path, f"accuracy.{model}",
+                        f"no solo accuracy for {model!r} on {w.name}; known: {known}")
+    return float(w.accuracy[model])
+
+
+@dataclass(frozen=True)
+class StepProbabilities:
+    """Per-attempt probabilities of one (workload, draft, target, thresholds) combination."""
+
+    h_draft: F64
+    h_target: F64
+    p_accept: F64
+    p_fail: F64  # refined step scored below the backtrack threshold
+    p_bad_accepted: F64  # P(bad and accepted) for a draft step
+    p_bad_pass: F64  # P(bad and passing tau_b) for a refined step
+    p_bad_fail: F64  # P(bad and failing tau_b)
+
+
+def step_probabilities(
+    w: WorkloadSpec, draft_model: str, target_model: str,
+    accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
+) -> StepProbabilities:
+    h_d = step_error_rate(model_accuracy(w, draft_model), w.steps_mean)
+    h_t = step_error_rate(model_accuracy(w, target_model), w.steps_mean)
+    fg_a = beta_cdf(accept_threshold, w.prm_good_alpha, w.prm_good_beta)
+    fb_a = beta_cdf(accept_threshold, w.prm_bad_alpha, w.prm_bad_beta)
+    fg_b = beta_cdf(backtrack_threshold, w.prm_good_alpha, w.prm_good_beta)
+    fb_b = beta_cdf(backtrack_threshold, w.prm_bad_alpha, w.prm_bad_beta)
+    p_accept = (1 - h_d) * (1 - fg_a) + h_d * (1 - fb_a)
+    p_fail = (1 - h_t) * fg_b + h_t * fb_b
+    return StepProbabilities(
+        h_draft=np.asarray(h_d), h_target=np.asarray(h_t), p_accept=np.asarray(p_accept),
+        p_fail=np.asarray(p_fail), p_bad_accepted=np.asarray(h_d * (1 - fb_a)),
+        p_bad_pass=np.asarray(h_t * (1 - fb_b)), p_bad_fail=np.asarray(h_t * fb_b),
+    )
+
+
+# --------------------------------------------------------------------- distributions
+
+
+def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
+    """(mu, sigma) of a lognormal with the given mean and coefficient of variation."""
+    sigma2 = np.log1p(cv * cv)
+    return float(np.log(mean) - sigma2 / 2), float(np.sqrt(sigma2))
+
+
+def token_quadrature(mean: float, cv: float, k: int = 8) -> tuple[F64, F64]:
+    """k equal-probability points (the bins' conditional means) of a lognormal token count, at
+    least 1 token; returns (values, weights). Exact in mean for any k."""
+    if cv <= 0:
+        return np.array([max(mean, 1.0)]), np.array([1.0])
+    mu, s = lognormal_params(mean, cv)
+    edges = stats.norm.ppf(np.linspace(0, 1, k + 1))
+    # E[X | bin] for a lognormal: exp(mu + s^2/2) * (Phi(b - s) - Phi(a - s)) / (Phi(b) - Phi(a))
+    cond = np.exp(mu + s * s / 2) * (stats.norm.cdf(edges[1:] - s) - stats.norm.cdf(edges[:-1] - s))
+    vals = np.maximum(cond * k, 1.0)
+    return vals, np.full(k, 1.0 / k)
+
+
+def sample_tokens(rng: np.random.Generator, mean: float, cv: float, size: object) -> F64:
+    """Lognormal token counts (real-valued, at least 1) as in `token_quadrature`."""
+    if cv <= 0:
+        return np.full(size, max(mean, 1.0))  # type: ignore[arg-type]
+    mu, s = lognormal_params(mean, cv)
+    return np.maximum(rng.lognormal(mu, s, size), 1.0)
+
+
+def steps_distribution(w: WorkloadSpec, max_steps: int) -> tuple[NDArray[np.int64], F64]:
+    """Committed steps per problem: a lognormal rounded to an integer in 1..max_steps."""
+    s_vals = np.arange(1, max_steps + 1)
+    if w.steps_cv <= 0:
+        k = min(max(round(w.steps_mean), 1), max_steps)
+        return np.array([k]), np.array([1.0])
+    mu, s = lognormal_params(w.steps_mean, w.steps_cv)
+    upper = stats.lognorm.cdf(s_vals + 0.5, s, scale=np.exp(mu))
+    lower = stats.lognorm.cdf(s_vals - 0.5, s, scale=np.exp(mu))
+    lower[0] = 0.0
+    upper[-1] = 1.0
+    p = upper - lower
+    keep = p > 1e-12
+    return s_vals[keep], p[keep] / p[keep].sum()
+
+
+def sample_steps(rng: np.random.Generator, w: WorkloadSpec, max_steps: int, size: int
+                 ) -> NDArray[np.int64]:
+    """Stratified: each step count appears in proportion to its probability (largest
+    remainders), then shuffled. Removes most of the sampling noise of the mean."""
+    vals, p = steps_distribution(w, max_steps)
+    exact = p * size
+    counts = np.floor(exact).astype(int)
+    short = size - counts.sum()
+    if short > 0:
+        counts[np.argsort(exact - counts)[::-1][:short]] += 1
+    out = np.repeat(vals, counts)
+    rng.shuffle(out)
+    return out
+
+
+def max_steps(w: WorkloadSpec, budget_tokens: int, mean_step_tokens: float) -> int:
+    """Steps that fit the generation budget at the mean step length (at least 1)."""
+    return max(1, int((budget_tokens - w.prompt_tokens) // max(mean_step_tokens, 1.0)))
