@@ -1,6 +1,6 @@
 """hetero-dse: design-space exploration for heterogeneous FPGA-GPU speculative reasoning."""
 
-from dse import scenario as _scenario  # registers the workload and system kinds
+from dse import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
 from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError
 from dse.specs import Catalog, load_spec, model_from_hf_config
 

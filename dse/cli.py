@@ -172,6 +172,136 @@ def _run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     return r, "\n".join(lines)
 
 
+# ------------------------------------------------------------------ evaluate / simulate
+
+
+def _design_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--system", help="a named system, e.g. paper-config1-u280")
+    g.add_argument("--design", help="a system TOML file (e.g. best.toml from dse optimize)")
+    p.add_argument("--scenario", required=True, help="workload name (gsm8k, math500, "
+                   "gaokao2023en, olympiadbench) or a workload TOML file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
+                   "backtracking=false; repeatable")
+
+
+def _workload(cat: Catalog, name: str) -> Any:
+    from pathlib import Path
+
+    from dse.scenario import WorkloadSpec
+    from dse.specs import load_spec
+
+    if name.endswith(".toml") and Path(name).is_file():
+        spec = load_spec(name)
+        if not isinstance(spec, WorkloadSpec):
+            raise DseError(f"{name}: kind: expected \"workload\"")
+        return spec
+    return cat.get("workload", name)
+
+
+def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str]) -> list[Any]:
+    from dse.design import build_design, load_system, parse_set, schedule, with_overrides
+
+    sys_over, flags = parse_set(a.set)
+    spec = with_overrides(load_system(cat, a.system, a.design), sys_over)
+    return [build_design(cat, spec, schedule(n).with_flags(**flags)) for n in schedules]
+
+
+REPORT_COLUMNS = (
+    ("schedule", "schedule"), ("latency s", "latency_s_per_problem"),
+    ("goodput tok/s", "goodput_tokens_per_s"), ("J/token", "j_per_token"),
+    ("accuracy %", "accuracy"), ("p_accept", "p_accept"),
+)
+
+
+def _evaluate_args(p: argparse.ArgumentParser) -> None:
+    _design_args(p)
+    p.add_argument("--schedule", action="append", metavar="S",
+                   help="rsd, brsd, brsd_stepahead, heteroreason (repeatable; default: all four)")
+
+
+def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.design import PRESETS
+    from dse.evaluate import evaluate
+
+    names = a.schedule or list(PRESETS)
+    w = _workload(cat, a.scenario)
+    reports = {d.schedule.name: evaluate(d, w).to_dict() for d in _designs(a, cat, names)}
+    base = reports.get("brsd")
+    for r in reports.values():
+        if base is not None:
+            r["speedup_vs_brsd"] = base["latency_s_per_problem"] / r["latency_s_per_problem"]
+            r["energy_gain_vs_brsd"] = base["j_per_token"] / r["j_per_token"]
+    first = next(iter(reports.values()))
+    rows = [[r["schedule"], r["latency_s_per_problem"], r["goodput_tokens_per_s"],
+             r["j_per_token"], r["accuracy"], r["p_accept"], r.get("speedup_vs_brsd"),
+             r.get("energy_gain_vs_brsd"), r["speculation_stall_ratio"],
+             r["communication_share"]] for r in reports.values()]
+    head = [c for c, _ in REPORT_COLUMNS] + ["speedup vs brsd", "energy gain vs brsd",
+                                            "stall ratio", "comm share"]
+    text = (f"{first['system']} on {first['workload']} (closed form, per problem)\n"
+            + table(head, rows))
+    return {"system": first["system"], "workload": first["workload"],
+            "schedules": reports}, text
+
+
+def _simulate_args(p: argparse.ArgumentParser) -> None:
+    _design_args(p)
+    p.add_argument("--schedule", default="heteroreason",
+                   help="rsd, brsd, brsd_stepahead or heteroreason (default heteroreason)")
+    p.add_argument("--problems", type=positive_int, default=5000,
+                   help="synthetic problems to draw (default 5000)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--trace", help="replay this JSONL trace instead of a synthetic one")
+    p.add_argument("--trace-out", help="write the (synthetic) trace replayed as JSONL")
+    p.add_argument("--timeline-out", help="write problem 0's device timeline as JSON")
+
+
+def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.evaluate import report_from_replay
+    from dse.schedules import Costs
+    from dse.simulate import read_jsonl, replay, synthetic_trace, write_jsonl
+
+    (d,) = _designs(a, cat, [a.schedule])
+    c = Costs(d, _workload(cat, a.scenario))
+    tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
+    rp = replay(c, tr, timeline_problem=0)
+    r = report_from_replay(c, rp).to_dict()
+    if a.trace_out:
+        _write_new(a.trace_out, lambda path: write_jsonl(tr, path))
+    if a.timeline_out:
+        payload = {"schema_version": 1, "system": d.name, "schedule": d.schedule.name,
+                   "problem": 0, "intervals": rp.timeline}
+        _write_new(a.timeline_out,
+                   lambda path: path.write_text(json.dumps(payload, indent=1), encoding="utf-8"))
+    pct = r["percentiles"]
+    rows = [[r["schedule"], r["latency_s_per_problem"], pct["latency_p50_s"],
+             pct["latency_p95_s"], r["goodput_tokens_per_s"], r["j_per_token"], r["accuracy"],
+             r["backtracks_per_problem"], r["speculation_stall_ratio"]]]
+    text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated\n"
+            + table(["schedule", "mean latency s", "p50 s", "p95 s", "goodput tok/s",
+                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows))
+    return r, text
+
+
+def _write_new(path_str: str, write: Callable[[Any], None]) -> None:
+    """Write a user-named output file through a temporary file; never half-written."""
+    import os
+    from pathlib import Path
+
+    path = Path(path_str)
+    if path.is_dir():
+        raise DseError(f"{path}: is a directory")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 # ---------------------------------------------------------------------------- the table
 
 COMMANDS: list[Command] = [
@@ -179,6 +309,10 @@ COMMANDS: list[Command] = [
             _run_catalog),
     Command("roofline", "per-token decode and prefill cost of a model on a device",
             _roofline_args, _run_roofline),
+    Command("evaluate", "closed-form metrics of a system under each schedule", _evaluate_args,
+            _run_evaluate),
+    Command("simulate", "trace-driven simulation: latency distribution and timeline",
+            _simulate_args, _run_simulate),
 ]
 
 

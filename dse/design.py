@@ -81,6 +81,7 @@ class Design:
     max_backtracks: int
     backtrack_window: int
     max_context_tokens: int
+    init_gpu: Placement | None = None  # GPU that prefills a non-GPU draft's prompt (migration)
 
     @property
     def name(self) -> str:
@@ -155,6 +156,10 @@ def load_system(cat: Catalog, system: str | None = None, design_file: str | None
     return spec
 
 
+def with_schedule(d: Design, sched: Schedule) -> Design:
+    return replace(d, schedule=sched)
+
+
 def with_overrides(s: SystemSpec, overrides: Mapping[str, Any]) -> SystemSpec:
     if not overrides:
         return s
@@ -205,8 +210,12 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     slower = min(links[s.prm_device], links[s.target_device],
                  key=lambda ln: ln.effective_bytes_per_s)
     draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
+    init_gpu = None
+    if is_fpga:  # HeteroReason Phase 1: a GPU prefills the prompt, the KV cache migrates
+        init_gpu = place(cat, models["draft"], s.target_device, precision_name="bf16",
+                         serving=s.target_serving, context_tokens=ctx)
     d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
-               s.backtrack_threshold, s.max_backtracks, s.backtrack_window, ctx)
+               s.backtrack_threshold, s.max_backtracks, s.backtrack_window, ctx, init_gpu)
     if check:
         why = infeasibility(d)
         if why:

@@ -129,7 +129,25 @@ def _expect(at: Attempt, w: F64, lead: int) -> F64:
     return np.stack(out, axis=-1)
 
 
-def evaluate(c: Costs) -> Report:
+def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed-form",
+             problems: int = 5000, seed: int = 0) -> Report:
+    """The one entry point: metrics of a design on a workload.
+
+    evaluator: "closed-form" (expected values; fast, vectorised) or "simulator" (replays
+    `problems` synthetic problems drawn with `seed`; adds latency percentiles).
+    """
+    c = Costs(design, workload)
+    if evaluator == "closed-form":
+        return closed_form(c)
+    if evaluator == "simulator":
+        from dse.simulate import replay, synthetic_trace
+
+        return report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
+                                            timeline_problem=None))
+    raise ValueError(f"unknown evaluator {evaluator!r}; valid: closed-form, simulator")
+
+
+def closed_form(c: Costs) -> Report:
     """Closed-form expected metrics of the design on the workload."""
     d, w, s = c.design, c.workload, c.design.schedule
     pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
@@ -162,7 +180,8 @@ def evaluate(c: Costs) -> Report:
         for t in range(1, n_pos):
             runs = r[:t - 1] if t > 1 else np.zeros(0)
             mass = pa ** runs * (1 - pa)
-            u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + c.prompt)) / pa
+            if pa > 0:
+                u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + c.prompt)) / pa
     u_a[0] = c.prompt
 
     (y, x, z, nt), wgt = _grid(qx, qx, qx, qt)

@@ -31,11 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost.device import Placement, place
+from dse.cost.device import Placement
 from dse.cost.link import token_bytes, transfer_s
 from dse.design import Design, Schedule
 from dse.scenario import WorkloadSpec
-from dse.specs import Catalog
 
 F64 = NDArray[np.float64]
 VERDICT_BYTES = 8  # accept/reject flag and reward score
@@ -49,7 +48,10 @@ class Costs:
 
     design: Design
     workload: WorkloadSpec
-    init_gpu: Placement | None  # GPU that prefills the draft's prompt before KV migration
+
+    @property
+    def init_gpu(self) -> Placement | None:
+        return self.design.init_gpu
 
     @property
     def prompt(self) -> float:
@@ -119,12 +121,6 @@ class Costs:
         return t * max(dyn, 0.0)
 
 
-def make_costs(cat: Catalog, d: Design, w: WorkloadSpec) -> Costs:
-    init_gpu = None
-    if d.draft.is_fpga:
-        init_gpu = place(cat, d.draft.model, d.target.device.name, precision_name="bf16",
-                         serving=d.target.serving, context_tokens=d.max_context_tokens)
-    return Costs(d, w, init_gpu)
 
 
 @dataclass(frozen=True)

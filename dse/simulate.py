@@ -224,7 +224,8 @@ def read_jsonl(path: str | Path) -> Trace:
                 to = _num(p, ln, r, "backtrack_to")
                 if not float(to).is_integer() or to >= t:
                     raise SpecError(f"{p}:{ln}", "backtrack_to",
-                                    f"must be a committed step index < {t}, got {r['backtrack_to']!r}")
+                                    f"must be a committed step index < {t}, "
+                                    f"got {r['backtrack_to']!r}")
                 bto[pi, ki] = int(to)
                 tr["alt_tokens"][pi, ki] = _num(p, ln, r, "alt_tokens", lo=1)
                 t = int(to) + 2

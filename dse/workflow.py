@@ -1,8 +1,8 @@
 """The reasoning workflow's probabilities: accept, refine-fail, step quality, accuracy.
 
 Step-quality model (one assumption, stated): a step written by model m is bad with a per-step
-probability h_m, independent across steps, such that a solo greedy run of S steps is correct
-with the model's published accuracy A_m:  A_m = (1 - h_m)^S  =>  h_m = 1 - A_m^(1/S).
+probability h_m, independent across steps, such that a solo greedy run is correct with the
+model's published accuracy A_m:  E_S[(1 - h_m)^S] = A_m over the workload's steps per problem.
 A problem is solved when no bad step stays in the final reasoning chain.
 
 The PRM scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (workload file):
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 from dse.errors import SpecError
 from dse.scenario import WorkloadSpec
@@ -31,10 +31,17 @@ def beta_cdf(x: ArrayLike, a: ArrayLike, b: ArrayLike) -> F64:
     return np.asarray(special.betainc(a, b, np.clip(np.asarray(x, dtype=float), 0.0, 1.0)))
 
 
-def step_error_rate(accuracy_pct: ArrayLike, steps: ArrayLike) -> F64:
-    """h = 1 - A^(1/S): per-step error probability from a solo accuracy (percent)."""
-    a = np.clip(np.asarray(accuracy_pct, dtype=float) / 100.0, 1e-9, 1.0)
-    return np.asarray(1.0 - a ** (1.0 / np.asarray(steps, dtype=float)))
+def step_error_rate(accuracy_pct: float, s_vals: NDArray[np.int64], s_p: F64) -> float:
+    """Per-step error probability h with E_S[(1 - h)^S] = A (the model's solo accuracy, percent)
+    over the workload's distribution of steps per problem."""
+    a = min(max(accuracy_pct / 100.0, 1e-9), 1.0)
+    if a >= 1.0:
+        return 0.0
+
+    def f(h: float) -> float:
+        return float((s_p * (1 - h) ** s_vals).sum()) - a
+
+    return float(optimize.brentq(f, 0.0, 1.0, xtol=1e-12))
 
 
 def model_accuracy(w: WorkloadSpec, model: str) -> float:
@@ -62,8 +69,9 @@ def step_probabilities(
     w: WorkloadSpec, draft_model: str, target_model: str,
     accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
 ) -> StepProbabilities:
-    h_d = step_error_rate(model_accuracy(w, draft_model), w.steps_mean)
-    h_t = step_error_rate(model_accuracy(w, target_model), w.steps_mean)
+    s_vals, s_p = steps_distribution(w, quality_max_steps(w))
+    h_d = step_error_rate(model_accuracy(w, draft_model), s_vals, s_p)
+    h_t = step_error_rate(model_accuracy(w, target_model), s_vals, s_p)
     fg_a = beta_cdf(accept_threshold, w.prm_good_alpha, w.prm_good_beta)
     fb_a = beta_cdf(accept_threshold, w.prm_bad_alpha, w.prm_bad_beta)
     fg_b = beta_cdf(backtrack_threshold, w.prm_good_alpha, w.prm_good_beta)
@@ -136,6 +144,11 @@ def sample_steps(rng: np.random.Generator, w: WorkloadSpec, max_steps: int, size
     out = np.repeat(vals, counts)
     rng.shuffle(out)
     return out
+
+
+def quality_max_steps(w: WorkloadSpec) -> int:
+    """Step-count support used to derive per-step error rates (the solo runs' budget)."""
+    return max_steps(w, w.max_context_tokens, w.target_step_tokens_mean)
 
 
 def max_steps(w: WorkloadSpec, budget_tokens: int, mean_step_tokens: float) -> int:
