@@ -108,3 +108,101 @@ def test_console_script_runs():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["fits"] is True
+
+
+REPORT_KEYS = {"latency_s_per_problem", "goodput_tokens_per_s", "j_per_token", "accuracy",
+               "p_accept", "step_latency_share", "devices", "communication_share",
+               "speculation_stall_ratio", "wasted_tokens_per_problem", "wasted_energy_share",
+               "target_calls_per_problem", "backtracks_per_problem"}
+
+
+def test_evaluate_every_system_and_scenario(cat, capsys):
+    for s in cat.names("system"):
+        for w in cat.names("workload"):
+            code, out, err = run(capsys, "evaluate", "--system", s, "--scenario", w, "--json")
+            assert code == 0, err
+            r = json.loads(out)
+            assert set(r["schedules"]) == {"rsd", "brsd", "brsd_stepahead", "heteroreason"}
+            for rep in r["schedules"].values():
+                assert REPORT_KEYS <= set(rep)
+            assert r["schedules"]["brsd"]["speedup_vs_brsd"] == 1.0
+
+
+def test_evaluate_set_matches_design_file(tmp_path, capsys):
+    code, out, _ = run(capsys, "evaluate", "--system", "paper-config1-u280", "--scenario",
+                       "gsm8k", "--schedule", "heteroreason", "--set", "accept_threshold=0.8",
+                       "--set", "fpga.clock_mhz=250", "--json")
+    assert code == 0
+    a = json.loads(out)["schedules"]["heteroreason"]
+    from dse.design import load_system, system_to_toml, with_overrides
+    from dse.specs import Catalog
+
+    spec = with_overrides(load_system(Catalog.load(), "paper-config1-u280"),
+                          {"accept_threshold": 0.8, "fpga_clock_MHz": 250.0})
+    data = system_to_toml(spec)
+    lines = []
+    for k, v in data.items():
+        if k == "sources":
+            continue
+        lines.append(f"{k} = {json.dumps(v)}")
+    lines.append("[sources]")
+    lines += [f'"{k}" = {json.dumps(v)}' for k, v in data["sources"].items()]
+    f = tmp_path / "mine.toml"
+    f.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "evaluate", "--design", str(f), "--scenario", "gsm8k",
+                         "--schedule", "heteroreason", "--json")
+    assert code == 0, err
+    b = json.loads(out)["schedules"]["heteroreason"]
+    assert b["latency_s_per_problem"] == a["latency_s_per_problem"]
+    assert b["p_accept"] < json.loads(run(capsys, "evaluate", "--system", "paper-config1-u280",
+                                          "--scenario", "gsm8k", "--schedule", "heteroreason",
+                                          "--json")[1])["schedules"]["heteroreason"]["p_accept"]
+
+
+@pytest.mark.parametrize(("argv", "code", "words"), [
+    (["--set", "accept_threshold=1.7"], 3, "accept_threshold: must be <= 1"),
+    (["--set", "warp_drive=1"], 3, "warp_drive: unknown key"),
+    (["--set", "backtracking=maybe"], 3, "expected true or false"),
+    (["--set", "draft_device=rtx-9090"], 2, "unknown device 'rtx-9090'"),
+    (["--set", "draft_model=llama-3.2-1b-instruct"], 3, "do not share a tokenizer"),
+    (["--set", "draft_model=qwen2.5-7b-instruct", "--set", "draft_precision=bf16"], 4,
+     "do not fit u280 HBM 8 GB"),
+])
+def test_evaluate_bad_input(capsys, argv, code, words):
+    got, _, err = run(capsys, "evaluate", "--system", "paper-config1-u280", "--scenario",
+                      "gsm8k", *argv)
+    assert got == code, err
+    assert words in err and err.count("\n") == 1
+
+
+def test_simulate_trace_round_trip(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    tl = tmp_path / "timeline.json"
+    code, out, err = run(capsys, "simulate", "--system", "paper-config1-u280", "--scenario",
+                         "math500", "--problems", "300", "--seed", "7", "--trace-out",
+                         str(trace), "--timeline-out", str(tl), "--json")
+    assert code == 0, err
+    a = json.loads(out)
+    assert {"latency_p50_s", "latency_p95_s"} <= set(a["percentiles"])
+    assert a["problems"] == 300
+    code, out, _ = run(capsys, "simulate", "--system", "paper-config1-u280", "--scenario",
+                       "math500", "--trace", str(trace), "--json")
+    b = json.loads(out)
+    assert b["latency_s_per_problem"] == pytest.approx(a["latency_s_per_problem"], rel=1e-9)
+    assert b["accuracy"] == a["accuracy"]
+    intervals = json.loads(tl.read_text())["intervals"]
+    assert {iv["device"] for iv in intervals} >= {"draft", "prm"}
+    assert all(iv["end_s"] > iv["start_s"] for iv in intervals)
+
+
+def test_simulate_bad_trace(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"problem": 0, "draft_tokens": 10, "decision": "accept"}\n'
+                   '{"problem": 0, "draft_tokens": -3, "decision": "accept"}\n')
+    code, _, err = run(capsys, "simulate", "--system", "paper-config1-u280", "--scenario",
+                       "gsm8k", "--trace", str(bad))
+    assert code == 3 and "bad.jsonl:2: draft_tokens" in err
+    bad.write_text('{"problem": 0, "draft_tokens": 10, "decision": "maybe"}\n')
+    code, _, err = run(capsys, "simulate", "--system", "paper-config1-u280", "--scenario",
+                       "gsm8k", "--trace", str(bad))
+    assert code == 3 and "decision" in err

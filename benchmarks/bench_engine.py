@@ -1,0 +1,102 @@
+"""Engine throughput: closed-form evaluations per second on a batch of one million designs, and
+simulated problems per second.
+
+    python benchmarks/bench_engine.py [--designs 1000000] [--problems 5000]
+
+Batch: the mean-value closed form (dse.symbolic) over 1,000,000 designs drawn from every
+shipped system x workload (their mean-step components computed once) with random accept and
+backtrack thresholds (on the 0.05 grid, PRM score CDFs tabulated once), backtrack budgets and
+windows; probabilities, expected counts, latency, energy and J/token are computed per design
+in one vectorised call. Targets (Engine issue):
+>= 1 million designs/s and >= 5,000 simulated problems/s. Also prints the accurate closed
+form's time per design, for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from dse.design import PRESETS, build_design, load_system
+from dse.evaluate import evaluate
+from dse.schedules import Costs
+from dse.simulate import replay, synthetic_trace
+from dse.specs import Catalog
+from dse.symbolic import COMPONENTS, batch_metrics, components
+from dse.workflow import beta_cdf, step_error_rate, steps_distribution
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--designs", type=int, default=1_000_000)
+    ap.add_argument("--problems", type=int, default=5000)
+    args = ap.parse_args()
+    cat = Catalog.load()
+    sched = PRESETS["heteroreason"]
+    combos = []
+    for sname in cat.names("system"):
+        for wname in cat.names("workload"):
+            d = build_design(cat, load_system(cat, sname), sched)
+            w = cat.get("workload", wname)
+            comp = components(d, w)
+            s_vals, s_p = steps_distribution(w, 64)
+            comp["_hd"] = step_error_rate(w.accuracy[d.draft.model.name], s_vals, s_p)
+            comp["_ht"] = step_error_rate(w.accuracy[d.target.model.name], s_vals, s_p)
+            comp["_beta"] = (w.prm_good_alpha, w.prm_good_beta, w.prm_bad_alpha, w.prm_bad_beta)
+            combos.append(comp)
+    n = args.designs
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, len(combos), n)
+    tau_a = rng.choice(np.arange(0.05, 1.0, 0.05), n)
+    tau_b = rng.choice(np.arange(0.05, 1.0, 0.05), n)
+    max_bt = rng.integers(0, 8, n).astype(float)
+    window = rng.integers(1, 6, n).astype(float)
+    table = {k: np.array([c[k] for c in combos]) for k in (*COMPONENTS, "_s_mean", "_m_c",
+                                                           "_idle_w", "_hd", "_ht")}
+    betas = np.array([c["_beta"] for c in combos])
+
+    # thresholds live on a 0.05 grid (as in dse sweep): the PRM score CDFs are a small table
+    grid = np.round(np.arange(0.05, 1.0, 0.05), 2)
+    fg = np.array([beta_cdf(grid, a, b) for a, b in betas[:, :2]])  # [combo, threshold]
+    fb = np.array([beta_cdf(grid, a, b) for a, b in betas[:, 2:]])
+    ia = np.searchsorted(grid, np.round(tau_a, 2))
+    ib = np.searchsorted(grid, np.round(tau_b, 2))
+
+    def run() -> dict[str, np.ndarray]:
+        comp = {k: v[idx] for k, v in table.items()}
+        hd, ht = comp["_hd"], comp["_ht"]
+        pa = (1 - hd) * (1 - fg[idx, ia]) + hd * (1 - fb[idx, ia])
+        pf = (1 - ht) * fg[idx, ib] + ht * fb[idx, ib]
+        return batch_metrics(comp, step_ahead=True, shadow=True, backtracking=True, pa=pa,
+                             pf=pf, window=window, max_bt=max_bt,
+                             tokens=comp["_s_mean"] * comp["_m_c"])
+
+    run()
+    best = min(_timed(run) for _ in range(3))
+    out = run()
+    assert np.isfinite(out["j_per_token"]).all()
+    print(f"mean-value closed form: {n:,} designs in {best:.3f} s = {n / best / 1e6:.2f} "
+          "million designs/s (target >= 1)")
+    d = build_design(cat, load_system(cat, "paper-config1-u280"), sched)
+    w = cat.get("workload", "math500")
+    t = min(_timed(lambda: evaluate(d, w)) for _ in range(3))
+    print(f"accurate closed form (quadrature x positions): {t * 1e3:.0f} ms per design")
+    for name in ("rsd", "brsd", "heteroreason"):
+        d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS[name])
+        c = Costs(d, w)
+        t = min(_timed(lambda c=c: replay(c, synthetic_trace(c, args.problems, 0),
+                                          timeline_problem=None)) for _ in range(3))
+        print(f"simulator ({name}): {args.problems:,} problems in {t:.3f} s = "
+              f"{args.problems / t:,.0f} problems/s (target >= 5,000)")
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
