@@ -6,6 +6,7 @@ verbatim copy of the project's calibration data):
   per-step overhead, to the 12 A100 vLLM points (Qwen2.5 0.5B/1.5B/7B, inputs 1-30720);
 - vllm-eager: derived (cudagraph's values plus a per-layer launch cost from an eager/graph pair);
 - hf-eager: the per-layer launch cost, to the A100 HF transformers Qwen2.5-0.5B point;
+- jetson-orin-nano-8gb: the host CPU slowdown of its launch-bound vLLM, to its 17 tokens/s;
 - flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
   baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
 Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
@@ -70,9 +71,7 @@ def gpu_points() -> list[GpuPoint]:
             jetson = e["device"].startswith("jetson")
             for inp, tps in e["points"]:
                 profile = FRAMEWORK_PROFILE[e["framework"]]
-                fitted = is_measured and profile in ("vllm-cudagraph", "hf-eager") and (
-                    profile == "vllm-cudagraph" or inp == 1
-                )
+                fitted = is_measured and (profile == "vllm-cudagraph" or inp == 1 or jetson)
                 out.append(GpuPoint(e["device"], e["model"], e["framework"], e["precision"],
                                     int(inp), float(tps), fitted, 0.35 if jetson else 0.20))
     return out
@@ -133,6 +132,21 @@ def fit_hf_eager(cat: Catalog) -> dict[str, float]:
         return predict_tokens_per_s(cat, pt, s) / pt.tokens_per_s - 1
 
     return {"launch_per_layer_us": float(brentq(f, 1.0, 10000.0, xtol=1e-6))}
+
+
+def fit_jetson_host(cat: Catalog) -> dict[str, float]:
+    """The Jetson Orin Nano's host_cpu_slowdown, to its measured.toml point (17 tokens/s,
+    vLLM eager on the module's Cortex-A78AE cores)."""
+    (pt,) = [p for p in gpu_points() if p.device == "jetson-orin-nano-8gb"]
+    serving = cat.serving(FRAMEWORK_PROFILE[pt.framework])
+    gpu0 = cat.gpu(pt.device)
+
+    def f(k: float) -> float:
+        c = gpu_cost_mod.gpu_cost(cat.model(pt.model), replace(gpu0, host_cpu_slowdown=k),
+                                  precision(pt.precision), serving)
+        return 1.0 / float(gpu_cost_mod.decode_token_s(c, JETSON_CONTEXT_TOKENS)) - pt.tokens_per_s
+
+    return {"host_cpu_slowdown": float(brentq(f, 0.1, 100.0, xtol=1e-9))}
 
 
 def hf_a100_llama1b_decode_s(cat: Catalog) -> float:

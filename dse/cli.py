@@ -302,6 +302,43 @@ def _write_new(path_str: str, write: Callable[[Any], None]) -> None:
             tmp.unlink()
 
 
+# ----------------------------------------------------------------------------- reproduce
+
+
+def _reproduce_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
+    p.add_argument("--html", metavar="FILE", help="also write a plotly chart (HTML)")
+
+
+def _run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse import calibrate, reproduce
+
+    rs = reproduce.rows(cat)
+    dev = calibrate.validation_rows(cat)
+    summ = reproduce.summary(rs)
+    if a.markdown:
+        md = reproduce.markdown(rs, dev)
+        _write_new(a.markdown, lambda p: p.write_text(md, encoding="utf-8"))
+    if a.html:
+        page = reproduce.html(rs)
+        _write_new(a.html, lambda p: p.write_text(page, encoding="utf-8"))
+    payload = {
+        "rows": [r.to_dict() for r in rs],
+        "summary": summ,
+        "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
+                         "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
+                         "fitted": d.fitted} for d in dev],
+    }
+    rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
+             else f"{r.paper_low:.4g}-{r.paper_high:.4g}", r.tool, "yes" if r.within else "NO",
+             "yes" if r.calibrated else ""] for r in rs]
+    text = (table(["id", "paper", "tool", "within", "calibrated"], rows) + "\n\n"
+            + f"{summ['within']}/{summ['rows']} within tolerance; calibrated "
+            f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
+            f"{summ['predicted_within']}/{summ['predicted']}")
+    return payload, text
+
+
 # ---------------------------------------------------------------------------- the table
 
 COMMANDS: list[Command] = [
@@ -313,6 +350,8 @@ COMMANDS: list[Command] = [
             _run_evaluate),
     Command("simulate", "trace-driven simulation: latency distribution and timeline",
             _simulate_args, _run_simulate),
+    Command("reproduce", "every number the HeteroReason paper reports beside the tool's",
+            _reproduce_args, _run_reproduce),
 ]
 
 

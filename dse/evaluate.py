@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from dse.design import Design
 from dse.scenario import WorkloadSpec
@@ -28,7 +29,8 @@ from dse.workflow import max_steps, step_probabilities, steps_distribution, toke
 F64 = NDArray[np.float64]
 ROLES = ("draft", "prm", "target", "link")
 DEVICES = ("draft", "prm", "target")
-QUAD_POINTS = 6
+QUAD_POINTS = 5
+RESP_POINTS = 4
 
 # Attempt fields the closed form takes expectations of.
 _SUMMED = ("time_s", "crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s",
@@ -169,7 +171,6 @@ def closed_form(c: Costs) -> Report:
     j = np.arange(1, win + 1, dtype=float)
     pj = pa * (1 - pa) ** (j - 1)
     j_mean = float((j * pj).sum() / pj.sum()) if pj.sum() > 0 else 1.0
-    resp_anchor = np.maximum(resp - (j_mean - 1) * m_c, 0.0)
 
     # uncached target tokens by previous outcome
     if s.step_ahead:
@@ -184,17 +185,27 @@ def closed_form(c: Costs) -> Report:
                 u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + c.prompt)) / pa
     u_a[0] = c.prompt
 
-    (y, x, z, nt), wgt = _grid(qx, qx, qx, qt)
+    # the context at position t is a sum of t random step lengths: RESP_POINTS equal-probability
+    # points of a gamma with that mean and variance (the step-length spread inside max())
+    cv2 = w.draft_step_tokens_cv ** 2
+    qs = (np.arange(RESP_POINTS) + 0.5) / RESP_POINTS
+    shape_t = np.maximum(tpos / max(cv2, 1e-9), 1e-9)
+    pts = stats.gamma.ppf(qs[None, :], shape_t[:, None]) * (m_c * cv2)
+    pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
+        pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
+    (_, y, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),
+                                  qx, qx, qx, qt)
     lead = 1
-    R = resp[:, None, None, None, None]
+    R = pts[:, :, None, None, None, None]
+    e6 = (slice(None), None, None, None, None, None)
 
     def run(outcome: int, spec_ok: bool, ahead: Any, u: F64) -> F64:
         # an accepted step's prefetch is cut short; its length is the mean target step (as in
         # the simulator, whose traces do not record it)
         n_t = tbar if outcome == ACCEPT else nt
         at = attempt(c, s, resp=R, x=x, z=z, spec_ok=spec_ok, nt=n_t,
-                     u=u[:, None, None, None, None], outcome=outcome, n_alt=tbar,
-                     resp_anchor=resp_anchor[:, None, None, None, None], ahead=ahead)
+                     u=u[e6], outcome=outcome, n_alt=tbar,
+                     resp_anchor=np.maximum(R - (j_mean - 1) * m_c, 0.0), ahead=ahead)
         return _expect(at, wgt, lead)
 
     # head start after an accept: min(D(x), W(y)) of the previous attempt
@@ -214,7 +225,7 @@ def closed_form(c: Costs) -> Report:
     # head start after a reject: the expected next_ahead of a rejected attempt one step back
     p_bk_t = _p_backtrack(pa, pf, win, n_pos) if bt_on else np.zeros(n_pos)
     rej_ahead = ((1 - p_bk_t) * m[0, 1, 1, :, i_ahead] + p_bk_t * m[0, 2, 1, :, i_ahead])
-    ahead_r = np.concatenate([[0.0], rej_ahead[:-1]])[:, None, None, None, None]
+    ahead_r = np.concatenate([[0.0], rej_ahead[:-1]])[e6]
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
             m[1, oi, si] = run(o, ok, ahead_r, np.zeros(n_pos))
@@ -243,6 +254,20 @@ def closed_form(c: Costs) -> Report:
         backtracks=counts["backtracks"], attempts=counts["attempts"], accuracy=accuracy,
         p_accept=pa,
     )
+
+
+def accuracy_only(d: Design, w: WorkloadSpec) -> float:
+    """The closed-form accuracy (percent) without the timing (for calibration fits)."""
+    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                            d.backtrack_threshold)
+    pa, pf = float(pr.p_accept), float(pr.p_fail)
+    m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
+    s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))
+    n_pos = int(s_vals.max())
+    zero = np.zeros((2, 3, 2, n_pos, len(_SUMMED)))
+    _, counts = _propagate(zero, s_vals, s_p, pa, pf, d.schedule.backtracking, d.max_backtracks,
+                           d.backtrack_window, n_pos)
+    return _accuracy(pr, s_vals, s_p, d.schedule.backtracking, counts)
 
 
 def _p_backtrack(pa: float, pf: float, win: int, n_pos: int) -> F64:

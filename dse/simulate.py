@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from dse.errors import SpecError
 from dse.schedules import ACCEPT, BACKTRACK, REFINE, Costs, attempt
-from dse.workflow import max_steps, sample_steps, sample_tokens, step_probabilities
+from dse.workflow import lognormal_params, max_steps, sample_steps, step_probabilities
 
 F64 = NDArray[np.float64]
 DECISIONS = {"accept": ACCEPT, "refine": REFINE, "backtrack": BACKTRACK}
@@ -54,6 +55,19 @@ class Trace:
 
 
 # ---------------------------------------------------------------------- synthetic traces
+
+
+def lhs(rng: np.random.Generator, n: int) -> F64:
+    """n stratified uniforms: one in each of n equal bins, in random order."""
+    return (rng.permutation(n) + rng.random(n)) / n
+
+
+def token_ppf(u: F64, mean: float, cv: float) -> F64:
+    """Lognormal token counts (at least 1) at quantiles u."""
+    if cv <= 0:
+        return np.full(np.shape(u), max(mean, 1.0))
+    mu, s = lognormal_params(mean, cv)
+    return np.maximum(np.exp(mu + s * stats.norm.ppf(u)), 1.0)
 
 
 def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
@@ -82,21 +96,26 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     from_draft = np.zeros((problems, cap), dtype=bool)
     bad = np.zeros((problems, cap), dtype=bool)
     rows = np.arange(problems)
+    # PRM score quantile functions, tabulated once (scipy's beta.ppf is slow per draw)
+    q_grid = np.linspace(0.0, 1.0, 4097)
+    good_ppf = stats.beta.ppf(q_grid, w.prm_good_alpha, w.prm_good_beta)
+    bad_ppf = stats.beta.ppf(q_grid, w.prm_bad_alpha, w.prm_bad_beta)
     for k in range(k_max):
         active = t < steps
         if not active.any():
             break
         n = problems
-        x = np.rint(sample_tokens(rng, w.draft_step_tokens_mean, w.draft_step_tokens_cv, n))
-        nt = np.rint(sample_tokens(rng, w.target_step_tokens_mean, w.target_step_tokens_cv, n))
-        alt = np.rint(sample_tokens(rng, w.target_step_tokens_mean, w.target_step_tokens_cv, n))
-        bad_d = rng.random(n) < h_d
-        bad_t = rng.random(n) < h_t
-        bad_alt = rng.random(n) < h_t
-        rd = np.where(bad_d, rng.beta(w.prm_bad_alpha, w.prm_bad_beta, n),
-                      rng.beta(w.prm_good_alpha, w.prm_good_beta, n))
-        rt = np.where(bad_t, rng.beta(w.prm_bad_alpha, w.prm_bad_beta, n),
-                      rng.beta(w.prm_good_alpha, w.prm_good_beta, n))
+        # Latin-hypercube draws across problems at each attempt index: exact marginals, much
+        # less sampling noise in the means than independent draws
+        x = np.rint(token_ppf(lhs(rng, n), w.draft_step_tokens_mean, w.draft_step_tokens_cv))
+        nt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
+        alt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
+        bad_d = lhs(rng, n) < h_d
+        bad_t = lhs(rng, n) < h_t
+        bad_alt = lhs(rng, n) < h_t
+        u_d, u_t = lhs(rng, n), lhs(rng, n)
+        rd = np.where(bad_d, np.interp(u_d, q_grid, bad_ppf), np.interp(u_d, q_grid, good_ppf))
+        rt = np.where(bad_t, np.interp(u_t, q_grid, bad_ppf), np.interp(u_t, q_grid, good_ppf))
         acc = rd >= d.accept_threshold
         fail = s.backtracking & ~acc & (rt < d.backtrack_threshold) & (used < d.max_backtracks)
         # anchor: latest draft-accepted committed step within the window

@@ -107,14 +107,6 @@ def token_quadrature(mean: float, cv: float, k: int = 8) -> tuple[F64, F64]:
     return vals, np.full(k, 1.0 / k)
 
 
-def sample_tokens(rng: np.random.Generator, mean: float, cv: float, size: object) -> F64:
-    """Lognormal token counts (real-valued, at least 1) as in `token_quadrature`."""
-    if cv <= 0:
-        return np.full(size, max(mean, 1.0))  # type: ignore[arg-type]
-    mu, s = lognormal_params(mean, cv)
-    return np.maximum(rng.lognormal(mu, s, size), 1.0)
-
-
 def steps_distribution(w: WorkloadSpec, max_steps: int) -> tuple[NDArray[np.int64], F64]:
     """Committed steps per problem: a lognormal rounded to an integer in 1..max_steps."""
     s_vals = np.arange(1, max_steps + 1)

@@ -4,7 +4,8 @@
     python scripts/calibrate_devices.py --check  # exit 1 if the files are not current
 
 Fits, in order (each uses the previous): vllm-cudagraph, vllm-eager (derived), hf-eager,
-flexllm. See dse/calibrate.py for what each parameter is fitted to.
+the Jetson Orin Nano's host CPU slowdown, flexllm. See dse/calibrate.py for what each
+parameter is fitted to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dse.specs import Catalog
 ROOT = Path(__file__).resolve().parents[1]
 SERVING = ROOT / "boards" / "serving"
 ENGINES = ROOT / "boards" / "engines"
+GPUS = ROOT / "boards" / "gpus"
 
 
 def set_keys(path: Path, values: dict[str, float]) -> bool:
@@ -48,6 +50,9 @@ def fit_all(write: bool) -> bool:
     cat = Catalog.load()
     hf = calibrate.fit_hf_eager(cat)
     changed |= write and set_keys(SERVING / "hf-eager.toml", hf)
+    cat = Catalog.load()
+    jet = calibrate.fit_jetson_host(cat)
+    changed |= write and set_keys(ROOT / "boards" / "gpus" / "jetson-orin-nano-8gb.toml", jet)
     cat = Catalog.load()
     fx = calibrate.fit_flexllm(cat)
     changed |= write and set_keys(ENGINES / "flexllm.toml", fx)
@@ -81,10 +86,10 @@ def main() -> int:
         import tempfile
         # Fit against a scratch copy so the check never writes the user's files.
         with tempfile.TemporaryDirectory() as d:
-            for folder in (SERVING, ENGINES):
+            for folder in (SERVING, ENGINES, GPUS):
                 shutil.copytree(folder, Path(d) / folder.name)
             changed = fit_all(write=True)
-            for folder in (SERVING, ENGINES):
+            for folder in (SERVING, ENGINES, GPUS):
                 for f in folder.glob("*.toml"):
                     bak = Path(d) / folder.name / f.name
                     if f.read_bytes() != bak.read_bytes():

@@ -1,0 +1,309 @@
+"""`dse reproduce`: every number the HeteroReason paper reports beside the tool's prediction.
+
+Row ids follow the paths of dse/data/heteroreason_reported.toml plus the setting, e.g.
+`accuracy.config2.brsd.math500`, `speedup_vs_brsd.v80.config1.math500`. Where the paper gives
+one range over datasets and configs, each dataset/config gets its own row against that range.
+
+Tolerances (the Fidelity issue): ranges widened by 0.05 for speed-up, goodput and energy
+ratios; by 1.5 points for accuracy; by 0.05 for shares and ratios below one; the communication
+share must be of the same order (at most 0.05%).
+
+Calibrated rows (used to fit workload statistics, see scripts/calibrate_workloads.py): Table III
+config1 rsd and brsd accuracy. Every other row is a prediction.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from dse.design import PRESETS, build_design, load_system
+from dse.evaluate import Report, evaluate
+from dse.specs import Catalog
+
+CONFIGS = ("config1", "config2")
+BOARDS = ("u280", "v80")
+CALIBRATED_PREFIXES = ("accuracy.config1.rsd.", "accuracy.config1.brsd.")
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    description: str
+    paper_low: float
+    paper_high: float
+    tool: float
+    within: bool
+    calibrated: bool
+    tolerance: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reported() -> dict[str, Any]:
+    text = resources.files("dse.data").joinpath("heteroreason_reported.toml").read_text(
+        encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str) -> Row:
+    if kind == "accuracy":
+        band, tol = (lo - 1.5, hi + 1.5), "+-1.5 points"
+    elif kind == "ratio":
+        band, tol = (lo - 0.05, hi + 0.05), "range +-0.05"
+    elif kind == "share":
+        band, tol = (max(lo - 0.05, 0.0), hi + 0.05), "range +-0.05"
+    elif kind == "order":
+        band, tol = (0.0, 0.0005), "same order: <= 0.05%"
+    else:
+        raise ValueError(kind)
+    within = bool(np.isfinite(tool) and band[0] - 1e-12 <= tool <= band[1] + 1e-12)
+    return Row(rid, desc, float(lo), float(hi), float(tool), within,
+               rid.startswith(CALIBRATED_PREFIXES), tol)
+
+
+class _Runs:
+    """Reports of the paper's systems, evaluated once each (closed form)."""
+
+    def __init__(self, cat: Catalog) -> None:
+        self.cat = cat
+        self.cache: dict[tuple[str, str, str, bool], Report] = {}
+
+    def get(self, system: str, dataset: str, schedule: str, backtracking: bool = True
+            ) -> Report:
+        key = (system, dataset, schedule, backtracking)
+        if key not in self.cache:
+            sched = PRESETS[schedule]
+            if not backtracking:
+                sched = sched.with_flags(backtracking=False)
+            d = build_design(self.cat, load_system(self.cat, system), sched)
+            self.cache[key] = evaluate(d, self.cat.get("workload", dataset))
+        return self.cache[key]
+
+
+def rows(cat: Catalog) -> list[Row]:
+    rep = reported()
+    datasets = rep["datasets"]
+    runs = _Runs(cat)
+    out: list[Row] = []
+
+    def gpu(cfg: str, ds: str, sched: str) -> Report:
+        return runs.get(f"paper-{cfg}-3090", ds, sched)
+
+    # Table III accuracy (brsd_optimized = brsd with step-ahead and prefetch on the 3 GPUs)
+    tool_sched = {"rsd": "rsd", "brsd": "brsd", "brsd_optimized": "brsd_stepahead"}
+    for cfg in CONFIGS:
+        for method, sched in tool_sched.items():
+            for ds in datasets:
+                v = rep["accuracy"][cfg][method][ds]
+                acc = gpu(cfg, ds, sched).accuracy
+                out.append(_row(f"accuracy.{cfg}.{method}.{ds}",
+                                f"Table III accuracy, {cfg}, {method}, {ds} (%)", v, v,
+                                float("nan") if acc is None else acc, "accuracy"))
+    # Fig. 2: per-step latency shares of the 3-GPU rsd workflow
+    for role in ("draft", "target", "prm"):
+        lo, hi = rep["step_latency_share"][role]
+        for ds in datasets:
+            r = gpu("config1", ds, "rsd")
+            out.append(_row(f"step_latency_share.{role}.config1.{ds}",
+                            f"share of rsd step latency spent in the {role}, 3 GPUs, {ds}", lo,
+                            hi, r.step_latency_share[role], "share"))
+    for cfg in CONFIGS:
+        lo, hi = rep["t2_speedup"][cfg]
+        for ds in datasets:
+            v = (gpu(cfg, ds, "brsd").latency_s_per_problem
+                 / gpu(cfg, ds, "brsd_stepahead").latency_s_per_problem)
+            out.append(_row(f"t2_speedup.{cfg}.{ds}", f"brsd_stepahead vs brsd, 3 GPUs, {ds} (x)",
+                            lo, hi, v, "ratio"))
+        lo, hi = rep["brsd_speed_relative_to_rsd"][cfg]
+        for ds in datasets:
+            v = (gpu(cfg, ds, "rsd").latency_s_per_problem
+                 / gpu(cfg, ds, "brsd").latency_s_per_problem)
+            out.append(_row(f"brsd_speed_relative_to_rsd.{cfg}.{ds}",
+                            f"rsd latency / brsd latency, 3 GPUs, {ds}", lo, hi, v, "share"))
+    # Fig. 8 and the energy gains: heteroreason on each board vs the 3-GPU baselines
+    for board in BOARDS:
+        for cfg in CONFIGS:
+            for ds in datasets:
+                het = runs.get(f"paper-{cfg}-{board}", ds, "heteroreason")
+                brsd = gpu(cfg, ds, "brsd")
+                strong = gpu(cfg, ds, "brsd_stepahead")
+                lo, hi = rep["speedup_vs_brsd"][board]
+                out.append(_row(f"speedup_vs_brsd.{board}.{cfg}.{ds}",
+                                f"heteroreason on {board} vs brsd on 3 GPUs, {ds} (x)", lo, hi,
+                                brsd.latency_s_per_problem / het.latency_s_per_problem, "ratio"))
+                lo, hi = rep["goodput_gain_vs_brsd"][board]
+                out.append(_row(f"goodput_gain_vs_brsd.{board}.{cfg}.{ds}",
+                                f"goodput of heteroreason on {board} / brsd, {ds} (x)", lo, hi,
+                                het.goodput_tokens_per_s / brsd.goodput_tokens_per_s, "ratio"))
+                if board in rep["speedup_vs_brsd_stepahead"]:
+                    lo, hi = rep["speedup_vs_brsd_stepahead"][board]
+                    out.append(_row(f"speedup_vs_brsd_stepahead.{board}.{cfg}.{ds}",
+                                    f"heteroreason on {board} vs brsd_stepahead on 3 GPUs, {ds} "
+                                    "(x)", lo, hi,
+                                    strong.latency_s_per_problem / het.latency_s_per_problem,
+                                    "ratio"))
+                lo, hi = rep["energy_gain"]["vs_gpu_baselines"]
+                out.append(_row(f"energy_gain.vs_brsd.{board}.{cfg}.{ds}",
+                                f"J/token of brsd on 3 GPUs / heteroreason on {board}, {ds} (x); "
+                                "abstract: 1.25-1.57 vs GPU baselines", lo, hi,
+                                brsd.j_per_token / het.j_per_token, "ratio"))
+                v = rep["energy_gain"]["vs_brsd_stepahead_approx"]
+                out.append(_row(f"energy_gain.vs_brsd_stepahead.{board}.{cfg}.{ds}",
+                                f"J/token of brsd_stepahead / heteroreason on {board}, {ds} (x); "
+                                "explainer: about 1.1", v, v,
+                                strong.j_per_token / het.j_per_token, "ratio"))
+    # ablation: heteroreason without backtracking (U280, the measured board)
+    for cfg in CONFIGS:
+        lo, hi = rep["no_backtrack_speedup"][cfg]
+        for ds in datasets:
+            with_bt = runs.get(f"paper-{cfg}-u280", ds, "heteroreason")
+            without = runs.get(f"paper-{cfg}-u280", ds, "heteroreason", backtracking=False)
+            out.append(_row(f"no_backtrack_speedup.{cfg}.{ds}",
+                            f"heteroreason on u280 without / with backtracking, {ds} (x)", lo, hi,
+                            with_bt.latency_s_per_problem / without.latency_s_per_problem,
+                            "ratio"))
+    # communication, stall, waste, rejection, edge GPU
+    hets = [runs.get(f"paper-{cfg}-{b}", ds, "heteroreason") for b in BOARDS for cfg in CONFIGS
+            for ds in datasets]
+    out.append(_row("communication_share.max", "largest link share of latency, heteroreason, "
+                    "both boards, configs and datasets", 0.0, rep["communication_share"]["max"],
+                    max(r.communication_share for r in hets), "order"))
+    lo, hi = rep["speculation_stall_ratio"]["range"]
+    for b in BOARDS:
+        for cfg in CONFIGS:
+            for ds in datasets:
+                r = runs.get(f"paper-{cfg}-{b}", ds, "heteroreason")
+                out.append(_row(f"speculation_stall_ratio.{b}.{cfg}.{ds}",
+                                f"draft stall share, heteroreason on {b}, {ds}", lo, hi,
+                                r.speculation_stall_ratio, "share"))
+    v = rep["speculation_stall_ratio"]["mean"]
+    out.append(_row("speculation_stall_ratio.mean", "mean draft stall share, heteroreason", v, v,
+                    float(np.mean([r.speculation_stall_ratio for r in hets])), "share"))
+    lo, hi = rep["wasted_energy_share"]["config1"]
+    for ds in datasets:
+        out.append(_row(f"wasted_energy_share.config1.{ds}",
+                        f"energy of discarded step-ahead tokens, 3 GPUs, {ds}", lo, hi,
+                        gpu("config1", ds, "brsd_stepahead").wasted_energy_share, "share"))
+    hi = rep["rejection_probability"]["typical_max"]
+    for cfg in CONFIGS:
+        for ds in datasets:
+            out.append(_row(f"rejection_probability.{cfg}.{ds}",
+                            f"PRM rejection probability, {ds}", 0.0, hi,
+                            1 - gpu(cfg, ds, "brsd").p_accept, "share"))
+    lo, hi = rep["edge_gpu_draft"]["system_slowdown_vs_heteroreason"]
+    for cfg in CONFIGS:
+        for ds in datasets:
+            jet = runs.get(f"paper-{cfg}-jetson", ds, "heteroreason")
+            fpga = runs.get(f"paper-{cfg}-u280", ds, "heteroreason")
+            out.append(_row(f"edge_gpu_draft.system_slowdown_vs_heteroreason.{cfg}.{ds}",
+                            f"heteroreason with a Jetson Orin Nano draft vs the U280, {ds} (x)",
+                            lo, hi, jet.latency_s_per_problem / fpga.latency_s_per_problem,
+                            "ratio"))
+    return out
+
+
+def summary(rs: list[Row]) -> dict[str, int]:
+    cal = [r for r in rs if r.calibrated]
+    pred = [r for r in rs if not r.calibrated]
+    return {"rows": len(rs), "within": sum(r.within for r in rs), "calibrated": len(cal),
+            "calibrated_within": sum(r.within for r in cal), "predicted": len(pred),
+            "predicted_within": sum(r.within for r in pred)}
+
+
+# ------------------------------------------------------------------------------ outputs
+
+MISS_REASONS = {
+    "accuracy.config2": "step errors are independent and a rewrite is as good as the target's "
+    "solo step; the paper's config2 RSD accuracy (e.g. GSM8K 71.3) is far below the 1.5B "
+    "target's solo accuracy (84.8), i.e. rewrites inside a draft-written context are several "
+    "times more error-prone than solo steps, which config1 rows alone cannot identify",
+    "energy_gain": "the target's step-ahead prefetch keeps its GPU decoding most of the time "
+    "and is charged at the busy-scaled decode power; the paper's energy model appears to count "
+    "only discarded draft tokens as extra energy",
+    "speedup_vs_brsd_stepahead": "the V80 draft (300 MHz, 64 x 256-bit ports, FlexLLM's "
+    "achieved efficiency) is predicted a little faster than the paper's estimate",
+    "speedup_vs_brsd.v80": "as above: the V80 draft is predicted a little faster than the "
+    "paper's estimate",
+    "goodput_gain_vs_brsd.v80": "as speedup_vs_brsd.v80",
+    "speculation_stall_ratio.mean": "the PRM (7B prefill on a 3090 at 60% of tensor peak) is "
+    "predicted faster than in the paper's traces, so the draft rarely waits for verdicts",
+    "wasted_energy_share": "discarded speculation is charged at the draft GPU's decode power "
+    "for the whole verification window (min(draft step, PRM time))",
+    "edge_gpu_draft": "the Jetson's decode rate is fitted to the paper's 17 tokens/s; the system "
+    "slowdown then follows from the share of each step the draft occupies: near the paper's "
+    "5-6x for config1 (4.8-6.2x), larger for config2 (6.9-7.8x), whose 1.5B target rewrites "
+    "faster, so the slow draft dominates more",
+    "accuracy.config1.brsd_optimized": "step-ahead and prefetch do not change accuracy in the "
+    "model; the paper measured small drops",
+    "t2_speedup": "the 3-GPU step-ahead gain depends on the PRM/target overlap; see the rows",
+    "no_backtrack_speedup": "backtracks are priced by the anchor-distance and budget model",
+    "brsd_speed_relative_to_rsd": "backtracking cost depends on the fitted rewrite-failure rate",
+    "step_latency_share": "per-step shares follow from the device models and the rejection rate",
+    "speculation_stall_ratio": "the PRM is predicted faster than in the paper's traces",
+    "rejection_probability": "the rejection rate follows from the fitted PRM distributions",
+    "accuracy.config1.rsd": "calibrated", "accuracy.config1.brsd": "calibrated",
+}
+
+
+def miss_reason(rid: str) -> str:
+    matches = [p for p in MISS_REASONS if rid.startswith(p)]
+    return MISS_REASONS[max(matches, key=len)] if matches else ""
+
+
+def markdown(rs: list[Row], device_rows: list[Any]) -> str:
+    s = summary(rs)
+    lines = [
+        "# Validation: the HeteroReason paper and published device measurements",
+        "",
+        "Generated by `dse reproduce --markdown docs/validation.md`; a test fails when it is "
+        "stale. Paper values: `shared/reference/heteroreason-reported.toml`. Tolerances: "
+        "ratio ranges +-0.05, accuracy +-1.5 points, shares +-0.05, communication <= 0.05%.",
+        "",
+        f"**{s['within']} of {s['rows']} rows within tolerance**: calibrated "
+        f"{s['calibrated_within']}/{s['calibrated']} (Table III config1 rsd and brsd accuracy, "
+        "fitted by `scripts/calibrate_workloads.py`), predicted "
+        f"{s['predicted_within']}/{s['predicted']}.",
+        "",
+        "## Paper rows",
+        "",
+        "| id | paper | tool | within | calibrated | if missed: responsible assumption |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rs:
+        paper = f"{r.paper_low:.4g}" if r.paper_low == r.paper_high else (
+            f"{r.paper_low:.4g}-{r.paper_high:.4g}")
+        why = "" if r.within else miss_reason(r.id)
+        lines.append(f"| `{r.id}` | {paper} | {r.tool:.4g} | {'yes' if r.within else 'no'} | "
+                     f"{'yes' if r.calibrated else ''} | {why} |")
+    lines += ["", "## Device measurements (cost-model validation)", "",
+              "| id | measured | tool | error | fitted |", "|---|---|---|---|---|"]
+    for d in device_rows:
+        lines.append(f"| `{d.id}` | {d.measured:.4g} | {d.predicted:.4g} | "
+                     f"{d.rel_error:+.1%} | {'yes' if d.fitted else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def html(rs: list[Row]) -> str:
+    """A self-contained plotly chart of tool vs paper (one point per row)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for within, color in ((True, "#2a9d8f"), (False, "#e76f51")):
+        sel = [r for r in rs if r.within == within and r.paper_high > 0]
+        mid = [(r.paper_low + r.paper_high) / 2 for r in sel]
+        fig.add_trace(go.Scatter(
+            x=mid, y=[r.tool / m if m else np.nan for r, m in zip(sel, mid, strict=True)],
+            mode="markers", name="within" if within else "outside",
+            marker={"color": color}, text=[r.id for r in sel],
+            hovertemplate="%{text}<br>paper %{x:.4g}<br>tool/paper %{y:.3f}<extra></extra>"))
+    fig.add_hline(y=1.0, line_dash="dot")
+    fig.update_layout(title="hetero-dse vs the HeteroReason paper (tool / paper value)",
+                      xaxis_title="paper value (midpoint)", yaxis_title="tool / paper",
+                      xaxis_type="log")
+    return fig.to_html(include_plotlyjs=True, full_html=True)

@@ -1,0 +1,102 @@
+"""`dse reproduce`: rows, calibration declared and current, the committed validation doc."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse import calibrate, reproduce
+from dse.cli import main
+from dse.design import PRESETS, build_design, load_system, with_overrides
+from dse.evaluate import accuracy_only
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def rows(cat):
+    return reproduce.rows(cat)
+
+
+def test_row_ids_and_calibration_flags(rows):
+    ids = {r.id for r in rows}
+    for rid in ("accuracy.config2.brsd.math500", "t2_speedup.config1.gsm8k",
+                "speedup_vs_brsd.v80.config1.math500", "goodput_gain_vs_brsd.u280.config2.gsm8k",
+                "speedup_vs_brsd_stepahead.v80.config2.math500",
+                "energy_gain.vs_brsd.v80.config1.math500",
+                "no_backtrack_speedup.config2.olympiadbench",
+                "brsd_speed_relative_to_rsd.config1.gaokao2023en",
+                "step_latency_share.prm.config1.math500", "communication_share.max",
+                "speculation_stall_ratio.mean", "wasted_energy_share.config1.math500",
+                "rejection_probability.config1.gsm8k",
+                "edge_gpu_draft.system_slowdown_vs_heteroreason.config1.math500"):
+        assert rid in ids, rid
+    cal = {r.id for r in rows if r.calibrated}
+    assert cal == {f"accuracy.config1.{m}.{d}" for m in ("rsd", "brsd")
+                   for d in ("gaokao2023en", "gsm8k", "math500", "olympiadbench")}
+
+
+def test_every_calibrated_row_within(rows):
+    for r in rows:
+        if r.calibrated:
+            assert r.within, r
+
+
+def test_validation_doc_is_current(cat, rows):
+    md = reproduce.markdown(rows, calibrate.validation_rows(cat))
+    assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == md, (
+        "docs/validation.md is stale: run `dse reproduce --markdown docs/validation.md`")
+
+
+def test_workload_calibration_is_current(cat):
+    """Refit one dataset's PRM distributions: the committed values are what the script gives."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import calibrate_workloads
+
+    values, errors = calibrate_workloads.fit(cat, "gsm8k")
+    w = cat.get("workload", "gsm8k")
+    for k, v in values.items():
+        assert getattr(w, k) == pytest.approx(v, rel=1e-3), k
+    assert abs(errors["rsd_error_points"]) <= 1.5 and abs(errors["brsd_error_points"]) <= 1.5
+
+
+def test_reproduce_json(tmp_path, capsys):
+    md, page = tmp_path / "v.md", tmp_path / "v.html"
+    code = main(["reproduce", "--json", "--markdown", str(md), "--html", str(page)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert set(out["summary"]) >= {"rows", "within", "calibrated", "predicted_within"}
+    r = out["rows"][0]
+    assert set(r) >= {"id", "description", "paper_low", "paper_high", "tool", "within",
+                      "calibrated"}
+    assert md.read_text().startswith("# Validation")
+    assert "plotly" in page.read_text()[:5000].lower()
+
+
+@settings(max_examples=20, deadline=None)
+@given(system=st.sampled_from(["paper-config1-3090", "paper-config2-3090"]),
+       workload=st.sampled_from(["gsm8k", "math500", "gaokao2023en", "olympiadbench"]),
+       tau=st.floats(0.05, 0.95), budget=st.integers(0, 6))
+def test_accuracy_monotone_in_backtrack_budget(cat, system, workload, tau, budget):
+    w = cat.get("workload", workload)
+    spec = with_overrides(load_system(cat, system), {"accept_threshold": tau,
+                                                      "max_backtracks": budget})
+    more = with_overrides(spec, {"max_backtracks": budget + 1})
+    a = accuracy_only(build_design(cat, spec, PRESETS["brsd"]), w)
+    b = accuracy_only(build_design(cat, more, PRESETS["brsd"]), w)
+    assert b >= a - 1e-9
+    fwd = accuracy_only(build_design(cat, spec, PRESETS["rsd"]), w)
+    assert a >= fwd - 1e-9  # backtracking never lowers accuracy
+
+
+def test_reproduce_smoke_cli():
+    r = subprocess.run([sys.executable, "-m", "dse.cli", "reproduce"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "within tolerance" in r.stdout
