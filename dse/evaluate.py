@@ -327,18 +327,20 @@ def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
               counts: dict[str, float]) -> float:
     """P(no bad step in the final chain) = E_S[(1 - q)^S], q the per-position bad rate.
 
-    Forward-only: q = h_d (1 - F_b(tau_a)) + (1 - p_a) h_t.  With backtracking, a rewrite that
-    fails tau_b is replaced (when a backtrack happens, share beta of failures) by an unscored
-    alternative: q = p_bad_acc + (1 - p_a)[p_bad_pass + p_bad_fail (1 - beta) + p_fail beta h_t].
+    Forward-only: q = h_d (1 - F_b(tau_a)) + (1 - p_a) h_rw (h_rw: the target's error on rejected
+    steps). With backtracking, a rewrite that fails tau_b is replaced (when a backtrack happens,
+    share beta of failures) by an unscored alternative on an equally hard step:
+    q = p_bad_acc + (1 - p_a)[p_bad_pass + p_bad_fail (1 - beta) + p_fail beta h_rw].
     """
     pa = float(pr.p_accept)
+    h_rw = float(pr.h_rewrite)
     if not bt_on:
-        q = float(pr.p_bad_accepted) + (1 - pa) * float(pr.h_target)
+        q = float(pr.p_bad_accepted) + (1 - pa) * h_rw
     else:
         beta = counts["backtracks"] / counts["fails"] if counts["fails"] > 0 else 0.0
         q = float(pr.p_bad_accepted) + (1 - pa) * (
             float(pr.p_bad_pass) + float(pr.p_bad_fail) * (1 - beta)
-            + float(pr.p_fail) * beta * float(pr.h_target))
+            + float(pr.p_fail) * beta * h_rw)
     return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
 
 

@@ -29,6 +29,7 @@ class WorkloadSpec(Spec):
     prm_good_beta: float
     prm_bad_alpha: float  # PRM score of a bad step ~ Beta(alpha, beta)
     prm_bad_beta: float
+    error_nesting: float  # 1: a step the stronger model gets wrong, the weaker gets wrong too
     max_context_tokens: int  # generation budget (prompt + response), RSD: 4096
     accuracy: Mapping[str, float]  # model name -> solo greedy accuracy, percent
 
@@ -83,6 +84,7 @@ register_kind(
         _pos("prm_good_beta", "prm_good_beta"),
         _pos("prm_bad_alpha", "prm_bad_alpha"),
         _pos("prm_bad_beta", "prm_bad_beta"),
+        Key("error_nesting", "error_nesting", float, lo=0.0, hi=1.0),
         _pos("max_context_tokens", "max_context_tokens", int),
         _accuracy_key(),
     ),

@@ -29,7 +29,13 @@ from scipy import stats
 
 from dse.errors import SpecError
 from dse.schedules import ACCEPT, BACKTRACK, REFINE, Costs, attempt
-from dse.workflow import lognormal_params, max_steps, sample_steps, step_probabilities
+from dse.workflow import (
+    lognormal_params,
+    max_steps,
+    nested_target_error,
+    sample_steps,
+    step_probabilities,
+)
 
 F64 = NDArray[np.float64]
 DECISIONS = {"accept": ACCEPT, "refine": REFINE, "backtrack": BACKTRACK}
@@ -78,7 +84,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     rng = np.random.default_rng(seed)
     pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
                             d.backtrack_threshold)
-    h_d, h_t = float(pr.h_draft), float(pr.h_target)
+    h_d, h_t, h_rw = float(pr.h_draft), float(pr.h_target), float(pr.h_rewrite)
+    t_if_bad, t_if_good = (float(v) for v in nested_target_error(h_d, h_t, w.error_nesting))
     m_c = float(pr.p_accept) * w.draft_step_tokens_mean + (1 - float(pr.p_accept)) * (
         w.target_step_tokens_mean)
     s_max = max_steps(w, d.max_context_tokens, m_c)
@@ -111,8 +118,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
         nt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
         alt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
         bad_d = lhs(rng, n) < h_d
-        bad_t = lhs(rng, n) < h_t
-        bad_alt = lhs(rng, n) < h_t
+        bad_t = lhs(rng, n) < np.where(bad_d, t_if_bad, t_if_good)  # nested errors
+        bad_alt = lhs(rng, n) < h_rw
         u_d, u_t = lhs(rng, n), lhs(rng, n)
         rd = np.where(bad_d, np.interp(u_d, q_grid, bad_ppf), np.interp(u_d, q_grid, good_ppf))
         rt = np.where(bad_t, np.interp(u_t, q_grid, bad_ppf), np.interp(u_t, q_grid, good_ppf))

@@ -3,11 +3,16 @@
 Step-quality model (one assumption, stated): a step written by model m is bad with a per-step
 probability h_m, independent across steps, such that a solo greedy run is correct with the
 model's published accuracy A_m:  E_S[(1 - h_m)^S] = A_m over the workload's steps per problem.
-A problem is solved when no bad step stays in the final reasoning chain.
+A problem is solved when no bad step stays in the final reasoning chain. Errors are (partly,
+by the workload's `error_nesting`) nested, a difficulty ordering: a step the stronger model
+gets wrong is one the weaker model gets wrong too. The PRM rejects mostly the draft's bad
+steps, so the target rewrites mostly hard steps, where its error rate is up to h_t / h_d (if
+h_t < h_d), well above its average h_t.
 
 The PRM scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (workload file):
 - draft step accepted:        p_accept = (1 - h_d) (1 - F_g(tau_a)) + h_d (1 - F_b(tau_a))
-- refined step fails (bt):    p_fail   = (1 - h_t) F_g(tau_b) + h_t F_b(tau_b)
+- refined step fails (bt):    p_fail   = (1 - h_rw) F_g(tau_b) + h_rw F_b(tau_b), with h_rw the
+                              target's error rate on rejected steps (nested errors, below)
 With tau_a -> 1 every draft step is rewritten (target-only accuracy); with tau_a -> 0 every
 draft step is kept (draft-only accuracy).
 """
@@ -58,6 +63,7 @@ class StepProbabilities:
 
     h_draft: F64
     h_target: F64
+    h_rewrite: F64  # P(a rewrite is bad): the target's error on the steps the PRM rejected
     p_accept: F64
     p_fail: F64  # refined step scored below the backtrack threshold
     p_bad_accepted: F64  # P(bad and accepted) for a draft step
@@ -77,12 +83,31 @@ def step_probabilities(
     fg_b = beta_cdf(backtrack_threshold, w.prm_good_alpha, w.prm_good_beta)
     fb_b = beta_cdf(backtrack_threshold, w.prm_bad_alpha, w.prm_bad_beta)
     p_accept = (1 - h_d) * (1 - fg_a) + h_d * (1 - fb_a)
-    p_fail = (1 - h_t) * fg_b + h_t * fb_b
+    # nested errors: P(target bad | draft bad) and P(target bad | draft good)
+    t_if_bad, t_if_good = nested_target_error(h_d, h_t, w.error_nesting)
+    p_rej = 1 - p_accept
+    h_rw = np.where(p_rej > 0, (h_d * fb_a * t_if_bad + (1 - h_d) * fg_a * t_if_good)
+                    / np.maximum(p_rej, 1e-300), h_t)
+    p_fail = (1 - h_rw) * fg_b + h_rw * fb_b
     return StepProbabilities(
-        h_draft=np.asarray(h_d), h_target=np.asarray(h_t), p_accept=np.asarray(p_accept),
-        p_fail=np.asarray(p_fail), p_bad_accepted=np.asarray(h_d * (1 - fb_a)),
-        p_bad_pass=np.asarray(h_t * (1 - fb_b)), p_bad_fail=np.asarray(h_t * fb_b),
+        h_draft=np.asarray(h_d), h_target=np.asarray(h_t), h_rewrite=np.asarray(h_rw),
+        p_accept=np.asarray(p_accept), p_fail=np.asarray(p_fail),
+        p_bad_accepted=np.asarray(h_d * (1 - fb_a)), p_bad_pass=np.asarray(h_rw * (1 - fb_b)),
+        p_bad_fail=np.asarray(h_rw * fb_b),
     )
+
+
+def nested_target_error(h_d: ArrayLike, h_t: ArrayLike, nesting: float = 1.0
+                        ) -> tuple[F64, F64]:
+    """(P(target bad | draft bad), P(target bad | draft good)): a mix, by `nesting`, of nested
+    errors (a step the stronger model gets wrong is one the weaker gets wrong too: a difficulty
+    ordering) and independent errors. The marginals stay h_d and h_t for any mix."""
+    h_d = np.asarray(h_d, dtype=float)
+    h_t = np.asarray(h_t, dtype=float)
+    if_bad = np.where(h_d > 0, np.minimum(1.0, h_t / np.maximum(h_d, 1e-300)), 0.0)
+    if_good = np.where(h_t > h_d, (h_t - h_d) / np.maximum(1 - h_d, 1e-300), 0.0)
+    return (np.asarray(nesting * if_bad + (1 - nesting) * h_t),
+            np.asarray(nesting * if_good + (1 - nesting) * h_t))
 
 
 # --------------------------------------------------------------------- distributions
