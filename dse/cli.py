@@ -355,12 +355,6 @@ COMMANDS: list[Command] = [
 ]
 
 
-def register(cmd: Command) -> None:
-    if any(c.name == cmd.name for c in COMMANDS):
-        raise ValueError(f"duplicate command {cmd.name!r}")
-    COMMANDS.append(cmd)
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--catalog", action="append", default=[], metavar="DIR",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +156,6 @@ def load_system(cat: Catalog, system: str | None = None, design_file: str | None
     return spec
 
 
-def with_schedule(d: Design, sched: Schedule) -> Design:
-    return replace(d, schedule=sched)
-
-
 def with_overrides(s: SystemSpec, overrides: Mapping[str, Any]) -> SystemSpec:
     if not overrides:
         return s
@@ -228,21 +224,3 @@ def infeasibility(d: Design) -> list[str]:
     for role in ("draft", "prm", "target"):
         why += [f"{role}: {w}" for w in getattr(d, role).infeasibility()]
     return why
-
-
-def design_fields(d: Design) -> dict[str, Any]:
-    """The design as plain data (for reports)."""
-    out = {f.name: getattr(d, f.name) for f in fields(d)
-           if f.name in ("accept_threshold", "backtrack_threshold", "max_backtracks",
-                         "backtrack_window", "max_context_tokens")}
-    out["schedule"] = {"name": d.schedule.name, **{f: getattr(d.schedule, f) for f in FLAGS}}
-    for role in ("draft", "prm", "target"):
-        p: Placement = getattr(d, role)
-        out[role] = {"model": p.model.name, "device": p.device.name,
-                     "precision": p.precision.name, "serving": p.serving, "tp": p.tp}
-        if p.fpga_build is not None:
-            out[role]["clock_mhz"] = p.fpga_build.clock_hz / 1e6
-            out[role]["memory_channels"] = p.fpga_build.memory_channels
-            out[role]["mac_lanes"] = p.fpga_build.mac_lanes
-    out["system"] = d.system.name
-    return out

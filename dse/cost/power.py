@@ -27,7 +27,3 @@ def gpu_power_w(c: GpuCost, state: str, busy_fraction: ArrayLike = 1.0) -> NDArr
             "prefill": c.prefill_power_fraction}[state]
     dyn = (np.asarray(c.tdp_w) - c.idle_w) * frac * np.asarray(busy_fraction, dtype=float)
     return np.asarray(c.idle_w + dyn, dtype=float)
-
-
-def energy_j(power_w: ArrayLike, seconds: ArrayLike) -> NDArray[np.float64]:
-    return np.asarray(power_w, dtype=float) * np.asarray(seconds, dtype=float)
