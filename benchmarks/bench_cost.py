@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from dataclasses import fields
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
+from _timing import best_of
 
 from dse.cost import fpga, gpu
 from dse.cost.shape import precision
@@ -55,15 +55,9 @@ def main() -> None:
 
     for name, fn in (("gpu decode_token_s", run_gpu), ("fpga decode_token_s", run_fpga)):
         fn()  # warm up
-        best = min(_timed(fn) for _ in range(args.repeats))
+        best = best_of(fn, args.repeats)
         print(f"{name}: {args.n:,} (model, device, context) evaluations in {best:.3f} s "
               f"= {args.n / best / 1e6:.1f} million/s (target >= 5)")
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ form's time per design, for reference.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_of
 
 from dse.design import PRESETS, build_design, load_system
 from dse.evaluate import evaluate
@@ -74,28 +74,22 @@ def main() -> None:
                              tokens=comp["_s_mean"] * comp["_m_c"])
 
     run()
-    best = min(_timed(run) for _ in range(3))
+    best = best_of(run)
     out = run()
     assert np.isfinite(out["j_per_token"]).all()
     print(f"mean-value closed form: {n:,} designs in {best:.3f} s = {n / best / 1e6:.2f} "
           "million designs/s (target >= 1)")
     d = build_design(cat, load_system(cat, "paper-config1-u280"), sched)
     w = cat.get("workload", "math500")
-    t = min(_timed(lambda: evaluate(d, w)) for _ in range(3))
+    t = best_of(lambda: evaluate(d, w))
     print(f"accurate closed form (quadrature x positions): {t * 1e3:.0f} ms per design")
     for name in ("rsd", "brsd", "heteroreason"):
         d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS[name])
         c = Costs(d, w)
-        t = min(_timed(lambda c=c: replay(c, synthetic_trace(c, args.problems, 0),
-                                          timeline_problem=None)) for _ in range(3))
+        t = best_of(lambda c=c: replay(c, synthetic_trace(c, args.problems, 0),
+                                       timeline_problem=None))
         print(f"simulator ({name}): {args.problems:,} problems in {t:.3f} s = "
               f"{args.problems / t:,.0f} problems/s (target >= 5,000)")
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, cri
               problems: int | None = None) -> Report:
     idle_w = {r: float(getattr(d, r).power_w("idle")) for r in DEVICES}
     energy = {r: idle_w[r] * latency + dyn_j[r] for r in DEVICES}
-    init_dev = "draft" if d.draft.is_fpga is False else "target"
+    init_dev = "target" if d.draft.is_fpga else "draft"  # a GPU prefills an FPGA draft
     energy[init_dev] += init_j
     total_e = sum(energy.values())
     breakdown = {**crit, "init": init_s}

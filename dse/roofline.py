@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dse.cost import gpu
+from dse.cost import fpga, gpu
 from dse.cost.device import place
 from dse.errors import SpecError
 from dse.specs import Catalog, FpgaSpec
@@ -45,11 +45,7 @@ def roofline(
     else:
         c = pl.fpga_cost
         assert c is not None
-        k = context + 1
-        t_mem = float((c.body_weight_bytes + c.head_weight_bytes + c.kv_bytes_per_token * k)
-                      / c.bw_bytes_per_s)
-        t_mac = float((c.body_macs_per_token + c.head_macs + c.attn_macs_per_pair * k)
-                      / c.macs_per_s)
+        t_mem, t_mac = (float(t) for t in fpga.token_bounds_s(c, context))
         roof = max(t_mem, t_mac)
         # The FPGA runs at achieved_efficiency of its bound; more than half of the time above
         # the bound is then 'overhead' (pipeline stalls, fill), like launch overhead on a GPU.

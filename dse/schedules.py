@@ -272,6 +272,9 @@ def attempt(
     per_token = d_next / np.maximum(z, 1.0)
     wasted_tokens = wasted_s / np.maximum(per_token, 1e-12)
 
+    # the target starts at the attempt's start with prefetch, else after the verdict; shaped
+    # like the other fields for the timeline
+    target_start = np.asarray(lk_u if sa else verdict + lk_u) + np.zeros_like(verdict)
     return Attempt(
         time_s=commit, crit_draft_s=crit_draft, crit_prm_s=crit_prm, crit_target_s=crit_target,
         crit_link_s=crit_link, draft_busy_s=draft_busy, prm_busy_s=prm_busy,
@@ -279,7 +282,7 @@ def attempt(
         stall_s=stall + stall_after, wasted_s=wasted_s, wasted_tokens=wasted_tokens,
         wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
         target_called=rej.astype(float), draft_end_s=rem, prm_start_s=rem + lk1,
-        verdict_s=verdict, speculate_s=spec, target_start_s=(lk_u if sa else verdict + lk_u)
-        + 0.0 * verdict, target_ready_s=ready, refine_verdict_s=commit_ref,
+        verdict_s=verdict, speculate_s=spec, target_start_s=target_start,
+        target_ready_s=ready, refine_verdict_s=commit_ref,
         sync_end_s=sync_final,
     )

@@ -138,14 +138,20 @@ def stack(costs: list[FpgaCost]) -> FpgaCost:
     })
 
 
-def _token_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool) -> F64:
+def token_bounds_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool = True) -> tuple[F64, F64]:
+    """(memory-bound, MAC-bound) seconds of one token's forward pass after ctx tokens."""
     k = np.asarray(ctx, dtype=float) + 1  # keys the new token attends to
     head = 1.0 if with_head else 0.0
     t_mem = (c.body_weight_bytes + head * c.head_weight_bytes + c.kv_bytes_per_token * k) / (
         c.bw_bytes_per_s
     )
     t_mac = (c.body_macs_per_token + head * c.head_macs + c.attn_macs_per_pair * k) / c.macs_per_s
-    fill = c.layer_fill_s + head * c.head_fill_s
+    return np.asarray(t_mem), np.asarray(t_mac)
+
+
+def _token_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool) -> F64:
+    t_mem, t_mac = token_bounds_s(c, ctx, with_head=with_head)
+    fill = c.layer_fill_s + (c.head_fill_s if with_head else 0.0)
     return np.asarray(np.maximum(t_mem, t_mac) / c.achieved_efficiency + fill)
 
 
