@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dse import __version__
-from dse.errors import DseError
+from dse.errors import DseError, UsageError
 from dse.specs import Catalog, spec_fields
 
 
@@ -178,9 +178,10 @@ def _run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 def _design_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--system", help="a named system, e.g. paper-config1-u280")
-    g.add_argument("--design", help="a system TOML file (e.g. best.toml from dse optimize)")
-    p.add_argument("--scenario", required=True, help="workload name (gsm8k, math500, "
-                   "gaokao2023en, olympiadbench) or a workload TOML file")
+    g.add_argument("--design", help="a system or design TOML file (e.g. best.toml from "
+                   "dse optimize: its schedule and workload are the defaults)")
+    p.add_argument("--scenario", help="workload name (gsm8k, math500, gaokao2023en, "
+                   "olympiadbench) or a workload TOML file; a design file's by default")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
                    "backtracking=false; repeatable")
@@ -200,12 +201,37 @@ def _workload(cat: Catalog, name: str) -> Any:
     return cat.get("workload", name)
 
 
-def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str]) -> list[Any]:
-    from dse.design import build_design, load_system, parse_set, schedule, with_overrides
+def _design_file(a: argparse.Namespace, cat: Catalog) -> Any:
+    from dse.design import DesignFile, read_design_file
+
+    if a.design is not None:
+        return read_design_file(cat, a.design)
+    return DesignFile(cat.get("system", a.system), None, None)
+
+
+def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
+    """The workload of --scenario, else the design file's."""
+    name = a.scenario or _design_file(a, cat).workload
+    if name is None:
+        raise UsageError("--scenario: required (the design file names no workload)")
+    return _workload(cat, name)
+
+
+def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
+    """The design under each named schedule; None: the design file's schedule, else all
+    presets."""
+    from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
 
     sys_over, flags = parse_set(a.set)
-    spec = with_overrides(load_system(cat, a.system, a.design), sys_over)
-    return [build_design(cat, spec, schedule(n).with_flags(**flags)) for n in schedules]
+    df = _design_file(a, cat)
+    spec = with_overrides(df.system, sys_over)
+    if schedules is None:
+        scheds = [PRESETS[n] for n in PRESETS]
+        if df.schedule is not None and df.schedule.name not in PRESETS:
+            scheds.append(df.schedule)
+    else:
+        scheds = [schedule(n) for n in schedules]
+    return [build_design(cat, spec, s.with_flags(**flags)) for s in scheds]
 
 
 REPORT_COLUMNS = (
@@ -222,12 +248,11 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design import PRESETS
     from dse.evaluate import evaluate
 
-    names = a.schedule or list(PRESETS)
-    w = _workload(cat, a.scenario)
-    reports = {d.schedule.name: evaluate(d, w).to_dict() for d in _designs(a, cat, names)}
+    w = _scenario(a, cat)
+    reports = {d.schedule.name: evaluate(d, w).to_dict()
+               for d in _designs(a, cat, a.schedule or None)}
     base = reports.get("brsd")
     for r in reports.values():
         if base is not None:
@@ -248,8 +273,8 @@ def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 
 def _simulate_args(p: argparse.ArgumentParser) -> None:
     _design_args(p)
-    p.add_argument("--schedule", default="heteroreason",
-                   help="rsd, brsd, brsd_stepahead or heteroreason (default heteroreason)")
+    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
+                   "design file's schedule, else heteroreason)")
     p.add_argument("--problems", type=positive_int, default=5000,
                    help="synthetic problems to draw (default 5000)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
@@ -263,8 +288,14 @@ def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.schedules import Costs
     from dse.simulate import read_jsonl, replay, synthetic_trace, write_jsonl
 
-    (d,) = _designs(a, cat, [a.schedule])
-    c = Costs(d, _workload(cat, a.scenario))
+    if a.schedule is None:
+        df = _design_file(a, cat)
+        names = None if df.schedule is not None else ["heteroreason"]
+        ds = _designs(a, cat, names)
+        (d,) = [x for x in ds if df.schedule is None or x.schedule.name == df.schedule.name]
+    else:
+        (d,) = _designs(a, cat, [a.schedule])
+    c = Costs(d, _scenario(a, cat))
     tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
     rp = replay(c, tr, timeline_problem=0)
     r = report_from_replay(c, rp).to_dict()

@@ -9,7 +9,9 @@ loader as the catalog files.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -134,6 +136,98 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
     return sys_over, flag_over
 
 
+def toml_value(v: Any) -> str:
+    """One TOML value (strings, bools, ints, finite floats, flat lists)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"cannot write non-finite {v!r} to TOML")
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # JSON's escapes (\", \\, \n, \uXXXX) are TOML basic-string escapes
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def toml_text(data: Mapping[str, Any], header: str = "") -> str:
+    """TOML for nested tables of scalars (scalars first, then each sub-table)."""
+    lines: list[str] = []
+
+    def emit(table: Mapping[str, Any], path: list[str]) -> None:
+        subs = [(k, v) for k, v in table.items() if isinstance(v, Mapping)]
+        for k, v in table.items():
+            if not isinstance(v, Mapping):
+                lines.append(f"{_toml_key(k)} = {toml_value(v)}")
+        for k, v in subs:
+            lines.append("")
+            lines.append("[" + ".".join(_toml_key(x) for x in [*path, k]) + "]")
+            emit(v, [*path, k])
+
+    emit(data, [])
+    return header + "\n".join(lines) + "\n"
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+@dataclass(frozen=True)
+class DesignFile:
+    """A design as written by `dse optimize --out` and `dse export`: the system, the schedule
+    flags and the workload it was chosen for."""
+
+    system: SystemSpec
+    schedule: Schedule | None
+    workload: str | None
+
+
+def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
+                     metrics: Mapping[str, float] | None = None, header: str = "") -> str:
+    """The TOML of a design file (`kind = "design"`); `read_design_file` reads it back."""
+    data: dict[str, Any] = {"schema_version": 1, "kind": "design", "workload": workload,
+                            "schedule": {"name": sched.name,
+                                         **{f: getattr(sched, f) for f in FLAGS}},
+                            "system": system_to_toml(s)}
+    if metrics:
+        data["metrics"] = {k: float(v) for k, v in metrics.items()
+                           if v is not None and math.isfinite(float(v))}
+    return toml_text(data, header)
+
+
+def read_design_file(cat: Catalog, path: str | Path) -> DesignFile:
+    """A design file, or a plain system TOML (schedule and workload then None)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SpecError(p, "", f"cannot read: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SpecError(p, "", f"malformed TOML: {e}") from None
+    sched: Schedule | None = None
+    workload: str | None = None
+    if data.get("kind") == "design":
+        if not isinstance(data.get("system"), Mapping):
+            raise SpecError(p, "system", "a design file needs a [system] table")
+        sd = data.get("schedule", {})
+        if not isinstance(sd, Mapping) or any(not isinstance(sd.get(f), bool) for f in FLAGS):
+            raise SpecError(p, "schedule", "expected a [schedule] table with true/false "
+                            + ", ".join(FLAGS))
+        sched = PRESETS["rsd"].with_flags(**{f: sd[f] for f in FLAGS})
+        wl = data.get("workload")
+        if wl is not None and not isinstance(wl, str):
+            raise SpecError(p, "workload", "expected a workload name")
+        workload = wl
+        data = data["system"]
+    spec = build_spec(p, data)
+    if not isinstance(spec, SystemSpec):
+        raise SpecError(p, "kind", 'expected kind = "system" or "design"')
+    return DesignFile(spec, sched, workload)
+
+
 def load_system(cat: Catalog, system: str | None = None, design_file: str | None = None
                 ) -> SystemSpec:
     if (system is None) == (design_file is None):
@@ -141,16 +235,7 @@ def load_system(cat: Catalog, system: str | None = None, design_file: str | None
     if system is not None:
         spec = cat.get("system", system)
     else:
-        p = Path(design_file or "")
-        try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise SpecError(p, "", f"cannot read: {e.strerror}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise SpecError(p, "", f"malformed TOML: {e}") from None
-        if data.get("kind") == "design" and isinstance(data.get("system"), Mapping):
-            data = data["system"]  # an exported design.toml wraps the system table
-        spec = build_spec(p, data)
+        spec = read_design_file(cat, design_file or "").system
     if not isinstance(spec, SystemSpec):
         raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
     return spec

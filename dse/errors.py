@@ -35,3 +35,9 @@ class InfeasibleError(DseError):
     """A design that cannot run (a model that does not fit, a build beyond the board)."""
 
     exit_code = 4
+
+
+class UsageError(DseError):
+    """A missing or contradictory command-line option."""
+
+    exit_code = 2
