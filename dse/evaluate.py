@@ -24,7 +24,13 @@ from scipy import stats
 from dse.design import Design
 from dse.scenario import WorkloadSpec
 from dse.schedules import ACCEPT, BACKTRACK, REFINE, Attempt, Costs, attempt
-from dse.workflow import max_steps, step_probabilities, steps_distribution, token_quadrature
+from dse.workflow import (
+    lognormal_params,
+    max_steps,
+    step_probabilities,
+    steps_distribution,
+    token_quadrature,
+)
 
 F64 = NDArray[np.float64]
 ROLES = ("draft", "prm", "target", "link")
@@ -35,8 +41,8 @@ RESP_POINTS = 4
 # Attempt fields the closed form takes expectations of.
 _SUMMED = ("time_s", "crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s",
            "draft_busy_s", "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j",
-           "target_dyn_j", "stall_s", "wasted_s", "wasted_tokens", "wasted_j", "target_called",
-           "next_ahead_s")
+           "target_dyn_j", "stall_s", "stalled", "wasted_s", "wasted_tokens", "wasted_j",
+           "target_called", "next_ahead_s")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,10 @@ class Report:
     attempts_per_problem: float
     percentiles: dict[str, float] = field(default_factory=dict)
     problems: int | None = None
+    # the paper's speculation stall ratio: the share of steps (attempts) in which the draft
+    # finished its step-ahead speculation before the verdict and waited (None without
+    # step-ahead); `speculation_stall_ratio` is the same stall as a share of the latency
+    speculation_stall_step_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,7 +85,8 @@ class Report:
 
 def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, crit: dict[str, float],
               init_s: float, busy: dict[str, float], dyn_j: dict[str, float], init_j: float,
-              stall: float, wasted_s: float, wasted_tokens: float, wasted_j: float, tokens: float,
+              stall: float, stalled: float, wasted_s: float, wasted_tokens: float,
+              wasted_j: float, tokens: float,
               target_calls: float, backtracks: float, attempts: float, accuracy: float | None,
               p_accept: float, percentiles: dict[str, float] | None = None,
               problems: int | None = None) -> Report:
@@ -101,6 +112,8 @@ def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, cri
         wasted_tokens_per_problem=wasted_tokens, wasted_energy_share=wasted_j / total_e,
         target_calls_per_problem=target_calls, backtracks_per_problem=backtracks,
         attempts_per_problem=attempts, percentiles=percentiles or {}, problems=problems,
+        speculation_stall_step_share=(stalled / attempts if d.schedule.step_ahead and attempts > 0
+                                      else None),
     )
 
 
@@ -206,7 +219,7 @@ def closed_form(c: Costs) -> Report:
         at = attempt(c, s, resp=R, x=x, z=z, spec_ok=spec_ok, nt=n_t,
                      u=u[e6], outcome=outcome, n_alt=tbar,
                      resp_anchor=np.maximum(R - (j_mean - 1) * m_c, 0.0), ahead=ahead)
-        return _expect(at, wgt, lead)
+        return _smooth_stall(c, at, R, x, z, spec_ok, _expect(at, wgt, lead), wgt, lead)
 
     # head start after an accept: min(D(x), W(y)) of the previous attempt
     if s.step_ahead:
@@ -236,7 +249,7 @@ def closed_form(c: Costs) -> Report:
             at = attempt(c, s, resp=0.0, x=x, z=z, spec_ok=ok, nt=tbar if o == ACCEPT else nt,
                          u=c.prompt,
                          outcome=o, n_alt=tbar, resp_anchor=0.0, ahead=0.0)
-            first[oi, si] = _expect(at, wgt, 0)
+            first[oi, si] = _smooth_stall(c, at, 0.0, x, z, ok, _expect(at, wgt, 0), wgt, 0)
     m[0, :, :, 0] = first
 
     totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
@@ -249,11 +262,37 @@ def closed_form(c: Costs) -> Report:
         d, w, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
         busy={r: tv[f"{r}_busy_s"] for r in DEVICES},
         dyn_j={r: tv[f"{r}_dyn_j"] for r in DEVICES}, init_j=c.init_energy_j(),
-        stall=tv["stall_s"], wasted_s=tv["wasted_s"], wasted_tokens=tv["wasted_tokens"],
+        stall=tv["stall_s"], stalled=tv["stalled"], wasted_s=tv["wasted_s"],
+        wasted_tokens=tv["wasted_tokens"],
         wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
         backtracks=counts["backtracks"], attempts=counts["attempts"], accuracy=accuracy,
         p_accept=pa,
     )
+
+
+def _smooth_stall(c: Costs, at: Attempt, resp: Any, x: F64, z: F64, spec_ok: bool, e: F64,
+                  wgt: F64, lead: int) -> F64:
+    """Replace the expectation of `stalled` (an indicator over a few quadrature points of the
+    next step's length z) by the exact probability over z's lognormal: the speculation of z
+    tokens ends before the verdict when z < window / (time per token)."""
+    if not (c.design.schedule.step_ahead and spec_ok):
+        return e
+    w = c.workload
+    window = np.asarray(at.verdict_s) - np.asarray(at.draft_end_s)
+    per_token = c.draft_decode(z, np.asarray(resp) + x) / np.maximum(z, 1.0)
+    z_star = window / per_token
+    if w.draft_step_tokens_cv > 0:
+        mu, sig = lognormal_params(w.draft_step_tokens_mean, w.draft_step_tokens_cv)
+        p = np.where(z_star > 1.0, stats.norm.cdf(
+            (np.log(np.maximum(z_star, 1e-300)) - mu) / sig), 0.0)
+    else:
+        p = (z_star > max(w.draft_step_tokens_mean, 1.0)).astype(float)
+    full = np.broadcast_shapes(p.shape, (1,) * lead + wgt.shape)
+    axes = tuple(range(lead, lead + wgt.ndim))
+    out = e.copy()
+    out[..., _SUMMED.index("stalled")] = (np.broadcast_to(p, full) * wgt.reshape(
+        (1,) * lead + wgt.shape)).sum(axis=axes)
+    return out
 
 
 def accuracy_only(d: Design, w: WorkloadSpec) -> float:
@@ -365,7 +404,7 @@ def report_from_replay(c: Costs, rp: Any) -> Report:
         d, w, "simulator", latency=mean(lat), crit={r: mean(rp.crit[r]) for r in ROLES},
         init_s=rp.init_s, busy={r: mean(rp.busy[r]) for r in DEVICES},
         dyn_j={r: mean(rp.dyn_j[r]) for r in DEVICES}, init_j=c.init_energy_j(),
-        stall=mean(rp.stall_s), wasted_s=mean(rp.wasted_s),
+        stall=mean(rp.stall_s), stalled=mean(rp.stalled), wasted_s=mean(rp.wasted_s),
         wasted_tokens=mean(rp.wasted_tokens), wasted_j=mean(rp.wasted_j),
         tokens=mean(rp.committed_tokens), target_calls=mean(rp.target_calls),
         backtracks=mean(rp.backtracks), attempts=mean(rp.attempts), accuracy=acc,

@@ -139,6 +139,7 @@ class Attempt:
     prm_dyn_j: F64
     target_dyn_j: F64
     stall_s: F64
+    stalled: F64  # 1 when the draft's step-ahead speculation ended before the verdict
     wasted_s: F64
     wasted_tokens: F64
     wasted_j: F64
@@ -202,6 +203,9 @@ def attempt(
     d_next = c.draft_decode(z, resp + x)
     spec = np.where(spec_ok & sa, np.minimum(d_next, w), 0.0)
     stall = np.where(spec_ok & sa, np.maximum(w - d_next, 0.0), 0.0)
+    # the paper's speculation stall counts steps: those where the draft finished speculating
+    # the next step before the verdict on this one, and waited
+    stalled = np.where(spec_ok & sa & (w > d_next), 1.0, 0.0)
 
     # target
     lk_u = c.link_gpu(u)
@@ -279,8 +283,8 @@ def attempt(
         time_s=commit, crit_draft_s=crit_draft, crit_prm_s=crit_prm, crit_target_s=crit_target,
         crit_link_s=crit_link, draft_busy_s=draft_busy, prm_busy_s=prm_busy,
         target_busy_s=target_busy, draft_dyn_j=draft_j, prm_dyn_j=prm_j, target_dyn_j=target_j,
-        stall_s=stall + stall_after, wasted_s=wasted_s, wasted_tokens=wasted_tokens,
-        wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
+        stall_s=stall + stall_after, stalled=stalled, wasted_s=wasted_s,
+        wasted_tokens=wasted_tokens, wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
         target_called=rej.astype(float), draft_end_s=rem, prm_start_s=rem + lk1,
         verdict_s=verdict, speculate_s=spec, target_start_s=target_start,
         target_ready_s=ready, refine_verdict_s=commit_ref,

@@ -278,6 +278,7 @@ class Replay:
     dyn_j: dict[str, F64]  # device role -> energy above idle
     init_s: float
     stall_s: F64
+    stalled: F64  # attempts whose step-ahead speculation ended before the verdict
     wasted_s: F64
     wasted_tokens: F64
     wasted_j: F64
@@ -331,7 +332,8 @@ def replay(c: Costs, tr: Trace, *, timeline_problem: int | None = 0) -> Replay:
             n_alt=np.maximum(tr.alt_tokens[:, k], 1.0), resp_anchor=resp_anchor, ahead=ahead)
         for f in ("crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s", "draft_busy_s",
                   "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j", "target_dyn_j",
-                  "stall_s", "wasted_s", "wasted_tokens", "wasted_j", "target_called"):
+                  "stall_s", "stalled", "wasted_s", "wasted_tokens", "wasted_j",
+                  "target_called"):
             add(f, np.broadcast_to(getattr(at, f), (n,)), a)
         add("backtracks", (out == BACKTRACK).astype(float), a)
         add("accepts", (out == ACCEPT).astype(float), a)
@@ -359,8 +361,8 @@ def replay(c: Costs, tr: Trace, *, timeline_problem: int | None = 0) -> Replay:
         latency_s=clock, crit=crit,
         busy={r: tot[f"{r}_busy_s"] for r in ("draft", "prm", "target")},
         dyn_j={r: tot[f"{r}_dyn_j"] for r in ("draft", "prm", "target")},
-        init_s=init, stall_s=tot["stall_s"], wasted_s=tot["wasted_s"],
-        wasted_tokens=tot["wasted_tokens"], wasted_j=tot["wasted_j"],
+        init_s=init, stall_s=tot["stall_s"], stalled=tot["stalled"],
+        wasted_s=tot["wasted_s"], wasted_tokens=tot["wasted_tokens"], wasted_j=tot["wasted_j"],
         committed_tokens=committed_tokens, target_calls=tot["target_called"],
         backtracks=tot["backtracks"], attempts=tot["attempts"], accepts=tot["accepts"],
         correct=tr.correct, timeline=timeline,

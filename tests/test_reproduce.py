@@ -100,3 +100,41 @@ def test_reproduce_smoke_cli():
                        text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "within tolerance" in r.stdout
+
+
+def test_paper_energy_is_operating_power_times_latency(cat):
+    """The paper's accounting: J/token = (sum of the devices' operating power) x latency / tokens,
+    so the gain of one system over another is its power ratio times its speed-up."""
+    runs = reproduce._Runs(cat)
+    het_d, het = runs.run("paper-config1-u280", "math500", "heteroreason")
+    gpu_d, brsd = runs.run("paper-config1-3090", "math500", "brsd")
+    e_het = runs.paper_energy("paper-config1-u280", "math500", "heteroreason")
+    e_brsd = runs.paper_energy("paper-config1-3090", "math500", "brsd")
+    assert e_het.j_per_token == pytest.approx(
+        sum(e_het.operating_power_w.values()) * het.latency_s_per_problem
+        / het.tokens_per_problem)
+    # same PRM and target GPUs: only the draft's power differs
+    assert e_het.operating_power_w["prm"] == pytest.approx(e_brsd.operating_power_w["prm"])
+    assert e_het.operating_power_w["draft"] < e_brsd.operating_power_w["draft"]
+    gain = e_brsd.j_per_token / e_het.j_per_token
+    ratio = sum(e_brsd.operating_power_w.values()) / sum(e_het.operating_power_w.values())
+    assert gain == pytest.approx(ratio * brsd.latency_s_per_problem / het.latency_s_per_problem)
+    assert 0.0 < e_het.wasted_energy_share < 0.05
+    assert runs.paper_energy("paper-config1-3090", "math500", "brsd").wasted_energy_share == 0.0
+
+
+@pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config2-v80"])
+def test_stall_step_share_closed_form_matches_simulator(cat, system):
+    """The paper's speculation stall ratio (share of steps in which the draft finished its
+    step-ahead speculation before the verdict): the closed form's exact probability over the
+    next step's length agrees with the simulator's count; absent without step-ahead."""
+    from dse.evaluate import evaluate
+
+    w = cat.get("workload", "math500")
+    d = build_design(cat, load_system(cat, system), PRESETS["heteroreason"])
+    cf = evaluate(d, w).speculation_stall_step_share
+    sim = evaluate(d, w, evaluator="simulator", problems=3000, seed=1)
+    assert cf is not None and 0.0 < cf < 1.0
+    assert cf == pytest.approx(sim.speculation_stall_step_share, abs=0.02)
+    seq = build_design(cat, load_system(cat, system), PRESETS["brsd"])
+    assert evaluate(seq, w).speculation_stall_step_share is None
