@@ -106,8 +106,8 @@ def test_paper_energy_is_operating_power_times_latency(cat):
     """The paper's accounting: J/token = (sum of the devices' operating power) x latency / tokens,
     so the gain of one system over another is its power ratio times its speed-up."""
     runs = reproduce._Runs(cat)
-    het_d, het = runs.run("paper-config1-u280", "math500", "heteroreason")
-    gpu_d, brsd = runs.run("paper-config1-3090", "math500", "brsd")
+    het = runs.get("paper-config1-u280", "math500", "heteroreason")
+    brsd = runs.get("paper-config1-3090", "math500", "brsd")
     e_het = runs.paper_energy("paper-config1-u280", "math500", "heteroreason")
     e_brsd = runs.paper_energy("paper-config1-3090", "math500", "brsd")
     assert e_het.j_per_token == pytest.approx(
