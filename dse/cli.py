@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -433,6 +434,191 @@ def _run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     return {"out": str(out), "files": sorted(files), "manifest": manifest}, "\n".join(lines)
 
 
+# -------------------------------------------------------------------------------- search
+
+
+def percent(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {s!r}") from None
+    if not math.isfinite(v) or not 0 <= v <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {s!r}")
+    return v
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    from dse.search import OBJECTIVES
+
+    p.add_argument("--objective", action="append", choices=list(OBJECTIVES), metavar="OBJ",
+                   help="j_per_token, latency, goodput, accuracy or cost ($/Mtoken); repeat "
+                   "for a Pareto front (default j_per_token)")
+    p.add_argument("--space", metavar="FILE", help="a design-space TOML (default: the shipped "
+                   "scenarios/spaces/default.toml)")
+    p.add_argument("--min-accuracy", type=percent, metavar="PCT",
+                   help="minimum accuracy, percent (default: the space's)")
+    p.add_argument("--max-latency", type=positive_float, metavar="S",
+                   help="maximum latency per problem, seconds")
+    p.add_argument("--max-power-w", type=positive_float, metavar="W",
+                   help="maximum average system power, watts")
+    p.add_argument("--out", metavar="DIR", help="write best.toml, pareto.csv, pareto.html "
+                   "(and trials.csv for optimize) into DIR")
+    p.add_argument("--force", action="store_true", help="replace files already in --out")
+
+
+def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
+    from dse.search import Constraints, check_objectives
+    from dse.space import load_space
+
+    space = load_space(cat, a.space)
+    objectives = check_objectives(a.objective or ["j_per_token"])
+    return space, objectives, Constraints(a.min_accuracy, a.max_latency, a.max_power_w)
+
+
+def _best_table(objectives: list[str], best: list[Any]) -> str:
+    from dse.search import OBJECTIVES
+
+    metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
+                                 + ["j_per_token", "latency_s_per_problem", "accuracy"]))
+    rows = [[i + 1, *(c.metrics.get(m) for m in metrics), c.label]
+            for i, c in enumerate(best[:20])]
+    more = f"\n({len(best) - 20} more on the front)" if len(best) > 20 else ""
+    return table(["#", *metrics, "design"], rows) + more
+
+
+def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
+                  cloud: Any, title: str, trials_csv: str | None = None) -> list[str]:
+    from dse.search_files import candidate_row, csv_text, pareto_html, write_outputs
+
+    if not a.out:
+        return []
+    if not best:
+        raise DseError("no feasible design: nothing to write to --out (relax the constraints)")
+    files = {"best.toml": best[0].toml,
+             "pareto.csv": csv_text([candidate_row(c) for c in best]),
+             "pareto.html": pareto_html(objectives, best, cloud, title)}
+    if trials_csv is not None:
+        files["trials.csv"] = trials_csv
+    return [str(p) for p in write_outputs(a.out, files, a.force)]
+
+
+def _constraint_text(cons: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in cons.items()) or "none"
+
+
+def _sweep_args(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+
+
+def _run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import sweep
+
+    space, objectives, cons = _search_setup(a, cat)
+    show = sys.stderr.isatty() and not a.json
+
+    def progress(f: float) -> None:
+        if show:
+            print(f"\rsweep: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    r = sweep(cat, space, objectives, cons, progress=progress)
+    if show:
+        print(file=sys.stderr)
+    title = f"dse sweep over {space.name}: {', '.join(objectives)}"
+    files = _search_files(a, objectives, r.pareto, r.points, title)
+    payload = {"best": [c.to_dict() for c in r.best], "pareto": [c.to_dict() for c in r.pareto],
+               "n_designs": r.n_designs, "n_feasible": r.n_feasible,
+               "n_hardware": r.n_hardware, "seconds": r.seconds, "objectives": objectives,
+               "constraints": r.constraints, "space": space.name,
+               "infeasible_hardware": r.infeasible, "files": files}
+    head = (f"swept {r.n_designs:,} designs ({r.n_hardware} hardware choices x "
+            f"{r.n_designs // max(r.n_hardware, 1):,} knob settings) of space {space.name} in "
+            f"{r.seconds:.2f} s; {r.n_feasible:,} feasible (constraints: "
+            f"{_constraint_text(r.constraints)})")
+    if r.infeasible:
+        head += "\ninfeasible hardware: " + ", ".join(f"{k} ({v})"
+                                                     for k, v in sorted(r.infeasible.items()))
+    if not r.best:
+        return payload, head + "\nno feasible design: relax the constraints"
+    cf = r.best[0].metrics.get("closed_form")
+    text = head + "\n" + _best_table(objectives, r.pareto)
+    if cf:
+        text += (f"\nbest, accurate closed form: {cf['latency_s_per_problem']:.4g} s/problem, "
+                 f"{cf['j_per_token']:.4g} J/token, accuracy {cf['accuracy']:.4g}%")
+    if files:
+        text += "\nwrote " + ", ".join(files)
+    return payload, text
+
+
+def _optimize_args(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+    p.add_argument("--trials", type=positive_int, default=300, metavar="N",
+                   help="run until the study holds N completed trials (default 300); a "
+                   "restarted or concurrent run shares the count")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="stop after S seconds")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="sampler seed (default 0)")
+    p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default "
+                   "sqlite:///dse-studies.db in the working directory; postgresql://... to "
+                   "share a study between machines)")
+    p.add_argument("--study-name", metavar="NAME",
+                   help="study to create or resume (default <space>-<objectives>)")
+
+
+def _run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import DEFAULT_STORAGE, load_study, optimize
+    from dse.search_files import csv_text, trials_rows
+
+    space, objectives, cons = _search_setup(a, cat)
+    url = a.storage or DEFAULT_STORAGE
+    if not a.json:
+        where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
+            "sqlite:///") else ""
+        print(f"storage: {url}{where}", file=sys.stderr, flush=True)
+    r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
+                 seed=a.seed, storage=a.storage, study_name=a.study_name,
+                 progress=sys.stderr.isatty() and not a.json)
+    study = load_study(a.storage, r.study_name)
+    trials = trials_rows(study)
+    cloud: dict[str, list[float]] = {}
+    for t in study.trials:
+        if t.user_attrs.get("violation", 1.0) <= 0:
+            for k, v in t.user_attrs.get("metrics", {}).items():
+                cloud.setdefault(k, []).append(v)
+    title = f"dse optimize {r.study_name}: {', '.join(objectives)}"
+    files = _search_files(a, objectives, r.best, cloud, title, csv_text(trials))
+    n_feasible = sum(1 for t in trials if t["feasible"])
+    payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
+               "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
+               "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
+               "constraints": r.constraints, "seconds": r.seconds, "files": files}
+    head = (f"study {r.study_name} in {r.storage}: {r.n_trials} completed trials "
+            f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
+            f"{_constraint_text(r.constraints)}")
+    if not r.best:
+        return payload, head + "\nno feasible design yet: relax the constraints or add trials"
+    text = head + "\n" + _best_table(objectives, r.best)
+    if files:
+        text += "\nwrote " + ", ".join(files)
+    return payload, text
+
+
+def _studies_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage", metavar="URL",
+                   help="Optuna storage URL (default sqlite:///dse-studies.db)")
+
+
+def _run_studies(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import DEFAULT_STORAGE, list_studies
+
+    url = a.storage or DEFAULT_STORAGE
+    studies = list_studies(url)
+    rows = [[s["name"], s["n_complete"], s["n_trials"], "+".join(s["objectives"]),
+             ", ".join(f"{v:.4g}" for v in s["best_values"]) if s["best_values"] else "-",
+             s["space"], s["created"]] for s in studies]
+    text = (table(["study", "completed", "trials", "objectives", "best", "space", "created"],
+                  rows) if studies else f"no studies in {url}")
+    return {"storage": url, "studies": studies}, text
+
+
 # ---------------------------------------------------------------------------- the table
 
 COMMANDS: list[Command] = [
@@ -446,6 +632,12 @@ COMMANDS: list[Command] = [
             _simulate_args, _run_simulate),
     Command("reproduce", "every number the HeteroReason paper reports beside the tool's",
             _reproduce_args, _run_reproduce),
+    Command("sweep", "exhaustive vectorised search of a design space: exact optimum or front",
+            _sweep_args, _run_sweep),
+    Command("optimize", "Optuna search of a design space (resumable, shareable studies)",
+            _optimize_args, _run_optimize),
+    Command("studies", "list the Optuna studies in a storage with their best values",
+            _studies_args, _run_studies),
     Command("export", "write a design's build and serving files (FPGA, vLLM, host) as a "
             "bundle", _export_args, _run_export),
 ]

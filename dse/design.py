@@ -202,10 +202,20 @@ def read_design_file(cat: Catalog, path: str | Path) -> DesignFile:
     """A design file, or a plain system TOML (schedule and workload then None)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise SpecError(p, "", f"cannot read: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise SpecError(p, "", f"malformed TOML: {e}") from None
+    return parse_design_text(text, p)
+
+
+def parse_design_text(text: str, where: str | Path) -> DesignFile:
+    """A design file's text (or a system TOML's); `where` names it in errors."""
+    p = where
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise SpecError(p, "", f"malformed TOML: {e}") from None
     sched: Schedule | None = None
     workload: str | None = None

@@ -597,6 +597,9 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
 # -------------------------------------------------------------------------------- catalog
 
 
+SPACES_DIR = "spaces"
+
+
 def default_catalog_dirs() -> list[Path]:
     """The shipped catalog: inside the wheel (dse/_catalog) or the source tree's root."""
     here = Path(__file__).resolve().parent
@@ -622,6 +625,8 @@ class Catalog:
         by_kind: dict[str, dict[str, Spec]] = {k: {} for k in SCHEMAS}
         for d in dirs:
             for f in sorted(d.rglob("*.toml")):
+                if SPACES_DIR in f.relative_to(d).parts:  # design spaces: dse.space reads them
+                    continue
                 spec = load_spec(f)
                 kind = _kind_of(spec)
                 if spec.name in by_kind[kind]:

@@ -121,34 +121,103 @@ def _derivative(step_ahead: bool, shadow: bool, backtracking: bool, metric: str,
     return sp.diff(expr, e.symbols[wrt])
 
 
+def pa_context(w: WorkloadSpec, pa: F64, max_context_tokens: int
+               ) -> tuple[F64, F64, F64]:
+    """(mean committed step tokens m_c, mean steps s_mean, mean response context) per accept
+    probability: the budget truncates the steps distribution at (budget - prompt) / m_c."""
+    pa = np.atleast_1d(np.asarray(pa, dtype=float))
+    m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
+    s_mean = np.empty_like(pa)
+    for i, m in enumerate(m_c.ravel()):
+        s_vals, s_p = steps_distribution(w, max_steps(w, max_context_tokens, float(m)))
+        s_mean.ravel()[i] = float((s_vals * s_p).sum())
+    return m_c, s_mean, (s_mean - 1) / 2 * m_c
+
+
+def components_grid(c: Costs, pa: F64, resp: F64) -> dict[str, F64]:
+    """Mean-step components at arrays of accept probabilities (and their mean contexts), with
+    the schedule-dependent ones in both variants: Tf/Lu with and without step-ahead (`*_sa`,
+    `*_seq`), Sy with shadow sync and with re-prefill (`Sy_shadow`, `Sy_prefill`). `select`
+    picks one schedule's set."""
+    w = c.workload
+    pa = np.asarray(pa, dtype=float)
+    resp = np.asarray(resp, dtype=float)
+    xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
+    u_seq = xbar / np.maximum(1 - pa, 1e-9) * pa
+    lkv = c.link_verdict()
+    pp = c.prm(xbar, resp)
+    ones = np.ones_like(resp)
+    td = c.target_decode(tbar, resp)
+    return {
+        "D": c.draft_decode(xbar, resp), "W": c.link_draft(xbar) + pp + lkv,
+        "Tf_sa": c.target_prefill(xbar, resp) + td, "Tf_seq": c.target_prefill(u_seq, resp) + td,
+        "Lu_sa": c.link_gpu(xbar) * ones, "Lu_seq": c.link_gpu(u_seq) * ones,
+        "Lt": c.link_draft(tbar) * ones,
+        "Sy_shadow": c.draft_absorb(tbar, resp), "Sy_prefill": c.draft_prefill(tbar, resp),
+        "a1": c.draft_absorb(1, resp), "P2": c.prm(tbar, resp) + lkv, "Ta": td,
+        "init": c.init_s() * ones, "_init_j": c.init_energy_j() * ones, "wd": c.draft_dyn_w(resp),
+        "wp": c.prm_dyn_w(w.problem_tokens + resp), "wt": c.target_dyn_w(resp), "Pp": pp,
+        "_idle_w": sum(float(getattr(c.design, r).power_w("idle"))
+                       for r in ("draft", "prm", "target")) * ones,
+    }
+
+
+def select(grid: dict[str, F64], step_ahead: bool, shadow: bool, backtracking: bool
+           ) -> dict[str, F64]:
+    """One schedule's COMPONENTS from `components_grid`."""
+    v = "sa" if step_ahead else "seq"
+    out = {k: grid[k] for k in COMPONENTS if k in grid}
+    out.update(Tf=grid[f"Tf_{v}"], Lu=grid[f"Lu_{v}"],
+               Sy=grid["Sy_shadow" if shadow else "Sy_prefill"],
+               P2=grid["P2"] if backtracking else np.zeros_like(grid["P2"]))
+    out["_idle_w"] = grid["_idle_w"]
+    out["_init_j"] = grid["_init_j"]
+    return out
+
+
 def components(d: Design, w: WorkloadSpec) -> dict[str, float]:
     """The mean-step components of one design on one workload (numbers for the formulas)."""
     c = Costs(d, w)
     pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
                             d.backtrack_threshold)
-    pa = float(pr.p_accept)
-    xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
-    m_c = pa * xbar + (1 - pa) * tbar
-    s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))
-    s_mean = float((s_vals * s_p).sum())
-    resp = (s_mean - 1) / 2 * m_c  # mean context over the problem's steps
-    u = xbar if d.schedule.step_ahead else xbar / max(1 - pa, 1e-9) * pa
-    sy = c.draft_absorb(tbar, resp) if d.schedule.shadow_sync else c.draft_prefill(tbar, resp)
-    lkv = c.link_verdict()
-    pp = float(c.prm(xbar, resp))
-    return {
-        "D": float(c.draft_decode(xbar, resp)),
-        "W": float(c.link_draft(xbar)) + pp + lkv,
-        "Tf": float(c.target_prefill(u, resp) + c.target_decode(tbar, resp)),
-        "Lu": float(c.link_gpu(u)), "Lt": float(c.link_draft(tbar)), "Sy": float(sy),
-        "a1": float(c.draft_absorb(1, resp)),
-        "P2": float(c.prm(tbar, resp)) + lkv if d.schedule.backtracking else 0.0,
-        "Ta": float(c.target_decode(tbar, resp)), "init": c.init_s(),
-        "wd": float(c.draft_dyn_w(resp)), "wp": float(c.prm_dyn_w(w.problem_tokens + resp)),
-        "wt": float(c.target_dyn_w(resp)), "Pp": pp,
-        "_s_mean": s_mean, "_m_c": m_c, "_pa": pa, "_pf": float(pr.p_fail),
-        "_idle_w": sum(float(getattr(d, r).power_w("idle")) for r in ("draft", "prm", "target")),
-    }
+    pa = np.atleast_1d(np.asarray(pr.p_accept, dtype=float))
+    m_c, s_mean, resp = pa_context(w, pa, d.max_context_tokens)
+    s = d.schedule
+    comp = select(components_grid(c, pa, resp), s.step_ahead, s.shadow_sync, s.backtracking)
+    out = {k: float(np.asarray(v).ravel()[0]) for k, v in comp.items()}
+    out.update(_s_mean=float(s_mean[0]), _m_c=float(m_c[0]), _pa=float(pa[0]),
+               _pf=float(pr.p_fail))
+    return out
+
+
+@dataclass(frozen=True)
+class LinearForm:
+    """A per-problem metric as c0 + cN N + cB B (N attempts, B backtracks): the mean-value
+    latency and dynamic energy are linear in the counts, with coefficients that depend only on
+    the components and p_a. This lets a sweep evaluate every (threshold, budget, window)
+    combination of a hardware choice with two multiply-adds."""
+
+    c0: Callable[..., Any]
+    cN: Callable[..., Any]
+    cB: Callable[..., Any]
+
+
+@cache
+def linear_forms(step_ahead: bool, shadow: bool, backtracking: bool) -> dict[str, LinearForm]:
+    """Lambdified coefficients (arguments: COMPONENTS then p_a) of latency, dynamic energy and
+    wasted energy."""
+    e = step_expressions(step_ahead, shadow, backtracking)
+    n, b = e.symbols["N"], e.symbols["B"]
+    args = [e.symbols[k] for k in (*COMPONENTS, "pa")]
+    mods = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]
+    out = {}
+    for name, expr in (("latency", e.latency), ("energy_dyn", e.energy_dyn),
+                       ("wasted_j", e.wasted)):
+        assert sp.diff(expr, n, 2) == 0 and sp.diff(expr, b, 2) == 0 and \
+            sp.diff(expr, n, b) == 0, f"{name} is not linear in the counts"
+        out[name] = LinearForm(*(sp.lambdify(args, x, mods) for x in
+                                 (expr.subs({n: 0, b: 0}), sp.diff(expr, n), sp.diff(expr, b))))
+    return out
 
 
 def expected_counts(s_mean: F64, pa: F64, pf: F64, window: F64, max_bt: F64,
@@ -193,7 +262,7 @@ def batch_metrics(comp: dict[str, F64], *, step_ahead: bool, shadow: bool, backt
     n, b, pb = expected_counts(comp["_s_mean"], pa, pf, window, max_bt, backtracking)
     args = [comp[k] for k in COMPONENTS] + [pa, pb, n, b]
     lat = f["latency"](*args)
-    e = f["energy_dyn"](*args) + comp["_idle_w"] * lat
+    e = f["energy_dyn"](*args) + comp["_idle_w"] * lat + comp.get("_init_j", 0.0)
     return {"latency_s_per_problem": lat, "energy_j_per_problem": e,
             "j_per_token": e / tokens, "goodput_tokens_per_s": tokens / lat,
             "attempts_per_problem": n, "backtracks_per_problem": b,

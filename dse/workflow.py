@@ -97,6 +97,18 @@ def step_probabilities(
     )
 
 
+def chain_bad_rate(pr: StepProbabilities, beta: ArrayLike = 0.0) -> F64:
+    """q: P(the step committed at a position is bad).
+
+    q = p_bad_acc + (1 - p_a)[p_bad_pass + p_bad_fail (1 - beta) + p_fail beta h_rw]: a rewrite
+    that fails the backtrack threshold is replaced, in a share beta of cases (when a backtrack
+    actually happens), by an unscored alternative on an equally hard step. Forward-only is
+    beta = 0 (then q = p_bad_acc + (1 - p_a) h_rw)."""
+    beta = np.asarray(beta, dtype=float)
+    return np.asarray(pr.p_bad_accepted + (1 - pr.p_accept) * (
+        pr.p_bad_pass + pr.p_bad_fail * (1 - beta) + pr.p_fail * beta * pr.h_rewrite))
+
+
 def nested_target_error(h_d: ArrayLike, h_t: ArrayLike, nesting: float = 1.0
                         ) -> tuple[F64, F64]:
     """(P(target bad | draft bad), P(target bad | draft good)): a mix, by `nesting`, of nested

@@ -1,0 +1,290 @@
+"""Vectorised evaluation of a hardware choice over every algorithm-knob combination of a space.
+
+Search ranks designs with the mean-value model (dse.symbolic), in which a problem's latency
+and energy are linear in the expected attempts N and backtracks B:
+
+    metric = c0(hw, schedule, p_a) + cN(hw, schedule, p_a) N + cB(hw, schedule, p_a) B
+
+The coefficients depend on the hardware, the schedule flags and the accept probability only;
+N, B and the accuracy depend on the models, the thresholds, the backtrack budget and window
+only. So `PairTables` holds N, B, tokens and accuracy for every (accept, knob) pair of a
+(workload, draft model, target model), `hardware_metrics` computes the coefficients of one
+hardware choice at every accept threshold and every schedule, and one broadcast gives every
+design of that hardware: array axes [flags F, accept A, knob column K].
+
+Knob columns: column 0 is forward-only (max_backtracks 0) when the space includes it; the
+others are (backtrack threshold, max_backtracks > 0, window) combinations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dse.design import PRESETS, Design, build_design, infeasibility
+from dse.scenario import SystemSpec, WorkloadSpec
+from dse.schedules import Costs
+from dse.space import Hardware, Space
+from dse.specs import Catalog, build_spec
+from dse.symbolic import (
+    COMPONENTS,
+    components_grid,
+    expected_counts,
+    linear_forms,
+    pa_context,
+    select,
+)
+from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_distribution
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+SECONDS_PER_YEAR = 365.25 * 86400.0
+
+# metric name -> (unit, direction for objectives: +1 minimise, -1 maximise)
+METRICS: dict[str, tuple[str, int]] = {
+    "latency_s_per_problem": ("s", 1),
+    "energy_j_per_problem": ("J", 1),
+    "tokens_per_problem": ("tokens", -1),
+    "j_per_token": ("J/token", 1),
+    "goodput_tokens_per_s": ("tokens/s", -1),
+    "accuracy": ("%", -1),
+    "power_w": ("W", 1),
+    "cost_usd_per_mtok": ("$/Mtoken", 1),
+}
+
+
+@dataclass(frozen=True)
+class KnobGrid:
+    accept: F64  # [A]
+    backtrack: F64  # [K]
+    max_backtracks: I64  # [K]; 0: forward-only
+    window: I64  # [K]
+    flags: tuple[tuple[bool, bool], ...]  # (step_ahead, shadow_sync) per F
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return len(self.flags), len(self.accept), len(self.backtrack)
+
+    @property
+    def size(self) -> int:
+        f, a, k = self.shape
+        return f * a * k
+
+
+def knob_grid(space: Space) -> KnobGrid:
+    cols: list[tuple[float, int, int]] = []
+    if 0 in space.max_backtracks:
+        cols.append((space.backtrack_thresholds[0], 0, space.backtrack_windows[0]))
+    cols += [(b, m, w) for m in space.max_backtracks if m > 0
+             for b in space.backtrack_thresholds for w in space.backtrack_windows]
+    flags = tuple((sa, sh) for sa in space.step_ahead for sh in space.shadow_sync)
+    return KnobGrid(np.asarray(space.accept_thresholds, dtype=float),
+                    np.array([c[0] for c in cols], dtype=float),
+                    np.array([c[1] for c in cols], dtype=np.int64),
+                    np.array([c[2] for c in cols], dtype=np.int64), flags)
+
+
+@dataclass(frozen=True)
+class PairTables:
+    """Model-pair quantities on one workload: per accept threshold [A] and knob column
+    [A, K]."""
+
+    pa: F64
+    m_c: F64
+    s_mean: F64
+    resp: F64
+    tokens: F64  # committed tokens per problem [A]
+    attempts: F64  # N [A, K]
+    backtracks: F64  # B [A, K]
+    accuracy: F64  # percent [A, K]
+
+
+def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int
+                ) -> PairTables:
+    pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :])
+    pa = np.asarray(pr.p_accept, dtype=float)[:, 0]
+    m_c, s_mean, resp = pa_context(w, pa, max_context)
+    bt_on = g.max_backtracks > 0
+    pf = np.broadcast_to(np.asarray(pr.p_fail, dtype=float), (len(pa), len(g.backtrack)))
+    n_on, b_on, _ = expected_counts(s_mean[:, None], pa[:, None], pf, g.window[None, :],
+                                    np.maximum(g.max_backtracks, 1)[None, :], True)
+    n = np.where(bt_on, n_on, s_mean[:, None])
+    b = np.where(bt_on, b_on, 0.0)
+    fails = n * (1 - pa[:, None]) * pf
+    beta = np.where(bt_on & (fails > 0), b / np.maximum(fails, 1e-300), 0.0)
+    q = chain_bad_rate(pr, beta)
+    acc = np.empty_like(q)
+    for i, m in enumerate(m_c):  # E_S[(1 - q)^S] over the budget-truncated steps
+        s_vals, s_p = steps_distribution(w, max_steps(w, max_context, float(m)))
+        acc[i] = 100.0 * ((1 - q[i])[:, None] ** s_vals[None, :] * s_p[None, :]).sum(axis=1)
+    return PairTables(pa, m_c, s_mean, resp, s_mean * m_c, n, b, acc)
+
+
+def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: float = 0.7,
+               max_backtracks: int = 5, window: int = 3, name: str | None = None
+               ) -> SystemSpec:
+    """The system of a hardware choice with given knobs (a catalog-valid spec)."""
+    d, p, t = hw.draft, hw.prm, hw.target
+    data: dict[str, Any] = {
+        "schema_version": 1, "kind": "system", "name": name or f"{space.name}-design",
+        "description": hw.label(),
+        "draft_model": d.model, "prm_model": p.model, "target_model": t.model,
+        "draft_device": d.device, "prm_device": p.device, "target_device": t.device,
+        "target_tp": t.tp, "draft_precision": d.precision, "prm_precision": p.precision,
+        "target_precision": t.precision, "draft_serving": d.serving,
+        "prm_serving": p.serving, "target_serving": t.serving,
+        "fpga_clock_MHz": float(d.clock_mhz), "fpga_memory_channels": d.memory_channels,
+        "fpga_mac_lanes": d.mac_lanes, "accept_threshold": float(accept),
+        "backtrack_threshold": float(backtrack), "max_backtracks": int(max_backtracks),
+        "backtrack_window": int(window), "max_context_tokens": space.max_context_tokens,
+    }
+    src = f"chosen by dse search over space {space.name!r} ({space.path})"
+    data["sources"] = {k: src for k in ("target_tp", "fpga_clock_MHz", "fpga_memory_channels",
+                                        "fpga_mac_lanes", "accept_threshold",
+                                        "backtrack_threshold", "max_backtracks",
+                                        "backtrack_window", "max_context_tokens")}
+    spec = build_spec(space.path, data)
+    assert isinstance(spec, SystemSpec)
+    return spec
+
+
+@dataclass(frozen=True)
+class HardwareResult:
+    hw: Hardware
+    reasons: tuple[str, ...]  # why it cannot run; empty when feasible
+    metrics: dict[str, F64]  # each [F, A, K]; empty when infeasible
+    capex_usd: float
+
+
+class Evaluator:
+    """Evaluates hardware choices of one space (caches the model-pair tables)."""
+
+    def __init__(self, cat: Catalog, space: Space) -> None:
+        self.cat, self.space, self.grid = cat, space, knob_grid(space)
+        self.workloads = [(cat.get("workload", n), wt) for n, wt in space.workloads]
+
+    @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
+    def pair(self, wname: str, draft: str, target: str) -> PairTables:
+        w = self.cat.get("workload", wname)
+        assert isinstance(w, WorkloadSpec)
+        return pair_tables(w, draft, target, self.grid, self.space.max_context_tokens)
+
+    def design(self, hw: Hardware) -> Design:
+        return build_design(self.cat, system_for(self.space, hw), PRESETS["heteroreason"],
+                            check=False)
+
+    def capex_usd(self, hw: Hardware) -> float:
+        dev = self.cat.device
+        return float(dev(hw.draft.device).list_price_usd + dev(hw.prm.device).list_price_usd
+                     + hw.target.tp * dev(hw.target.device).list_price_usd)
+
+    def evaluate(self, hw: Hardware) -> HardwareResult:
+        try:
+            d = self.design(hw)
+        except Exception as e:  # a placement the cost model refuses (e.g. a precision)
+            from dse.errors import DseError
+
+            if not isinstance(e, DseError):
+                raise
+            return HardwareResult(hw, (str(e),), {}, 0.0)
+        why = tuple(infeasibility(d))
+        if why:
+            return HardwareResult(hw, why, {}, 0.0)
+        f_n, a_n, k_n = self.grid.shape
+        lat = np.empty((f_n, a_n, k_n))
+        e = np.empty((f_n, a_n, k_n))
+        n_off = int((self.grid.max_backtracks == 0).sum())  # forward-only columns come first
+        tok: F64 | float = 0.0
+        acc: F64 | float = 0.0
+        for wi, (w, weight) in enumerate(self.workloads):
+            pt = self.pair(w.name, hw.draft.model, hw.target.model)
+            comp_all = components_grid(Costs(d, w), pt.pa, pt.resp)
+            for fi, (sa, sh) in enumerate(self.grid.flags):
+                for on in (False, True):
+                    cols = slice(n_off, k_n) if on else slice(0, n_off)
+                    if cols.start == cols.stop:
+                        continue
+                    comp = select(comp_all, sa, sh, on)
+                    forms = linear_forms(sa, sh, on)
+                    args = [comp[k] for k in COMPONENTS] + [pt.pa]
+                    n, b = pt.attempts[:, cols], pt.backtracks[:, cols]
+
+                    def lin(name: str, n: F64 = n, b: F64 = b, args: list[Any] = args,
+                            forms: Any = forms) -> F64:
+                        f = forms[name]
+
+                        def col(fn: Any) -> F64:
+                            return np.broadcast_to(np.asarray(fn(*args), dtype=float),
+                                                   (a_n,))[:, None]
+
+                        return col(f.c0) + col(f.cN) * n + col(f.cB) * b
+
+                    lat_w = lin("latency")
+                    e_w = lin("energy_dyn") + comp["_idle_w"][:, None] * lat_w \
+                        + comp["_init_j"][:, None]
+                    if wi == 0:
+                        lat[fi, :, cols] = weight * lat_w
+                        e[fi, :, cols] = weight * e_w
+                    else:
+                        lat[fi, :, cols] += weight * lat_w
+                        e[fi, :, cols] += weight * e_w
+            tok = tok + weight * pt.tokens[None, :, None]
+            acc = acc + weight * pt.accuracy[None, :, :]
+        shape = (f_n, a_n, k_n)
+        tok_b = np.broadcast_to(np.asarray(tok, dtype=float), shape)
+        acc_b = np.broadcast_to(np.asarray(acc, dtype=float), shape)
+        capex = self.capex_usd(hw)
+        power = e / lat
+        goodput = tok_b / lat
+        usd_per_s = capex / (self.space.lifetime_years * SECONDS_PER_YEAR) \
+            + power / 1000.0 * self.space.usd_per_kwh / 3600.0
+        metrics = {
+            "latency_s_per_problem": lat, "energy_j_per_problem": e,
+            "tokens_per_problem": tok_b, "j_per_token": e / tok_b,
+            "goodput_tokens_per_s": goodput, "accuracy": acc_b,
+            "power_w": power, "cost_usd_per_mtok": usd_per_s / goodput * 1e6,
+        }
+        return HardwareResult(hw, (), metrics, capex)
+
+    def knobs(self, f: int, a: int, k: int) -> dict[str, Any]:
+        g = self.grid
+        sa, sh = g.flags[f]
+        mb = int(g.max_backtracks[k])
+        return {"accept_threshold": float(g.accept[a]),
+                "backtrack_threshold": float(g.backtrack[k]) if mb > 0 else float(g.accept[a]),
+                "max_backtracks": mb, "backtrack_window": int(g.window[k]),
+                "backtracking": mb > 0, "step_ahead": sa, "shadow_sync": sh}
+
+
+def feasible_mask(metrics: dict[str, F64], constraints: dict[str, float]) -> NDArray[np.bool_]:
+    """Designs meeting the constraints (min_accuracy, max_latency_s, max_power_w)."""
+    ok = np.ones(next(iter(metrics.values())).shape, dtype=bool)
+    for m in metrics.values():
+        ok &= np.isfinite(m)
+    if "min_accuracy" in constraints:
+        ok &= metrics["accuracy"] >= constraints["min_accuracy"] - 1e-9
+    if "max_latency_s" in constraints:
+        ok &= metrics["latency_s_per_problem"] <= constraints["max_latency_s"]
+    if "max_power_w" in constraints:
+        ok &= metrics["power_w"] <= constraints["max_power_w"]
+    return ok
+
+
+def violation(metrics: dict[str, F64], constraints: dict[str, float]) -> F64:
+    """How far each design is from the constraints (relative; <= 0 when met)."""
+    v = np.full(next(iter(metrics.values())).shape, -math.inf)
+    if "min_accuracy" in constraints:
+        c = constraints["min_accuracy"]
+        v = np.maximum(v, (c - metrics["accuracy"]) / max(c, 1.0))
+    if "max_latency_s" in constraints:
+        c = constraints["max_latency_s"]
+        v = np.maximum(v, metrics["latency_s_per_problem"] / c - 1)
+    if "max_power_w" in constraints:
+        c = constraints["max_power_w"]
+        v = np.maximum(v, metrics["power_w"] / c - 1)
+    return np.where(np.isfinite(v), v, -1.0)

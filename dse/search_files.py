@@ -1,0 +1,134 @@
+"""The files `dse sweep --out DIR` and `dse optimize --out DIR` write: best.toml (a design file
+`dse evaluate --design` and `dse export --design` load), pareto.csv, pareto.html (plotly) and,
+for a study, trials.csv. Nothing existing is overwritten without --force; each file is written
+through a temporary file and renamed, so none is ever half-written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dse.errors import DseError
+from dse.grid import METRICS
+from dse.search import OBJECTIVES, Candidate
+
+DESIGN_FIELDS = ("draft_device", "draft_model", "draft_precision", "draft_serving",
+                 "fpga_clock_MHz", "fpga_mac_lanes", "fpga_memory_channels", "prm_device",
+                 "prm_model", "target_device", "target_model", "target_tp",
+                 "accept_threshold", "backtrack_threshold", "max_backtracks",
+                 "backtrack_window")
+
+
+def candidate_row(c: Candidate) -> dict[str, Any]:
+    d = c.to_dict()["design"]
+    row: dict[str, Any] = {k: d.get(k) for k in DESIGN_FIELDS}
+    sch = d.get("schedule") or {}
+    row.update(schedule=sch.get("name"), backtracking=sch.get("backtracking"),
+               step_ahead=sch.get("step_ahead"), shadow_sync=sch.get("shadow_sync"))
+    row.update({k: c.metrics.get(k) for k in (*METRICS, "capex_usd")})
+    return row
+
+
+def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def trials_rows(study: Any) -> list[dict[str, Any]]:
+    """One row per trial: number, state, values, feasibility, parameters, metrics."""
+    objectives = study.user_attrs.get("objectives") or []
+    params = sorted({p for t in study.trials for p in t.params})
+    rows = []
+    for t in study.trials:
+        row: dict[str, Any] = {"number": t.number, "state": t.state.name}
+        vals = t.values or []
+        for i, o in enumerate(objectives):
+            row[o] = vals[i] if i < len(vals) else None
+        row["feasible"] = (t.user_attrs.get("violation", 1.0) <= 0
+                           if t.state.name == "COMPLETE" else None)
+        row["infeasible_reason"] = t.user_attrs.get("infeasible", "")
+        row.update({p: t.params.get(p) for p in params})
+        m = t.user_attrs.get("metrics", {})
+        row.update({k: m.get(k) for k in METRICS})
+        row["seconds"] = (t.duration.total_seconds() if t.duration is not None else None)
+        rows.append(row)
+    return rows
+
+
+def pareto_html(objectives: Sequence[str], front: Sequence[Candidate],
+                cloud: Mapping[str, Any], title: str) -> str:
+    """Objective 1 vs objective 2 (or vs accuracy for one objective): the evaluated designs
+    in grey, the front (or the optimum) highlighted; hover shows each front design."""
+    import plotly.graph_objects as go
+
+    xk = OBJECTIVES[objectives[0]]
+    yk = OBJECTIVES[objectives[1]] if len(objectives) > 1 else (
+        "accuracy" if xk != "accuracy" else "j_per_token")
+    fig = go.Figure()
+    xs, ys = np.asarray(cloud.get(xk, [])), np.asarray(cloud.get(yk, []))
+    if len(xs):
+        fig.add_trace(go.Scattergl(x=xs, y=ys, mode="markers", name="evaluated (feasible)",
+                                   marker={"size": 4, "color": "lightgrey"}))
+    fig.add_trace(go.Scatter(
+        x=[c.metrics.get(xk) for c in front], y=[c.metrics.get(yk) for c in front],
+        mode="markers+lines" if len(front) > 1 else "markers",
+        name="Pareto front" if len(objectives) > 1 else "optimum",
+        marker={"size": 10, "color": "crimson"},
+        text=[c.label for c in front], hovertemplate="%{text}<br>%{x:.4g}, %{y:.4g}"))
+    fig.update_layout(title=title, xaxis_title=f"{xk} ({METRICS[xk][0]})",
+                      yaxis_title=f"{yk} ({METRICS[yk][0]})", template="plotly_white")
+    return fig.to_html(include_plotlyjs="cdn", full_html=True)
+
+
+def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]:
+    """Write files into directory `out` (created if missing); refuse to replace any existing
+    file unless force."""
+    d = Path(out)
+    if d.exists() and not d.is_dir():
+        raise DseError(f"--out {d}: exists and is not a directory")
+    clash = [n for n in files if (d / n).exists()]
+    if clash and not force:
+        raise DseError(f"--out {d}: {', '.join(sorted(clash))} already there; use --force to "
+                       "replace them, or another directory")
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = d / name
+        tmp = d / f".{name}.tmp-{os.getpid()}"
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        written.append(path)
+    return written
+
+
+def jsonable_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in m.items():
+        if isinstance(v, Mapping):
+            out[k] = jsonable_metrics(v)
+        else:
+            f = float(v)
+            out[k] = f if math.isfinite(f) else None
+    return out
+
+
+def dumps(x: Any) -> str:
+    return json.dumps(x, indent=2, sort_keys=True)

@@ -1,0 +1,329 @@
+"""The design space, declared once as data (`scenarios/spaces/*.toml`, or `--space FILE`).
+
+A space lists, per role, the devices, models, precisions and serving profiles to try, the FPGA
+build knobs (clock, HBM channels, MAC lanes), the algorithm knobs (accept and backtrack
+thresholds, backtrack budget and window), the schedule flags (step-ahead, shadow sync), the
+workload (one dataset or a weighted mix) and the cost assumptions ($/kWh, lifetime). The
+loader is strict like the catalog's: every problem is one line naming the file and the key.
+
+`hardware(space, cat)` enumerates the hardware choices (draft x PRM x target placements whose
+models can play their roles and share a tokenizer); the algorithm knobs form a grid on top.
+A max_backtracks of 0 means the forward-only schedule (no backtracking).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dse.errors import SpecError, UnknownNameError
+from dse.specs import SPACES_DIR, Catalog, FpgaSpec, GpuSpec, default_catalog_dirs
+
+F64 = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One role's placement choice (before it is resolved against the catalog)."""
+
+    device: str
+    model: str
+    precision: str
+    serving: str  # GPU serving profile, or the FPGA engine
+    tp: int = 1
+    clock_mhz: float = 0.0  # FPGA only; 0: the board's default
+    memory_channels: int = 0  # FPGA only; 0: every channel
+    mac_lanes: int = 0  # FPGA only; 0: the engine's default
+
+    def label(self) -> str:
+        s = f"{self.model}@{self.device}/{self.precision}"
+        if self.tp > 1:
+            s += f"x{self.tp}"
+        if self.clock_mhz or self.memory_channels or self.mac_lanes:
+            s += f"[{self.clock_mhz:g}MHz,{self.memory_channels}ch,{self.mac_lanes}lanes]"
+        return s
+
+
+@dataclass(frozen=True)
+class Hardware:
+    draft: Placement
+    prm: Placement
+    target: Placement
+
+    def label(self) -> str:
+        return f"draft {self.draft.label()} | prm {self.prm.label()} | target {self.target.label()}"
+
+
+@dataclass(frozen=True)
+class Space:
+    name: str
+    path: str
+    description: str
+    workloads: tuple[tuple[str, float], ...]  # (workload name, weight), weights sum to 1
+    drafts: tuple[Placement, ...]
+    prms: tuple[Placement, ...]
+    targets: tuple[Placement, ...]
+    accept_thresholds: tuple[float, ...]
+    backtrack_thresholds: tuple[float, ...]
+    max_backtracks: tuple[int, ...]
+    backtrack_windows: tuple[int, ...]
+    step_ahead: tuple[bool, ...]
+    shadow_sync: tuple[bool, ...]
+    max_context_tokens: int
+    lifetime_years: float
+    usd_per_kwh: float
+    constraints: Mapping[str, float]
+    sources: Mapping[str, str]
+
+    @property
+    def knobs_per_hardware(self) -> int:
+        """Algorithm-knob x flag combinations per hardware choice (forward-only counted once
+        per accept threshold)."""
+        a = len(self.accept_thresholds)
+        on = [m for m in self.max_backtracks if m > 0]
+        per_a = (1 if 0 in self.max_backtracks else 0) + len(on) * len(
+            self.backtrack_thresholds) * len(self.backtrack_windows)
+        return a * per_a * len(self.step_ahead) * len(self.shadow_sync)
+
+
+CONSTRAINT_KEYS = {"min_accuracy": (0.0, 100.0), "max_latency_s": (0.0, math.inf),
+                   "max_power_w": (0.0, math.inf)}
+
+
+class _Reader:
+    """Strict access to a parsed TOML table: every error names the file and the key."""
+
+    def __init__(self, path: str, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.path, self.data, self.prefix = path, data, prefix
+        self.used: set[str] = set()
+
+    def key(self, k: str) -> str:
+        return f"{self.prefix}{k}"
+
+    def err(self, k: str, msg: str) -> SpecError:
+        return SpecError(self.path, self.key(k), msg)
+
+    def get(self, k: str, default: Any = ...) -> Any:
+        self.used.add(k)
+        if k not in self.data:
+            if default is ...:
+                raise self.err(k, "missing key")
+            return default
+        return self.data[k]
+
+    def table(self, k: str, required: bool = True) -> _Reader:
+        v = self.get(k, ... if required else {})
+        if not isinstance(v, Mapping):
+            raise self.err(k, "expected a table")
+        return _Reader(self.path, v, f"{self.key(k)}.")
+
+    def strs(self, k: str, default: Any = ...) -> tuple[str, ...]:
+        v = self.get(k, default)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+            raise self.err(k, "expected a non-empty list of names")
+        return tuple(dict.fromkeys(v))
+
+    def numbers(self, k: str, kind: type, lo: float, hi: float, default: Any = ...
+                ) -> tuple[Any, ...]:
+        v = self.get(k, default)
+        if isinstance(v, Mapping):  # {start, stop, step}
+            r = _Reader(self.path, v, f"{self.key(k)}.")
+            start, stop, step = (r.number(x, float, -math.inf, math.inf) for x in
+                                 ("start", "stop", "step"))
+            r.done()
+            if step <= 0 or stop < start:
+                raise self.err(k, "expected start <= stop and step > 0")
+            n = math.floor((stop - start) / step + 1e-9) + 1
+            if n > 10_000:
+                raise self.err(k, f"{n} grid points; at most 10000")
+            v = [round(start + i * step, 10) for i in range(n)]
+        if not isinstance(v, list) or not v:
+            raise self.err(k, "expected a non-empty list or {start, stop, step}")
+        out = []
+        for x in v:
+            out.append(_check_number(self, k, x, kind, lo, hi))
+        return tuple(dict.fromkeys(out))
+
+    def number(self, k: str, kind: type, lo: float, hi: float, default: Any = ...) -> Any:
+        return _check_number(self, k, self.get(k, default), kind, lo, hi)
+
+    def bools(self, k: str, default: Any = ...) -> tuple[bool, ...]:
+        v = self.get(k, default)
+        if not isinstance(v, list) or not v or not all(isinstance(x, bool) for x in v):
+            raise self.err(k, "expected a non-empty list of true/false")
+        return tuple(dict.fromkeys(v))
+
+    def done(self) -> None:
+        extra = sorted(set(self.data) - self.used)
+        if extra:
+            raise self.err(extra[0], "unknown key")
+
+
+def _check_number(r: _Reader, k: str, x: Any, kind: type, lo: float, hi: float) -> Any:
+    ok = isinstance(x, int | float) and not isinstance(x, bool)
+    if kind is int and not (isinstance(x, int) and not isinstance(x, bool)):
+        raise r.err(k, f"expected a whole number, got {x!r}")
+    if not ok or not math.isfinite(float(x)):
+        raise r.err(k, f"expected a finite number, got {x!r}")
+    if not lo <= x <= hi:
+        raise r.err(k, f"{x!r} is out of range [{lo:g}, {hi:g}]")
+    return kind(x)
+
+
+def load_space(cat: Catalog, path: str | Path | None = None) -> Space:
+    """A space file, or the default space shipped with the catalog."""
+    p = Path(path) if path is not None else default_space_path()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SpecError(p, "", f"cannot read: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SpecError(p, "", f"malformed TOML: {e}") from None
+    return parse_space(cat, str(p), data)
+
+
+def default_space_path() -> Path:
+    for d in default_catalog_dirs():
+        f = d / SPACES_DIR / "default.toml"
+        if f.is_file():
+            return f
+    raise SpecError("scenarios/spaces/default.toml", "", "the default space file is missing")
+
+
+def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
+    r = _Reader(path, data)
+    if r.get("schema_version") != 1:
+        raise r.err("schema_version", "expected 1")
+    if r.get("kind") != "space":
+        raise r.err("kind", 'expected "space"')
+    name = r.get("name")
+    if not isinstance(name, str) or not name:
+        raise r.err("name", "expected a non-empty string")
+    desc = r.get("description", "")
+    sources = r.get("sources", {})
+    if not isinstance(sources, Mapping) or not all(isinstance(v, str) for v in sources.values()):
+        raise r.err("sources", "expected a table of strings")
+
+    wl = r.table("workloads")
+    workloads = []
+    for wname in wl.data:
+        weight = wl.number(wname, float, 0.0, math.inf)
+        if wname not in cat.names("workload"):
+            raise UnknownNameError("workload", wname, cat.names("workload"))
+        if weight > 0:
+            workloads.append((wname, weight))
+    if not workloads:
+        raise r.err("workloads", "expected at least one workload with a positive weight")
+    total = sum(x for _, x in workloads)
+    workloads = [(n, x / total) for n, x in workloads]
+
+    drafts = _draft_options(cat, r.table("draft"))
+    prms = _gpu_options(cat, r.table("prm"), "prm")
+    targets = _gpu_options(cat, r.table("target"), "target")
+
+    alg = r.table("algorithm")
+    acc = alg.numbers("accept_threshold", float, 0.0, 1.0)
+    bt = alg.numbers("backtrack_threshold", float, 0.0, 1.0)
+    mbt = alg.numbers("max_backtracks", int, 0, 64)
+    win = alg.numbers("backtrack_window", int, 1, 64)
+    sa = alg.bools("step_ahead", [False, True])
+    sh = alg.bools("shadow_sync", [False, True])
+    alg.done()
+
+    con = r.table("constraints", required=False)
+    constraints = {k: con.number(k, float, *CONSTRAINT_KEYS[k]) for k in CONSTRAINT_KEYS
+                   if k in con.data}
+    con.done()
+    max_ctx = r.number("max_context_tokens", int, 16, 10_000_000)
+    life = r.number("lifetime_years", float, 1e-3, 100.0)
+    kwh = r.number("usd_per_kwh", float, 0.0, 100.0)
+    for k in ("max_context_tokens", "lifetime_years", "usd_per_kwh"):
+        if k not in sources:
+            raise r.err(f"sources.{k}", "missing: every number needs a source")
+    r.done()
+    return Space(name, path, str(desc), tuple(workloads), drafts, prms, targets, acc, bt,
+                 tuple(sorted(mbt)), win, sa, sh, max_ctx, life, kwh, constraints,
+                 dict(sources))
+
+
+def _check_names(r: _Reader, key: str, names: Sequence[str], valid: Sequence[str]) -> None:
+    for n in names:
+        if n not in valid:
+            raise r.err(key, f"unknown name {n!r}; valid: {', '.join(sorted(valid))}")
+
+
+def _models(cat: Catalog, r: _Reader, role: str) -> tuple[str, ...]:
+    models = r.strs("models")
+    _check_names(r, "models", models, cat.names("model"))
+    for m in models:
+        if role not in cat.model(m).roles:
+            raise r.err("models", f"{m} cannot be a {role} (its roles: "
+                        f"{', '.join(cat.model(m).roles)})")
+    return models
+
+
+def _devices(cat: Catalog, r: _Reader, key: str, kind: type) -> tuple[str, ...]:
+    names = r.strs(key)
+    valid = [n for n in (*cat.names("gpu"), *cat.names("fpga"))
+             if isinstance(cat.device(n), kind)]
+    _check_names(r, key, names, valid)
+    return names
+
+
+def _draft_options(cat: Catalog, r: _Reader) -> tuple[Placement, ...]:
+    models = _models(cat, r, "draft")
+    gpus = _devices(cat, r, "gpus", GpuSpec) if "gpus" in r.data else ()
+    fpgas = _devices(cat, r, "fpgas", FpgaSpec) if "fpgas" in r.data else ()
+    if not gpus and not fpgas:
+        raise r.err("gpus", "list at least one draft device (gpus or fpgas)")
+    out: list[Placement] = []
+    if gpus:
+        precs = r.strs("gpu_precisions")
+        serving = r.strs("gpu_serving")
+        _check_names(r, "gpu_serving", serving, cat.names("gpu-serving"))
+        out += [Placement(d, m, p, s) for d, m, p, s in itertools.product(gpus, models, precs,
+                                                                          serving)]
+    if fpgas:
+        precs = r.strs("fpga_precisions")
+        engines = r.strs("fpga_engines")
+        _check_names(r, "fpga_engines", engines, cat.names("fpga-engine"))
+        clocks = r.numbers("fpga_clock_MHz", float, 0.0, 2000.0, [0.0])
+        chans = r.numbers("fpga_memory_channels", int, 0, 1024, [0])
+        lanes = r.numbers("fpga_mac_lanes", int, 0, 1 << 20, [0])
+        out += [Placement(d, m, p, e, 1, c, ch, ln) for d, m, p, e, c, ch, ln in
+                itertools.product(fpgas, models, precs, engines, clocks, chans, lanes)]
+    r.done()
+    return tuple(out)
+
+
+def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
+    models = _models(cat, r, role)
+    gpus = _devices(cat, r, "gpus", GpuSpec)
+    precs = r.strs("precisions")
+    serving = r.strs("serving")
+    _check_names(r, "serving", serving, cat.names("gpu-serving"))
+    tps = r.numbers("tp", int, 1, 64, [1]) if role == "target" else (1,)
+    r.done()
+    return tuple(Placement(d, m, p, s, tp) for d, m, p, s, tp in
+                 itertools.product(gpus, models, precs, serving, tps))
+
+
+def hardware(cat: Catalog, space: Space) -> list[Hardware]:
+    """Every (draft, PRM, target) choice whose draft and target share a tokenizer."""
+    fam = {m: cat.model(m).tokenizer_family for m in
+           {p.model for p in (*space.drafts, *space.targets)}}
+    return [Hardware(d, p, t) for d, p, t in
+            itertools.product(space.drafts, space.prms, space.targets)
+            if fam[d.model] == fam[t.model]]
+
+
+def n_designs(cat: Catalog, space: Space) -> int:
+    return len(hardware(cat, space)) * space.knobs_per_hardware
