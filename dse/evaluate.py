@@ -25,6 +25,7 @@ from dse.design import Design
 from dse.scenario import WorkloadSpec
 from dse.schedules import ACCEPT, BACKTRACK, REFINE, Attempt, Costs, attempt
 from dse.workflow import (
+    chain_bad_rate,
     lognormal_params,
     max_steps,
     step_probabilities,
@@ -364,22 +365,10 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
 
 def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
               counts: dict[str, float]) -> float:
-    """P(no bad step in the final chain) = E_S[(1 - q)^S], q the per-position bad rate.
-
-    Forward-only: q = h_d (1 - F_b(tau_a)) + (1 - p_a) h_rw (h_rw: the target's error on rejected
-    steps). With backtracking, a rewrite that fails tau_b is replaced (when a backtrack happens,
-    share beta of failures) by an unscored alternative on an equally hard step:
-    q = p_bad_acc + (1 - p_a)[p_bad_pass + p_bad_fail (1 - beta) + p_fail beta h_rw].
-    """
-    pa = float(pr.p_accept)
-    h_rw = float(pr.h_rewrite)
-    if not bt_on:
-        q = float(pr.p_bad_accepted) + (1 - pa) * h_rw
-    else:
-        beta = counts["backtracks"] / counts["fails"] if counts["fails"] > 0 else 0.0
-        q = float(pr.p_bad_accepted) + (1 - pa) * (
-            float(pr.p_bad_pass) + float(pr.p_bad_fail) * (1 - beta)
-            + float(pr.p_fail) * beta * h_rw)
+    """P(no bad step in the final chain) = E_S[(1 - q)^S], q from `chain_bad_rate` with beta the
+    share of failed rewrites that backtrack (from the propagated counts)."""
+    beta = counts["backtracks"] / counts["fails"] if bt_on and counts["fails"] > 0 else 0.0
+    q = float(chain_bad_rate(pr, beta))
     return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
 
 
