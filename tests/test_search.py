@@ -1,0 +1,379 @@
+"""Search: the space loader, the vectorised grid against the per-design model, exact Pareto
+fronts, the sweep's optimum against brute force, and Optuna studies (resume, concurrency,
+SIGKILL, PostgreSQL)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from dse.cli import main
+from dse.design import PRESETS, build_design, read_design_file
+from dse.errors import SpecError, UnknownNameError
+from dse.evaluate import accuracy_only
+from dse.grid import Evaluator, feasible_mask, system_for
+from dse.search import (
+    Constraints,
+    list_studies,
+    optimize,
+    pareto_mask,
+    study_design_file,
+    sweep,
+)
+from dse.space import hardware, load_space, n_designs
+from dse.symbolic import mean_value
+
+TINY = str(Path(__file__).parent / "data" / "tiny-space.toml")
+
+
+@pytest.fixture(scope="module")
+def tiny(cat):
+    return load_space(cat, TINY)
+
+
+# ----------------------------------------------------------------------------- space file
+
+
+def test_tiny_space_counts(cat, tiny):
+    """2 drafts x (U280 at 2 clocks + 3090) ... by hand: drafts = 1 GPU + 2 FPGA builds = 3,
+    PRMs 1, targets 2 -> 6 hardware choices; knobs: 3 accept x (1 forward-only + 1 budget x 2
+    thresholds x 2 windows) x 4 flag pairs = 60."""
+    assert len(hardware(cat, tiny)) == 6
+    assert tiny.knobs_per_hardware == 60
+    assert n_designs(cat, tiny) == 360
+
+
+def test_default_space_is_large(cat):
+    assert n_designs(cat, load_space(cat)) >= 1_000_000
+
+
+@pytest.mark.parametrize(("edit", "key"), [
+    (("accept_threshold = [0.5, 0.7, 0.9]", "accept_threshold = [0.5, 1.7]"),
+     "algorithm.accept_threshold"),
+    (('gpus = ["rtx-3090"]\ngpu_precisions', 'gpus = ["rtx-9999"]\ngpu_precisions'),
+     "draft.gpus"),
+    (("max_backtracks = [0, 2]", "max_backtracks = []"), "algorithm.max_backtracks"),
+    (("[workloads]", "bogus = 1\n[workloads]"), "bogus"),
+    (("usd_per_kwh = 0.15\n", "usd_per_kwh = nan\n"), "usd_per_kwh"),
+    (("min_accuracy = 60.0", "min_accuracy = 160.0"), "constraints.min_accuracy"),
+])
+def test_space_errors_name_file_and_key(cat, tmp_path, edit, key):
+    text = Path(TINY).read_text().replace(*edit, 1)
+    p = tmp_path / "space.toml"
+    p.write_text(text)
+    with pytest.raises(SpecError) as e:
+        load_space(cat, p)
+    assert e.value.key == key and str(p) in str(e.value)
+
+
+def test_space_unknown_workload(cat, tmp_path):
+    p = tmp_path / "space.toml"
+    p.write_text(Path(TINY).read_text().replace("math500 = 1.0", "aime = 1.0"))
+    with pytest.raises(UnknownNameError):
+        load_space(cat, p)
+
+
+# ------------------------------------------------------------------- grid vs the model
+
+
+def test_grid_equals_mean_value_model(cat, tiny):
+    """Every design of the tiny space: the grid's latency and J/token are the mean-value
+    model's (dse.symbolic) to rounding; its accuracy is within 1 point of the accurate
+    propagation (the grid uses the mean-value backtrack share)."""
+    ev = Evaluator(cat, tiny)
+    w = cat.get("workload", "math500")
+    rng = np.random.default_rng(0)
+    for hw in hardware(cat, tiny):
+        r = ev.evaluate(hw)
+        assert not r.reasons
+        for _ in range(4):
+            f, a, k = (int(rng.integers(n)) for n in ev.grid.shape)
+            kn = ev.knobs(f, a, k)
+            s = system_for(tiny, hw, accept=kn["accept_threshold"],
+                           backtrack=kn["backtrack_threshold"],
+                           max_backtracks=kn["max_backtracks"], window=kn["backtrack_window"])
+            sched = PRESETS["rsd"].with_flags(backtracking=kn["backtracking"],
+                                              step_ahead=kn["step_ahead"],
+                                              shadow_sync=kn["shadow_sync"])
+            d = build_design(cat, s, sched)
+            mv = mean_value(d, w)
+            for m in ("latency_s_per_problem", "j_per_token", "goodput_tokens_per_s"):
+                assert r.metrics[m][f, a, k] == pytest.approx(mv[m], rel=1e-9)
+            assert r.metrics["accuracy"][f, a, k] == pytest.approx(accuracy_only(d, w), abs=1.0)
+
+
+def test_cost_metric_by_hand(cat, tiny):
+    """$/Mtoken = (capex / lifetime + power x $/kWh) / goodput x 1e6."""
+    ev = Evaluator(cat, tiny)
+    hw = hardware(cat, tiny)[0]
+    r = ev.evaluate(hw)
+    capex = sum(cat.device(p.device).list_price_usd * p.tp for p in (hw.draft, hw.prm,
+                                                                     hw.target))
+    rate = capex / (3.0 * 365.25 * 86400) + r.metrics["power_w"] / 1000 * 0.15 / 3600
+    np.testing.assert_allclose(r.metrics["cost_usd_per_mtok"],
+                               rate / r.metrics["goodput_tokens_per_s"] * 1e6, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------- Pareto
+
+
+def _brute_front(v: np.ndarray) -> set[tuple[float, ...]]:
+    pts = {tuple(x) for x in v}
+    return {p for p in pts if not any(all(q[i] <= p[i] for i in range(len(p))) and q != p
+                                      for q in pts)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda m: arrays(
+    np.float64, st.tuples(st.integers(1, 40), st.just(m)),
+    elements=st.integers(0, 6).map(float))))
+def test_pareto_mask_is_the_exact_front(v):
+    """Integer values force ties and duplicates: the mask keeps one of each non-dominated
+    point and nothing else."""
+    mask = pareto_mask(v)
+    kept = [tuple(x) for x in v[mask]]
+    assert len(kept) == len(set(kept))  # duplicates kept once
+    if v.shape[1] == 1:
+        assert kept == [(v.min(),)]
+    else:
+        assert set(kept) == _brute_front(v)
+
+
+# -------------------------------------------------------------------------------- sweep
+
+
+def test_sweep_optimum_is_brute_force_minimum(cat, tiny):
+    ev = Evaluator(cat, tiny)
+    cons = {"min_accuracy": 60.0}
+    best = np.inf
+    for hw in hardware(cat, tiny):
+        r = ev.evaluate(hw)
+        ok = feasible_mask(r.metrics, cons)
+        best = min(best, float(np.where(ok, r.metrics["j_per_token"], np.inf).min()))
+    res = sweep(cat, tiny, ["j_per_token"])
+    assert res.n_designs == 360
+    assert res.best[0].metrics["j_per_token"] == pytest.approx(best, rel=1e-12)
+    assert res.best[0].metrics["accuracy"] >= 60.0
+    # its design file reloads to the same design and metrics
+    df = res.best[0].design
+    d = build_design(cat, df.system, df.schedule)
+    assert mean_value(d, cat.get("workload", "math500"))["j_per_token"] == pytest.approx(
+        best, rel=1e-9)
+
+
+def test_sweep_front_and_constraints(cat, tiny):
+    res = sweep(cat, tiny, ["j_per_token", "latency"], Constraints(min_accuracy=70.0))
+    j = [c.metrics["j_per_token"] for c in res.pareto]
+    lat = [c.metrics["latency_s_per_problem"] for c in res.pareto]
+    assert j == sorted(j) and lat == sorted(lat, reverse=True)  # a 2-D front is monotone
+    assert all(c.metrics["accuracy"] >= 70.0 for c in res.pareto)
+    none = sweep(cat, tiny, ["j_per_token"], Constraints(min_accuracy=99.9))
+    assert none.n_feasible == 0 and none.best == []
+
+
+def test_sweep_cli_json_and_files(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["sweep", "--space", TINY, "--objective", "j_per_token", "--objective",
+                 "accuracy", "--json", "--out", str(out)]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["n_designs"] == 360 and 0 < js["n_feasible"] <= 360 and js["seconds"] > 0
+    assert {"design", "metrics"} <= set(js["best"][0])
+    assert sorted(p.name for p in out.iterdir()) == ["best.toml", "pareto.csv", "pareto.html"]
+    assert len((out / "pareto.csv").read_text().splitlines()) == len(js["pareto"]) + 1
+    # best.toml is a design file dse evaluate loads, with its schedule and workload
+    assert main(["evaluate", "--design", str(out / "best.toml"), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["workload"] == "math500"
+    # nothing is overwritten without --force
+    before = (out / "best.toml").read_text()
+    assert main(["sweep", "--space", TINY, "--out", str(out)]) == 1
+    assert "--force" in capsys.readouterr().err
+    assert (out / "best.toml").read_text() == before
+
+
+def test_sweep_cli_usage_errors(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "--objective", "speed"])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "--min-accuracy", "170"])
+    assert e.value.code == 2
+    capsys.readouterr()
+    assert main(["sweep", "--space", "/nonexistent/space.toml"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/nonexistent/space.toml" in err[-1]
+
+
+# ----------------------------------------------------------------------------- optimize
+
+
+def test_optimize_finds_the_sweep_optimum_and_resumes(cat, tiny, tmp_path):
+    """One objective: the trial's knobs are solved exactly, so covering the 6 hardware
+    choices finds the exact optimum. A second call with a larger --trials continues the
+    study."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    exact = sweep(cat, tiny, ["j_per_token"]).best[0].metrics["j_per_token"]
+    r = optimize(cat, tiny, ["j_per_token"], trials=25, seed=1, storage=url)
+    assert r.n_trials == 25 and r.n_new == 25
+    assert r.best[0].metrics["j_per_token"] == pytest.approx(exact, rel=1e-9)
+    r2 = optimize(cat, tiny, ["j_per_token"], trials=30, seed=1, storage=url)
+    assert r2.n_trials == 30 and r2.n_new == 5
+    assert r2.study_name == r.study_name
+    # the study's best trial exports as a design file
+    df = study_design_file(url, r.study_name)
+    assert df.system.accept_threshold == r.best[0].design.system.accept_threshold
+    studies = list_studies(url)
+    assert [s["name"] for s in studies] == [r.study_name]
+    assert studies[0]["best_values"][0] == pytest.approx(exact, rel=1e-9)
+
+
+def test_optimize_multi_objective_front_is_feasible(cat, tiny, tmp_path):
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    r = optimize(cat, tiny, ["j_per_token", "latency"], trials=30, seed=0, storage=url)
+    assert r.best
+    vals = np.array([[c.metrics["j_per_token"], c.metrics["latency_s_per_problem"]]
+                     for c in r.best])
+    assert pareto_mask(vals).all()
+    assert all(c.metrics["accuracy"] >= 60.0 for c in r.best)
+
+
+def test_optimize_refuses_another_objective_on_a_study(cat, tiny, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    optimize(cat, tiny, ["j_per_token"], trials=2, storage=url, study_name="mine")
+    assert main(["optimize", "--space", TINY, "--objective", "latency", "--trials", "3",
+                 "--storage", url, "--study-name", "mine"]) == 2
+    assert "another space, objective" in capsys.readouterr().err
+
+
+def test_studies_cli(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    assert main(["studies", "--storage", url]) == 0
+    assert "no studies" in capsys.readouterr().out
+    assert not (tmp_path / "none.db").exists()  # listing never creates a storage
+
+
+def _dse(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dse.cli", *args]
+
+
+def _completed(url: str, name: str) -> dict[int, str]:
+    import optuna
+
+    study = optuna.load_study(study_name=name, storage=url)
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    return {t.number: t.user_attrs["design_toml"] for t in done}
+
+
+def _run_workers(url: str, n_workers: int, trials: int, tmp_path: Path) -> None:
+    cmd = _dse("optimize", "--space", TINY, "--trials", str(trials), "--storage", url,
+               "--study-name", "shared", "--json")
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n_workers)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+
+
+def _check_shared_study(url: str, trials: int) -> None:
+    import optuna
+
+    study = optuna.load_study(study_name="shared", storage=url)
+    numbers = [t.number for t in study.trials]
+    assert len(numbers) == len(set(numbers))  # no trial recorded twice
+    done = _completed(url, "shared")
+    # MaxTrialsCallback stops each worker at the total; concurrent workers may finish the
+    # trials they had started when the total was reached (at most one each)
+    assert trials <= len(done) <= trials + 2
+    assert all(t.state.name == "COMPLETE" for t in study.trials)
+
+
+def test_three_processes_share_an_embedded_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    _run_workers(url, 3, 24, tmp_path)
+    _check_shared_study(url, 24)
+
+
+@pytest.mark.skipif(not os.environ.get("DSE_TEST_POSTGRES_URL"),
+                    reason="DSE_TEST_POSTGRES_URL not set (.ci/run starts a PostgreSQL server)")
+def test_three_processes_share_a_postgresql_study(tmp_path):
+    import optuna
+
+    url = os.environ["DSE_TEST_POSTGRES_URL"]
+    try:
+        optuna.delete_study(study_name="shared", storage=url)
+    except KeyError:
+        pass
+    _run_workers(url, 3, 24, tmp_path)
+    _check_shared_study(url, 24)
+
+
+def test_sigkill_then_restart_keeps_every_completed_trial(tmp_path):
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    cmd = _dse("optimize", "--space", TINY, "--trials", "400", "--storage", url,
+               "--study-name", "killed", "--json")
+    p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    before: dict[int, str] = {}
+    while time.monotonic() < deadline and len(before) < 8:
+        time.sleep(0.5)
+        try:
+            before = _completed(url, "killed")
+        except Exception:  # the study may not exist yet
+            before = {}
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    before = _completed(url, "killed")
+    assert len(before) >= 8
+    n = len(before) + 5
+    out = subprocess.run(_dse("optimize", "--space", TINY, "--trials", str(n), "--storage",
+                              url, "--study-name", "killed", "--json"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    js = json.loads(out.stdout)
+    after = _completed(url, "killed")
+    assert js["n_trials"] == len(after) >= n
+    assert all(after[k] == v for k, v in before.items())  # intact, not re-run
+    assert main(["evaluate", "--design", _write(tmp_path, js["best"], url)]) == 0
+
+
+def _write(tmp_path: Path, best: list, url: str) -> str:
+    df = study_design_file(url, "killed")
+    from dse.design import design_file_text
+
+    p = tmp_path / "best.toml"
+    p.write_text(design_file_text(df.system, df.schedule, df.workload or "math500"))
+    assert read_design_file(None, p).schedule == df.schedule
+    return str(p)
+
+
+def test_optimize_cli_out_dir(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    out = tmp_path / "o"
+    assert main(["optimize", "--space", TINY, "--trials", "12", "--storage", url,
+                 "--out", str(out), "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["n_trials"] == 12 and js["storage"] == url and js["study_name"] == "tiny-j_per_token"
+    assert sorted(p.name for p in out.iterdir()) == ["best.toml", "pareto.csv", "pareto.html",
+                                                     "trials.csv"]
+    rows = (out / "trials.csv").read_text().splitlines()
+    assert len(rows) == 13 and rows[0].startswith("number,state,j_per_token")
+
+
+def test_every_objective_runs(cat, tiny):
+    for combo in itertools.combinations(["j_per_token", "latency", "goodput", "accuracy",
+                                         "cost"], 1):
+        r = sweep(cat, tiny, list(combo))
+        assert r.best and np.isfinite(r.best[0].metrics["cost_usd_per_mtok"])
