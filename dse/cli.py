@@ -502,6 +502,14 @@ def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
     return [str(p) for p in write_outputs(a.out, files, a.force)]
 
 
+def _closed_form_line(best: Any) -> str:
+    cf = best.metrics.get("closed_form")
+    if not cf:
+        return ""
+    return (f"\n#1 by the accurate closed form (dse evaluate): {cf['latency_s_per_problem']:.4g} "
+            f"s/problem, {cf['j_per_token']:.4g} J/token, accuracy {cf['accuracy']:.4g}%")
+
+
 def _constraint_text(cons: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in cons.items()) or "none"
 
@@ -539,11 +547,7 @@ def _run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                                                      for k, v in sorted(r.infeasible.items()))
     if not r.best:
         return payload, head + "\nno feasible design: relax the constraints"
-    cf = r.best[0].metrics.get("closed_form")
-    text = head + "\n" + _best_table(objectives, r.pareto)
-    if cf:
-        text += (f"\nbest, accurate closed form: {cf['latency_s_per_problem']:.4g} s/problem, "
-                 f"{cf['j_per_token']:.4g} J/token, accuracy {cf['accuracy']:.4g}%")
+    text = head + "\n" + _best_table(objectives, r.pareto) + _closed_form_line(r.best[0])
     if files:
         text += "\nwrote " + ", ".join(files)
     return payload, text
@@ -595,7 +599,7 @@ def _run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             f"{_constraint_text(r.constraints)}")
     if not r.best:
         return payload, head + "\nno feasible design yet: relax the constraints or add trials"
-    text = head + "\n" + _best_table(objectives, r.best)
+    text = head + "\n" + _best_table(objectives, r.best) + _closed_form_line(r.best[0])
     if files:
         text += "\nwrote " + ", ".join(files)
     return payload, text

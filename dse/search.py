@@ -134,19 +134,25 @@ def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a
     m["capex_usd"] = ev.capex_usd(hw)
     out_metrics: dict[str, Any] = dict(m)
     if closed_form and wl is not None:
-        from dse.evaluate import evaluate
-
-        rep = evaluate(build_design(ev.cat, spec, sched), ev.cat.get("workload", wl))
-        out_metrics["closed_form"] = {
-            "latency_s_per_problem": rep.latency_s_per_problem,
-            "j_per_token": rep.j_per_token, "goodput_tokens_per_s": rep.goodput_tokens_per_s,
-            "accuracy": rep.accuracy, "energy_j_per_problem": rep.energy_j_per_problem}
+        out_metrics["closed_form"] = closed_form_metrics(ev.cat, spec, sched, wl)
     mix = ", ".join(f"{n} {w:.2f}" for n, w in ev.space.workloads)
     header = (f"# Chosen by hetero-dse over space {ev.space.name!r} (workloads: {mix}).\n"
               "# Metrics are the mean-value model's; `dse evaluate --design` gives the "
               "accurate closed form.\n")
     text = design_file_text(spec, sched, wl or ev.space.workloads[0][0], m, header=header)
     return Candidate(DesignFile(spec, sched, wl), out_metrics, text)
+
+
+def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:
+    """The accurate closed form's headline metrics of one design (dse.evaluate)."""
+    from dse.evaluate import evaluate
+
+    rep = evaluate(build_design(cat, spec, sched), cat.get("workload", workload))
+    return {"latency_s_per_problem": float(rep.latency_s_per_problem),
+            "j_per_token": float(rep.j_per_token),
+            "goodput_tokens_per_s": float(rep.goodput_tokens_per_s),
+            "accuracy": float(rep.accuracy) if rep.accuracy is not None else math.nan,
+            "energy_j_per_problem": float(rep.energy_j_per_problem)}
 
 
 # --------------------------------------------------------------------------- Pareto fronts
@@ -511,6 +517,10 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
                        show_progress_bar=progress, gc_after_trial=False)
     best = best_candidates(cat, study)
+    if best and best[0].design.workload is not None:
+        b = best[0]
+        b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
+                                                       b.design.workload)
     return OptimizeResult(objectives, cons, name, url, len(_study_trials(study)),
                           len(study.trials) - n_before, best, time.perf_counter() - t0)
 
