@@ -377,3 +377,26 @@ def test_every_objective_runs(cat, tiny):
                                          "cost"], 1):
         r = sweep(cat, tiny, list(combo))
         assert r.best and np.isfinite(r.best[0].metrics["cost_usd_per_mtok"])
+
+
+def test_workload_mix_is_the_weighted_combination(cat, tiny, tmp_path):
+    """A 3:1 mix of MATH500 and GSM8K: per-problem latency, energy, tokens and accuracy are the
+    weighted means of the single-workload values; J/token is energy over tokens."""
+    text = Path(TINY).read_text()
+    single = {}
+    for wl in ("math500", "gsm8k"):
+        p = tmp_path / f"{wl}.toml"
+        p.write_text(text.replace("math500 = 1.0", f"{wl} = 1.0"))
+        sp = load_space(cat, p)
+        single[wl] = Evaluator(cat, sp).evaluate(hardware(cat, sp)[0]).metrics
+    p = tmp_path / "mix.toml"
+    p.write_text(text.replace("math500 = 1.0", "math500 = 3.0\ngsm8k = 1.0"))
+    sp = load_space(cat, p)
+    assert sp.workloads == (("math500", 0.75), ("gsm8k", 0.25))
+    mix = Evaluator(cat, sp).evaluate(hardware(cat, sp)[0]).metrics
+    for m in ("latency_s_per_problem", "energy_j_per_problem", "tokens_per_problem",
+              "accuracy"):
+        np.testing.assert_allclose(mix[m], 0.75 * single["math500"][m]
+                                   + 0.25 * single["gsm8k"][m], rtol=1e-12)
+    np.testing.assert_allclose(mix["j_per_token"],
+                               mix["energy_j_per_problem"] / mix["tokens_per_problem"])
