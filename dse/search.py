@@ -516,7 +516,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     if remaining > 0:
         study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
                        show_progress_bar=progress, gc_after_trial=False)
-    best = best_candidates(cat, study)
+    best = best_candidates(study)
     if best and best[0].design.workload is not None:
         b = best[0]
         b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
@@ -525,7 +525,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                           len(study.trials) - n_before, best, time.perf_counter() - t0)
 
 
-def best_candidates(cat: Catalog, study: Any) -> list[Candidate]:
+def best_candidates(study: Any) -> list[Candidate]:
     """The best feasible trial (one objective) or the feasible non-dominated trials."""
     dirs = [1 if d.name == "MINIMIZE" else -1 for d in study.directions]
     ts = [t for t in _study_trials(study) if t.user_attrs.get("violation", 1.0) <= 0
@@ -559,9 +559,7 @@ def study_design_file(storage: str | None, study_name: str, trial: int | None = 
     """The design of a study's best feasible trial, or of trial number `trial`."""
     study = load_study(storage, study_name)
     if trial is None:
-        from dse.specs import Catalog as _Catalog
-
-        best = best_candidates(_Catalog.load(), study)
+        best = best_candidates(study)
         if not best:
             raise DseError(f"study {study_name}: no feasible completed trial")
         return best[0].design
@@ -593,7 +591,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     out = []
     for s in list_study_summaries(url):
         study = optuna.load_study(study_name=s.study_name, storage=open_storage(url))
-        best = best_candidates(Catalog.load(), study) if study.trials else []
+        best = best_candidates(study) if study.trials else []
         objectives = study.user_attrs.get("objectives") or [
             d.name.lower() for d in study.directions]
         out.append({
