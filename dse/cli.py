@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dse import __version__
-from dse.errors import DseError, UsageError
+from dse.errors import DseError, InfeasibleError, UsageError
 from dse.specs import Catalog, spec_fields
 
 
@@ -490,10 +490,8 @@ def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
                   cloud: Any, title: str, trials_csv: str | None = None) -> list[str]:
     from dse.search_files import candidate_row, csv_text, pareto_html, write_outputs
 
-    if not a.out:
+    if not a.out or not best:  # no feasible design: the caller says so (exit 4)
         return []
-    if not best:
-        raise DseError("no feasible design: nothing to write to --out (relax the constraints)")
     files = {"best.toml": best[0].toml,
              "pareto.csv": csv_text([candidate_row(c) for c in best]),
              "pareto.html": pareto_html(objectives, best, cloud, title)}
@@ -537,16 +535,17 @@ def _run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "n_designs": r.n_designs, "n_feasible": r.n_feasible,
                "n_hardware": r.n_hardware, "seconds": r.seconds, "objectives": objectives,
                "constraints": r.constraints, "space": space.name,
-               "infeasible_hardware": r.infeasible, "files": files}
+               "infeasible_hardware": r.infeasible, "infeasible_examples": r.examples,
+               "files": files}
     head = (f"swept {r.n_designs:,} designs ({r.n_hardware} hardware choices x "
             f"{r.n_designs // max(r.n_hardware, 1):,} knob settings) of space {space.name} in "
             f"{r.seconds:.2f} s; {r.n_feasible:,} feasible (constraints: "
             f"{_constraint_text(r.constraints)})")
-    if r.infeasible:
-        head += "\ninfeasible hardware: " + ", ".join(f"{k} ({v})"
-                                                     for k, v in sorted(r.infeasible.items()))
+    for k, v in sorted(r.infeasible.items()):
+        head += f"\ninfeasible: {k}: {v} hardware choices, e.g. {r.examples[k]}"
     if not r.best:
-        return payload, head + "\nno feasible design: relax the constraints"
+        raise InfeasibleError(f"no feasible design among {r.n_designs:,} (constraints: "
+                              f"{_constraint_text(r.constraints)}); relax the constraints")
     text = head + "\n" + _best_table(objectives, r.pareto) + _closed_form_line(r.best[0])
     if files:
         text += "\nwrote " + ", ".join(files)
@@ -598,7 +597,9 @@ def _run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
             f"{_constraint_text(r.constraints)}")
     if not r.best:
-        return payload, head + "\nno feasible design yet: relax the constraints or add trials"
+        raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
+                              f"trials (constraints: {_constraint_text(r.constraints)}); relax "
+                              "the constraints or run more trials")
     text = head + "\n" + _best_table(objectives, r.best) + _closed_form_line(r.best[0])
     if files:
         text += "\nwrote " + ", ".join(files)

@@ -207,16 +207,25 @@ class SweepResult:
     pareto: list[Candidate]
     points: dict[str, F64] = field(default_factory=dict)  # a sample of feasible designs
     infeasible: dict[str, int] = field(default_factory=dict)  # reason -> hardware choices
+    examples: dict[str, str] = field(default_factory=dict)  # reason -> one full reason
+
+
+_REASON_KINDS = (("needs", "does not fit device memory"),
+                 ("beyond", "context beyond the model's max positions"),
+                 ("do not fit", "does not fit the FPGA's memory"), ("clock", "clock out of range"),
+                 ("LUT", "not enough LUTs"), ("DSP", "not enough DSPs"),
+                 ("BRAM", "not enough BRAM"), ("URAM", "not enough URAM"),
+                 ("channel", "memory channels"))
 
 
 def _reason_kind(reason: str) -> str:
     """A short category of an infeasibility reason (for counting)."""
     role, _, rest = reason.partition(":")
     rest = rest.strip()
-    for word in ("needs", "beyond", "clock", "LUT", "DSP", "BRAM", "URAM", "HBM", "tokenizer"):
+    for word, kind in _REASON_KINDS:
         if word in rest:
-            return f"{role}: {word}"
-    return f"{role}: {rest[:40]}"
+            return f"{role}: {kind}"
+    return f"{role}: {rest[:60]}"
 
 
 def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
@@ -239,6 +248,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     dirs = np.array([direction(o) for o in objectives], dtype=float)
     n_feasible = 0
     reasons: Counter[str] = Counter()
+    examples: dict[str, str] = {}
     front_vals: list[F64] = []
     front_ref: list[tuple[int, NDArray[np.int64]]] = []
     best_val, best_ref = math.inf, None
@@ -251,6 +261,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         if r.reasons:
             for why in r.reasons:
                 reasons[_reason_kind(why)] += 1
+                examples.setdefault(_reason_kind(why), why)
             continue
         ok = feasible_mask(r.metrics, cons).ravel()
         idx = np.flatnonzero(ok)
@@ -293,7 +304,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         best = front[:1]
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
     return SweepResult(objectives, cons, len(hws) * per_hw, n_feasible, len(hws),
-                       time.perf_counter() - t0, best, front, points, dict(reasons))
+                       time.perf_counter() - t0, best, front, points, dict(reasons), examples)
 
 
 # ---------------------------------------------------------------------------- optimize
