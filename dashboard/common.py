@@ -1,0 +1,129 @@
+"""Shared state and cached calls of the dashboard pages.
+
+The current design lives in `st.session_state["design_params"]` as the query-parameter form of
+`dse.views.DesignState` (system, workload, schedule, overrides), so every page sees the same
+design and the URL can carry it. A new session reads it from the URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dse import views
+from dse.design import Design, build_design
+from dse.errors import DseError
+from dse.evaluate import Report, evaluate
+from dse.specs import Catalog
+
+Params = tuple[tuple[str, str], ...]
+# Widget values that outlive a visit to another page (Streamlit drops the state of widgets a
+# run does not draw; the What-if widgets reload from the design instead).
+PERSISTENT = ("ds_space", "ds_method", "ds_objectives", "ds_min_accuracy", "ds_max_latency",
+              "ds_max_power", "ds_trials", "ds_seed", "ds_storage", "ds_study", "ds_pick",
+              "st_storage", "st_study", "st_objective", "pp_groups", "pp_misses",
+              "wi_timeline_seed", "ex_file")
+
+
+def keep_widget_state() -> None:
+    """Call once per run, before the page: keeps PERSISTENT widget values across pages."""
+    for k in PERSISTENT:
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
+
+
+@st.cache_resource(show_spinner=False)
+def catalog() -> Catalog:
+    return Catalog.load()
+
+
+def key(state: views.DesignState) -> Params:
+    """A hashable cache key that determines the design completely."""
+    return tuple(sorted(state.params().items()))
+
+
+def state_of(params: Params | dict[str, str]) -> views.DesignState:
+    return views.state_from_params(catalog(), dict(params))
+
+
+def design_of(state: views.DesignState) -> Design:
+    """The resolved design; raises InfeasibleError / SpecError with the reasons."""
+    cat = catalog()
+    return build_design(cat, state.spec(cat), state.schedule)
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def report(params: Params) -> Report:
+    """The closed-form report of a design (cached per design)."""
+    s = state_of(params)
+    return evaluate(design_of(s), catalog().get("workload", s.workload))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def timeline(params: Params, seed: int) -> views.Timeline:
+    s = state_of(params)
+    return views.problem_timeline(design_of(s), catalog().get("workload", s.workload), seed)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def rooflines(params: Params) -> list[views.RoleRoofline]:
+    s = state_of(params)
+    return views.rooflines(design_of(s), catalog().get("workload", s.workload))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def tornado(params: Params) -> list[dict[str, Any]]:
+    s = state_of(params)
+    return views.tornado(design_of(s), catalog().get("workload", s.workload))
+
+
+def current_state() -> views.DesignState:
+    """The session's design; on a session's first run, the one in the URL (or the default,
+    with a warning when the URL's parameters are invalid)."""
+    ss = st.session_state
+    if "design_params" not in ss:
+        qp = {k: st.query_params[k] for k in st.query_params}
+        state = views.default_state()
+        if qp:
+            try:
+                state = state_of(qp)
+            except DseError as e:
+                ss["design_params_warning"] = f"The link's design was not loaded: {e}"
+        ss["design_params"] = state.params()
+    try:
+        return state_of(ss["design_params"])
+    except DseError as e:  # e.g. a catalog that changed under a running session
+        ss["design_params_warning"] = f"The design was reset: {e}"
+        ss["design_params"] = views.default_state().params()
+        return views.default_state()
+
+
+def set_state(state: views.DesignState) -> None:
+    """Make `state` the session's design and mirror it in the URL."""
+    params = state.params()
+    st.session_state["design_params"] = params
+    if {k: st.query_params[k] for k in st.query_params} != params:
+        st.query_params.from_dict(params)
+
+
+def open_in_whatif(state: views.DesignState) -> None:
+    """Load a design into What-if (its widgets reload from it) and go there."""
+    for k in [k for k in st.session_state if str(k).startswith("wi_")]:
+        del st.session_state[k]
+    set_state(state)
+    st.switch_page("dashboard/whatif.py", query_params=state.params())
+
+
+def show_warning() -> None:
+    msg = st.session_state.pop("design_params_warning", None)
+    if msg:
+        st.warning(msg)
+
+
+@st.cache_data(show_spinner=False)
+def paper_rows() -> list[Any]:
+    """`dse reproduce`'s rows (slow: evaluated once per server)."""
+    from dse import reproduce
+
+    return reproduce.rows(catalog())

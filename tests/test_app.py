@@ -1,0 +1,216 @@
+"""The dashboard under streamlit.testing.v1.AppTest: every page renders without an exception,
+and widgets (addressed by key) drive exactly what `dse.evaluate` computes for the same
+overrides; the design round-trips through the URL's query parameters."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dse import views
+from dse.design import PRESETS, build_design, with_overrides
+from dse.evaluate import evaluate
+from dse.reproduce import _row
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+TEST_SPACE = str(ROOT / "tests" / "data" / "dashboard-space.toml")
+
+
+def run_app(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    (m,) = [m for m in at.metric if m.label == label]
+    return m.value
+
+
+def expected(cat, system: str, workload: str, schedule: str, **over):
+    spec = with_overrides(cat.get("system", system), over)
+    return evaluate(build_design(cat, spec, PRESETS[schedule]), cat.get("workload", workload))
+
+
+def test_whatif_default_shows_the_closed_form(cat):
+    at = ok(run_app())
+    rep = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, views.DEFAULT_SCHEDULE)
+    assert metric(at, "Latency per problem") == f"{rep.latency_s_per_problem:.3f} s"
+    assert metric(at, "Energy per token") == f"{rep.j_per_token:.3f} J/token"
+    brsd = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, "brsd")
+    assert metric(at, "Speed-up vs brsd") == (
+        f"{brsd.latency_s_per_problem / rep.latency_s_per_problem:.2f}x")
+    assert len(at.get("plotly_chart")) == 2  # the open tab: latency and energy
+    assert at.query_params["system"] == views.DEFAULT_SYSTEM
+    for tab, charts in (("Timeline", 1), ("Roofline", 1), ("Sensitivity", 1),
+                        ("Command line", 0)):
+        at.session_state["wi_tab"] = tab
+        ok(at.run())
+        assert len(at.get("plotly_chart")) == charts, tab
+    assert at.code[0].value.startswith(f"dse evaluate --system {views.DEFAULT_SYSTEM}")
+
+
+def test_accept_threshold_matches_dse_evaluate(cat):
+    """Raising the accept threshold lowers p_accept and changes latency exactly as
+    `dse evaluate --set accept_threshold=0.85` does."""
+    at = ok(run_app())
+    before = at.session_state["wi_report"]
+    at.slider(key="wi_accept_threshold").set_value(0.85)
+    ok(at.run())
+    after = at.session_state["wi_report"]
+    want = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, views.DEFAULT_SCHEDULE,
+                    accept_threshold=0.85)
+    assert after["p_accept"] < before["p_accept"]
+    assert after["p_accept"] == want.p_accept
+    assert after["latency_s_per_problem"] == want.latency_s_per_problem
+    assert after["latency_s_per_problem"] != before["latency_s_per_problem"]
+    assert metric(at, "Accept probability") == f"{want.p_accept:.3f}"
+    assert at.query_params["accept_threshold"] == "0.85"
+
+
+def test_url_opens_the_shared_design(cat):
+    at = ok(run_app(system="paper-config2-v80", workload="gsm8k", schedule="brsd",
+                    accept_threshold="0.6", step_ahead="true"))
+    assert at.selectbox(key="wi_system").value == "paper-config2-v80"
+    assert at.slider(key="wi_accept_threshold").value == 0.6
+    assert at.toggle(key="wi_step_ahead").value is True
+    rep = at.session_state["wi_report"]
+    want = expected(cat, "paper-config2-v80", "gsm8k", "brsd_stepahead", accept_threshold=0.6)
+    assert rep["latency_s_per_problem"] == want.latency_s_per_problem
+    assert rep["schedule"] == "brsd_stepahead"
+
+
+def test_bad_url_warns_and_opens_the_default():
+    at = ok(run_app(system="no-such-system"))
+    assert any("no-such-system" in w.value for w in at.warning)
+    assert at.selectbox(key="wi_system").value == views.DEFAULT_SYSTEM
+    assert at.session_state["wi_report"] is not None
+
+
+def test_infeasible_design_shows_why():
+    at = ok(run_app())
+    at.selectbox(key="wi_target_model").set_value("qwen2.5-math-72b-instruct")
+    ok(at.run())
+    assert at.session_state["wi_report"] is None
+    (err,) = at.error
+    assert "infeasible" in err.value and "qwen2.5-math-72b-instruct needs" in err.value
+    assert not at.metric
+
+
+def test_preset_resets_knobs_and_gpu_draft_drops_the_fpga_engine(cat):
+    at = ok(run_app(accept_threshold="0.85"))
+    ok(at.button(key="wi_reset").click().run())
+    assert at.slider(key="wi_accept_threshold").value == (
+        cat.get("system", views.DEFAULT_SYSTEM).accept_threshold)
+    assert at.query_params == {"system": views.DEFAULT_SYSTEM,
+                               "workload": views.DEFAULT_WORKLOAD, "schedule": "heteroreason"}
+    assert at.number_input(key="wi_fpga_clock_MHz").value == 300.0
+    at.selectbox(key="wi_draft_device").set_value("rtx-4090")
+    ok(at.run())
+    assert at.selectbox(key="wi_draft_serving").value == views.GPU_DEFAULT_SERVING
+    assert at.selectbox(key="wi_draft_precision").value == "w8a8"  # valid on a GPU too
+    assert not [w for w in at.number_input if w.key == "wi_fpga_clock_MHz"]
+    assert at.query_params["draft_device"] == "rtx-4090"
+    rep = at.session_state["wi_report"]
+    want = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, "heteroreason",
+                    draft_device="rtx-4090", draft_serving=views.GPU_DEFAULT_SERVING)
+    assert rep["latency_s_per_problem"] == want.latency_s_per_problem
+
+
+def test_schedule_flags(cat):
+    at = ok(run_app())
+    at.selectbox(key="wi_schedule").set_value("rsd")
+    ok(at.run())
+    assert not at.toggle(key="wi_backtracking").value
+    at.toggle(key="wi_step_ahead").set_value(True)
+    ok(at.run())
+    assert at.session_state["wi_report"]["schedule"] == "custom(step_ahead)"
+    assert at.query_params["step_ahead"] == "true"
+
+
+def test_design_space_sweep_point_opens_in_whatif(cat):
+    at = ok(run_app())
+    ok(at.switch_page("dashboard/design_space.py").run())
+    at.text_input(key="ds_space").set_value(TEST_SPACE)
+    ok(at.button(key="ds_run").click().run())
+    assert not at.error and "designs" in at.success[0].value
+    pick = at.selectbox(key="ds_pick")
+    assert len(pick.options) >= 2
+    pick.set_value(1)
+    ok(at.run())
+    ok(at.button(key="ds_open").click().run())
+    assert at.title[0].value == "What-if"
+    state = views.state_from_params(cat, at.session_state["design_params"])
+    assert at.query_params["system"] == state.system
+    rep = at.session_state["wi_report"]
+    assert rep["schedule"] == state.schedule.name and rep["workload"] == "math500"
+
+
+def test_design_space_optimize_then_studies(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    at = ok(run_app())
+    ok(at.switch_page("dashboard/studies.py").run())
+    at.text_input(key="st_storage").set_value(storage)
+    ok(at.run())
+    assert "No study storage" in at.info[0].value
+    ok(at.switch_page("dashboard/design_space.py").run())
+    at.text_input(key="ds_space").set_value(TEST_SPACE)
+    at.radio(key="ds_method").set_value("Optimize")
+    at.number_input(key="ds_trials").set_value(4)
+    at.text_input(key="ds_storage").set_value(storage)
+    at.text_input(key="ds_study").set_value("dash-test")
+    ok(at.button(key="ds_run").click().run())
+    assert not at.error and "dash-test" in at.success[0].value
+    ok(at.switch_page("dashboard/studies.py").run())
+    assert at.text_input(key="st_storage").value == storage
+    assert at.selectbox(key="st_study").value == "dash-test"
+    assert len(at.get("plotly_chart")) >= 2  # history, Pareto front (+ importances)
+    ok(at.button(key="st_open").click().run())
+    assert at.title[0].value == "What-if" and at.session_state["wi_report"] is not None
+
+
+def test_paper_page(monkeypatch):
+    from dashboard import common
+
+    fake = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "ratio"),
+            _row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy")]
+    monkeypatch.setattr("dse.reproduce.rows", lambda cat: fake)
+    common.paper_rows.clear()
+    try:
+        at = ok(run_app())
+        ok(at.switch_page("dashboard/paper.py").run())
+        assert metric(at, "Rows within tolerance") == "1 / 2"
+        assert len(at.get("plotly_chart")) == 1
+        at.toggle(key="pp_misses").set_value(True)
+        ok(at.run())
+        assert len(at.dataframe[0].value) == 1
+    finally:
+        common.paper_rows.clear()
+
+
+def test_export_bundle_is_the_exporters(cat):
+    render_bundle = pytest.importorskip("dse.export").render_bundle
+    at = ok(run_app(accept_threshold="0.85"))
+    ok(at.switch_page("dashboard/export.py").run())
+    st = views.state_from_params(cat, at.session_state["design_params"])
+    assert st.overrides == {"accept_threshold": 0.85}
+    assert at.query_params["accept_threshold"] == "0.85"
+    files = render_bundle(cat, build_design(cat, st.spec(cat), st.schedule),
+                          cat.get("workload", st.workload))
+    shown = at.dataframe[0].value
+    assert dict(zip(shown["file"], shown["bytes"], strict=True)) == {
+        p: len(b) for p, b in files.items()}
+    assert at.download_button(key="ex_download").proto.url.endswith(".zip")
+    with zipfile.ZipFile(io.BytesIO(views.bundle_zip(files))) as z:
+        assert sorted(z.namelist()) == sorted(files)

@@ -1,0 +1,188 @@
+"""The dashboard in a real browser: `streamlit run app.py` on a free local port, driven by
+headless Chromium through Selenium. Checks that the key metrics appear (the values `dse
+evaluate` computes for the design in the URL), that no Streamlit exception box is shown, that
+a widget change re-renders and updates the URL, that clicking a point of the Pareto chart
+chooses that design and opens it in What-if, and that a page other than the first opens from a
+direct link. Saves
+screenshots and the server log under tests/artifacts/.
+
+Needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`, which
+.ci/run does) and selenium (the `test` extra); skips with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROME = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser",
+                                                     "google-chrome")) if p), None)
+DRIVER = shutil.which("chromedriver")
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
+                                "(pip install '.[test]')")
+if CHROME is None or DRIVER is None:
+    pytest.skip("needs Chromium and chromedriver (Debian: apt-get install chromium "
+                "chromium-driver)", allow_module_level=True)
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = free_port()
+    log = (ARTIFACTS / "streamlit-server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("streamlit did not start; see tests/artifacts/streamlit-server.log")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROME
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1600,1400"):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+def metrics(drv: object) -> dict[str, str]:
+    """Label -> displayed value of every st.metric ({} while the page is being redrawn)."""
+    out = {}
+    try:
+        for m in drv.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]'):
+            label = m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text
+            out[label.strip()] = m.find_element(By.CSS_SELECTOR,
+                                                '[data-testid="stMetricValue"]').text.strip()
+    except StaleElementReferenceException:
+        return {}
+    return out
+
+
+def wait_for_metric(drv: object, label: str, value: str, timeout: float = 60) -> None:
+    WebDriverWait(drv, timeout).until(lambda d: metrics(d).get(label) == value)
+
+
+def button(drv: object, text: str) -> object:
+    return next(b for b in drv.find_elements(By.CSS_SELECTOR, "button") if b.text == text)
+
+
+def no_exception(drv: object) -> None:
+    boxes = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    assert not boxes, boxes[0].text
+
+
+def expected(cat: object, url: str) -> object:
+    """The closed-form report of the design in a dashboard URL."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from dse import views
+    from dse.design import build_design
+    from dse.evaluate import evaluate
+
+    st = views.state_from_params(cat, dict(parse_qsl(urlsplit(url).query)))
+    return evaluate(build_design(cat, st.spec(cat), st.schedule),
+                    cat.get("workload", st.workload))
+
+
+def check_metrics(drv: object, rep: object) -> None:
+    wait_for_metric(drv, "Latency per problem", f"{rep.latency_s_per_problem:.3f} s")
+    speedups = {"Speed-up vs rsd", "Speed-up vs brsd", "Speed-up vs brsd_stepahead"}
+    WebDriverWait(drv, 60).until(lambda d: speedups <= set(metrics(d)))  # drawn after
+    shown = metrics(drv)
+    assert shown["Energy per token"] == f"{rep.j_per_token:.3f} J/token"
+    assert shown["Accept probability"] == f"{rep.p_accept:.3f}"
+    assert shown["Goodput"] == f"{rep.goodput_tokens_per_s:.1f} tok/s"
+
+
+def test_dashboard_in_a_browser(cat, server, browser):
+    drv = browser
+    # Design space, by its link (a page other than the first must resolve)
+    drv.get(f"{server}/design-space")
+    box = WebDriverWait(drv, 60).until(ec.element_to_be_clickable(
+        (By.CSS_SELECTOR, 'input[aria-label^="Design space TOML"]')))
+    assert not drv.find_elements(By.CSS_SELECTOR, '[data-testid="stDialog"]')  # page found
+    box.click()
+    box.send_keys("tests/data/dashboard-space.toml")
+    button(drv, "Run").click()
+    point_css = '[data-testid="stPlotlyChart"] .scatterlayer .trace .point'
+    WebDriverWait(drv, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, point_css))
+    no_exception(drv)
+    # a click on the front's last point chooses that design
+    points = drv.find_elements(By.CSS_SELECTOR, point_css)
+    assert len(points) >= 2
+    ActionChains(drv).move_to_element(points[-1]).click().perform()
+    WebDriverWait(drv, 30).until(lambda d: d.find_element(
+        By.CSS_SELECTOR, 'input[aria-label="Design"]').get_attribute("value").startswith(
+        f"{len(points) - 1}: "))
+    drv.save_screenshot(str(ARTIFACTS / "design-space.png"))
+    # ... and opens in What-if, whose URL then carries it
+    button(drv, "Open in What-if").click()
+    WebDriverWait(drv, 60).until(lambda d: "system=" in d.current_url
+                                 and "Latency per problem" in metrics(d))
+    check_metrics(drv, expected(cat, drv.current_url))
+    WebDriverWait(drv, 30).until(ec.presence_of_element_located(
+        (By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]')))
+    no_exception(drv)
+    drv.save_screenshot(str(ARTIFACTS / "whatif.png"))
+    # a widget change: shadow sync flips, the page re-renders and the URL follows
+    before = drv.current_url
+    toggle = next(t for t in drv.find_elements(By.CSS_SELECTOR, '[data-testid="stCheckbox"]')
+                  if t.text.strip() == "Shadow sync (T1)")
+    toggle.find_element(By.CSS_SELECTOR, "label").click()
+    WebDriverWait(drv, 30).until(lambda d: d.current_url != before)
+    check_metrics(drv, expected(cat, drv.current_url))
+    no_exception(drv)
+    drv.save_screenshot(str(ARTIFACTS / "whatif-after-toggle.png"))
