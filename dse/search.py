@@ -343,13 +343,21 @@ def open_storage(url: str | None) -> Any:
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         kwargs = {"connect_args": {"timeout": 300}}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=2,
-                                               grace_period=8)
-    except Exception as e:  # sqlalchemy / driver errors: one line for the user
-        raise DseError(f"--storage {url}: cannot open: {str(e).splitlines()[0]}") from None
+    for attempt in range(8):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                                   heartbeat_interval=2, grace_period=8)
+            break
+        except Exception as e:  # sqlalchemy / driver errors: one line for the user
+            msg = str(e).splitlines()[0]
+            # processes creating one new storage at once race on its schema: try again
+            if attempt < 7 and ("UNIQUE constraint" in msg or "already exists" in msg
+                                or "locked" in msg or "duplicate key" in msg):
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise DseError(f"--storage {url}: cannot open: {msg}") from None
     if url.startswith("sqlite"):
         _fast_sqlite(store.engine)
     return store
