@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.cost.device import Placement, place
-from dse.errors import InfeasibleError, SpecError
+from dse.errors import InfeasibleError, SpecError, UnknownNameError
 from dse.scenario import SystemSpec
 from dse.specs import SCHEMAS, Catalog, FpgaSpec, LinkSpec, build_spec
 
@@ -265,6 +265,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     """Resolve a system against the catalog. check=True raises InfeasibleError with every reason
     the design cannot run."""
     where = s.path
+    _check_names(cat, s)
     models = {r: cat.model(getattr(s, f"{r}_model")) for r in ("draft", "prm", "target")}
     for role, m in models.items():
         if role not in m.roles:
@@ -312,6 +313,34 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
         if why:
             raise InfeasibleError(f"{s.name} is infeasible: " + "; ".join(why))
     return d
+
+
+def _check_names(cat: Catalog, s: SystemSpec) -> None:
+    """Every name the system refers to exists; an unknown one is reported with the file and
+    the key that holds it (still an UnknownNameError, exit 2, listing the valid names)."""
+    from dse.cost.device import FPGA_PRECISIONS
+    from dse.cost.shape import precision
+
+    def check(key: str, lookup: Any) -> None:
+        try:
+            lookup(getattr(s, key))
+        except UnknownNameError as e:
+            e.args = (f"{s.path}: {key}: {e}",)
+            raise
+
+    for role in ("draft", "prm", "target"):
+        check(f"{role}_model", cat.model)
+        check(f"{role}_device", cat.device)
+    on_fpga = isinstance(cat.device(s.draft_device), FpgaSpec)
+    if on_fpga and s.draft_precision not in FPGA_PRECISIONS:
+        raise SpecError(s.path, "draft_precision", f"{s.draft_precision!r} not supported on "
+                        f"an FPGA; valid: {', '.join(FPGA_PRECISIONS)}")
+    for role in ("draft", "prm", "target"):
+        if role != "draft" or not on_fpga:
+            check(f"{role}_precision", precision)
+    check("draft_serving", cat.engine if on_fpga else cat.serving)
+    check("prm_serving", cat.serving)
+    check("target_serving", cat.serving)
 
 
 def infeasibility(d: Design) -> list[str]:

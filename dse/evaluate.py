@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dse.design import Design
+from dse.errors import DseError
 from dse.scenario import WorkloadSpec
 from dse.schedules import ACCEPT, BACKTRACK, REFINE, Attempt, Costs, attempt
 from dse.workflow import (
@@ -154,13 +155,30 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
     """
     c = Costs(design, workload)
     if evaluator == "closed-form":
-        return closed_form(c)
+        return _finite(closed_form(c))
     if evaluator == "simulator":
         from dse.simulate import replay, synthetic_trace
 
-        return report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
-                                            timeline_problem=None))
+        return _finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
+                                                    timeline_problem=None)))
     raise ValueError(f"unknown evaluator {evaluator!r}; valid: closed-form, simulator")
+
+
+def _finite(r: Report) -> Report:
+    """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
+    the edge of the model's range must not come out as silent NaNs)."""
+    def walk(prefix: str, v: Any) -> str | None:
+        if isinstance(v, dict):
+            return next((bad for k, x in v.items() if (bad := walk(f"{prefix}.{k}", x))), None)
+        if isinstance(v, float) and not np.isfinite(v):
+            return f"{prefix.lstrip('.')} = {v}"
+        return None
+
+    bad = walk("", r.to_dict())
+    if bad:
+        raise DseError(f"{r.system} on {r.workload} ({r.schedule}): the model gives {bad}; "
+                       "an input is outside its valid range")
+    return r
 
 
 def closed_form(c: Costs) -> Report:

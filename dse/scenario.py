@@ -63,6 +63,14 @@ class SystemSpec(Spec):
     kind = "system"
 
 
+# A generation budget beyond any model's positions (the longest in the catalog is 131072);
+# the bound keeps the step arrays of the evaluators allocatable.
+MAX_CONTEXT_TOKENS = 10_000_000
+# Coefficients of variation of step counts and lengths: past ~100 the lognormal's sigma
+# overflows the quadrature (cv 1e308 gave NaN metrics); real workloads sit below 2.
+MAX_CV = 100.0
+
+
 def _accuracy_key() -> Key:
     return Key("accuracy", "accuracy", dict, lo=0.0, hi=100.0)
 
@@ -75,17 +83,17 @@ register_kind(
         _pos("prompt_tokens", "prompt_tokens"),
         _pos("problem_tokens", "problem_tokens"),
         Key("steps_mean", "steps_mean", float, lo=1.0),
-        _nonneg("steps_cv", "steps_cv"),
+        _nonneg("steps_cv", "steps_cv", hi=MAX_CV),
         _pos("draft_step_tokens_mean", "draft_step_tokens_mean"),
-        _nonneg("draft_step_tokens_cv", "draft_step_tokens_cv"),
+        _nonneg("draft_step_tokens_cv", "draft_step_tokens_cv", hi=MAX_CV),
         _pos("target_step_tokens_mean", "target_step_tokens_mean"),
-        _nonneg("target_step_tokens_cv", "target_step_tokens_cv"),
+        _nonneg("target_step_tokens_cv", "target_step_tokens_cv", hi=MAX_CV),
         _pos("prm_good_alpha", "prm_good_alpha"),
         _pos("prm_good_beta", "prm_good_beta"),
         _pos("prm_bad_alpha", "prm_bad_alpha"),
         _pos("prm_bad_beta", "prm_bad_beta"),
         Key("error_nesting", "error_nesting", float, lo=0.0, hi=1.0),
-        _pos("max_context_tokens", "max_context_tokens", int),
+        _pos("max_context_tokens", "max_context_tokens", int, hi=MAX_CONTEXT_TOKENS),
         _accuracy_key(),
     ),
 )
@@ -114,6 +122,6 @@ register_kind(
         Key("backtrack_threshold", "backtrack_threshold", float, lo=0.0, hi=1.0),
         _nonneg("max_backtracks", "max_backtracks", int),
         _pos("backtrack_window", "backtrack_window", int),
-        _pos("max_context_tokens", "max_context_tokens", int),
+        _pos("max_context_tokens", "max_context_tokens", int, hi=MAX_CONTEXT_TOKENS),
     ),
 )

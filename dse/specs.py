@@ -22,6 +22,9 @@ from typing import Any
 from dse.errors import SpecError, UnknownNameError
 
 SCHEMA_VERSION = 1
+# Largest integer a count may hold: 2**53, the last one a float64 represents exactly (numpy
+# arithmetic on larger ones loses precision or overflows).
+MAX_INT = 2**53
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 # Unit suffixes of TOML keys -> factor to SI. Decimal prefixes throughout (GB = 1e9 bytes).
@@ -418,6 +421,8 @@ def check_value(path: object, key: Key, value: Any) -> Any:
             raise SpecError(path, k, f"must be <= {key.hi:g}, got {value!r}")
         scaled = value * key.scale
         if key.kind is int:
+            if value > MAX_INT:
+                raise SpecError(path, k, f"must be <= {MAX_INT}, got {value!r}")
             return value
         if not math.isfinite(scaled):
             raise SpecError(path, k, f"value {value!r} overflows")
@@ -484,8 +489,13 @@ def build_spec(path: object, data: Mapping[str, Any], *, stem: str | None = None
     for k in sources:
         if k != "*" and k not in sourced and k not in {key.toml for key in keys}:
             raise SpecError(path, f"sources.{k}", "names no key of this file")
+    for extra in _EXTRA_TABLES.get(kind, ()):
+        if extra in data:
+            _check_finite(path, extra, data[extra])
     if kind == "model":
         _check_model(path, values)
+    if kind == "fpga":
+        _check_fpga(path, values)
     return cls(
         name=name,
         description=description,
@@ -503,6 +513,37 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
         raise SpecError(path, "num_kv_heads", "must divide num_attention_heads")
     if ("prm" in v["roles"]) != (v["head"] != "lm"):
         raise SpecError(path, "head", "a PRM has a reward head; a generator has head 'lm'")
+
+
+def _check_finite(path: object, key: str, value: Any) -> None:
+    """A free-form provenance table: any values, but no NaN or inf."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(path, f"{key}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(path, f"{key}[{i}]", v)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(path, key, f"must be finite, got {value!r}")
+
+
+def _check_fpga(path: object, v: dict[str, Any]) -> None:
+    """The memory the decoder streams from must have channels and bandwidth; clocks ordered."""
+    if v["hbm_bytes"] > 0:
+        need = (("hbm_pseudo_channels", "hbm_pseudo_channels"),
+                ("hbm_channel_GBps", "hbm_channel_bytes_per_s"), ("hbm_GBps", "hbm_bytes_per_s"))
+        what = "a board with HBM (hbm_GB > 0)"
+    else:
+        need = (("ddr_GB", "ddr_bytes"), ("ddr_channels", "ddr_channels"),
+                ("ddr_GBps", "ddr_bytes_per_s"))
+        what = "a board without HBM (hbm_GB = 0) streams from DDR, so it"
+    for toml_key, attr in need:
+        if not v[attr] > 0:
+            raise SpecError(path, toml_key, f"must be > 0 for {what}")
+    lo, hi, default = v["clock_min_hz"], v["clock_max_hz"], v["clock_default_hz"]
+    if not lo <= default <= hi:
+        raise SpecError(path, "clock_default_MHz", f"must lie in clock_min_MHz..clock_max_MHz "
+                        f"({lo / 1e6:g}..{hi / 1e6:g}), got {default / 1e6:g}")
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -540,7 +581,7 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise SpecError(p, "", "expected a JSON object")
     model_type = cfg.get("model_type")
-    if model_type not in _HF_ARCH:
+    if not isinstance(model_type, str) or model_type not in _HF_ARCH:
         raise SpecError(
             p, "model_type", f"unsupported {model_type!r}; supported: {', '.join(_HF_ARCH)}"
         )

@@ -449,8 +449,11 @@ def test_study_flags_call_the_search_module(cat, tmp_path, monkeypatch, capsys):
         seen.update(storage=storage, study=study_name, trial=trial)
         return DesignFile(cat.get("system", "paper-config2-3090"), PRESETS["rsd"], "gsm8k")
 
+    import dse.search as real
+
     fake = types.ModuleType("dse.search")
     fake.study_design_file = study_design_file
+    fake.OBJECTIVES = real.OBJECTIVES  # `dse optimize`'s options, built with every parser
     monkeypatch.setitem(sys.modules, "dse.search", fake)
     assert main(["export", "--study", "s1", "--storage", "sqlite:///x.db", "--trial", "7",
                  "--out", str(tmp_path / "b"), "--json"]) == 0

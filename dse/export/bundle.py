@@ -39,7 +39,7 @@ from dse.evaluate import evaluate
 from dse.export.hls import draft_config_h
 from dse.export.host import scheduler_yaml
 from dse.export.memory import draft_engine
-from dse.export.text import SAFE_COMPONENT, json_text, safe_component
+from dse.export.text import SAFE_COMPONENT, json_text, safe_component, safe_token
 from dse.export.vitis import build_sh, link_ini, vpp_link_cfg
 from dse.export.vllm import vllm_yaml
 from dse.scenario import SystemSpec, WorkloadSpec
@@ -81,6 +81,9 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec) -> dict[
     board_dir = None
     build = design.draft.fpga_build
     if build is not None:
+        safe_token(build.board.part, build.board.path, "part")
+        safe_token(build.board.vitis_platform, build.board.path, "vitis_platform",
+                   empty_ok=True)
         eng = draft_engine(design.draft.model, build)
         board_dir = "fpga/" + safe_component(build.board.name, "draft board")
         files[f"{board_dir}/draft_config.h"] = draft_config_h(design, eng, v)
@@ -222,13 +225,35 @@ def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = Fal
         if nonempty:
             _replace_dir(tmp, out)
         else:
-            if out.is_dir():
-                out.rmdir()
-            os.rename(tmp, out)
+            _rename_new(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _rename_new(tmp: Path, out: Path) -> None:
+    """Move the finished bundle to an absent or empty out_dir. If another process fills
+    out_dir meanwhile (two exports racing for one directory), its bundle is kept and this one
+    is refused with one line."""
+    try:
+        if out.is_dir():
+            out.rmdir()
+        os.rename(tmp, out)
+    except FileNotFoundError:  # the other process removed the empty directory first
+        try:
+            os.rename(tmp, out)
+        except OSError as e:
+            _raced(out, e)
+    except OSError as e:
+        _raced(out, e)
+
+
+def _raced(out: Path, e: OSError) -> None:
+    if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+        raise UsageError(f"--out {out}: another process wrote a bundle there while this one was "
+                         "being written; kept it (use --force to replace it)") from None
+    raise e
 
 
 def _replace_dir(new: Path, out: Path) -> None:

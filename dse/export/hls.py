@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dse.design import Design
 from dse.export.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
+from dse.export.text import comment_text
 
 
 def draft_config_h(design: Design, eng: DraftEngine, version: str) -> str:
@@ -32,7 +33,7 @@ def draft_config_h(design: Design, eng: DraftEngine, version: str) -> str:
         f"// Top task {TOP}; link.ini binds every port named below to a memory bank.",
         "#pragma once",
         "",
-        "// ---- draft model geometry (" + m.hf_id + ")",
+        "// ---- draft model geometry (" + comment_text(m.hf_id) + ")",
         f"#define DECODER_LAYER_NUM {m.num_layers}",
         f"#define HIDDEN_DIM {m.hidden_size}",
         f"#define HEAD_DIM {m.head_dim}",

@@ -23,6 +23,8 @@ _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"}
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A word written unquoted into a shell script or a v++ config (part numbers, platform names).
+SAFE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]*$")
 
 
 def yaml_scalar(v: Any) -> str:
@@ -92,3 +94,18 @@ def safe_component(name: str, what: str) -> str:
         raise SpecError(what, "name", f"{name!r} cannot be used in a file path (letters, "
                         "digits, '.', '_', '-' only, starting with a letter or digit)")
     return name
+
+
+def safe_token(value: str, path: object, key: str, *, empty_ok: bool = False) -> str:
+    """A catalog string written unquoted into build.sh or a v++ config: a single word of
+    letters, digits and '._:+-', so it cannot inject commands or config lines."""
+    if (empty_ok and value == "") or SAFE_TOKEN.match(value):
+        return value
+    raise SpecError(path, key, f"{value!r} cannot be written into a build script (one word of "
+                    "letters, digits, '.', '_', ':', '+', '-' expected)")
+
+
+def comment_text(text: str) -> str:
+    """Text for a one-line // or # comment: characters that could end the line or splice the
+    next one into it (newlines, backslashes, control characters) become '?'."""
+    return re.sub(r"[^ -\[\]-~]", "?", text)
