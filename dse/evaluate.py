@@ -135,14 +135,21 @@ def _grid(*axes: tuple[F64, F64]) -> tuple[list[F64], F64]:
 
 
 def _expect(at: Attempt, w: F64, lead: int) -> F64:
-    """Expectations of the summed fields over the trailing grid axes -> [lead..., fields]."""
-    out = []
+    """Expectations of the summed fields over the trailing grid axes -> [lead..., fields].
+
+    A field that does not vary along a grid axis (e.g. an accepted step's time along the
+    rewrite length) is multiplied by the weights already summed over that axis, so no field
+    is broadcast to the full grid."""
     axes = tuple(range(lead, lead + w.ndim))
-    full = np.broadcast_shapes(*(np.shape(getattr(at, f)) for f in _SUMMED),
-                               (1,) * lead + w.shape)
-    for f in _SUMMED:
-        v = np.broadcast_to(getattr(at, f), full)
-        out.append((v * w.reshape((1,) * lead + w.shape)).sum(axis=axes))
+    wl = w.reshape((1,) * lead + w.shape)
+    vals = [np.asarray(getattr(at, f), dtype=float) for f in _SUMMED]
+    full = np.broadcast_shapes(*(v.shape for v in vals), wl.shape)
+    out = []
+    for v in vals:
+        v = v.reshape((1,) * (len(full) - v.ndim) + v.shape)
+        red = tuple(a for a in axes if v.shape[a] == 1)
+        wv = wl.sum(axis=red, keepdims=True) if red else wl
+        out.append(np.broadcast_to((v * wv).sum(axis=axes), full[:lead]))
     return np.stack(out, axis=-1)
 
 
