@@ -367,15 +367,11 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
                 js, pj, p_bk = np.zeros(0, dtype=int), np.zeros(0), 0.0
             probs = np.array([pa, p_rej - p_bk, p_bk])
             w_s = (mt * s_p[:, None])  # [S, prev]
-            for prev in (0, 1):
-                wp = w_s[:, prev]
-                if not wp.any():
-                    continue
-                for oi in range(3):
-                    if probs[oi] <= 0:
-                        continue
-                    cost = (m[prev, oi, 1, t] * spec_ok + m[prev, oi, 0, t] * (1 - spec_ok))
-                    tot += (wp[:, None] * probs[oi] * cost).sum(axis=0)
+            # mass by (spec_ok, prev), then the expected fields over (prev, outcome)
+            w_ok = (w_s * spec_ok).sum(axis=0)
+            w_last = w_s.sum(axis=0) - w_ok
+            tot += (np.einsum("p,o,pof->f", w_ok, probs, m[:, :, 1, t])
+                    + np.einsum("p,o,pof->f", w_last, probs, m[:, :, 0, t]))
             total_w = float(w_s.sum())
             attempts += total_w
             backtracks += total_w * p_bk
