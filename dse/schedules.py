@@ -260,7 +260,9 @@ def attempt(
     # busy time and energy above idle
     wasted_s = np.where(rej, spec, 0.0) + spec_bt
     draft_decode_busy = d_step - np.maximum(ahead, 0.0) + spec + post_spec + spec_bt
-    sync_busy = np.where(rej, sync_work + np.where(bk, sync2_work, 0.0), 0.0)
+    # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
+    # follows); after a backtrack the problem goes on from the anchor, so the draft syncs
+    sync_busy = np.where(bk, sync_work + sync2_work, np.where(rej & spec_ok, sync_work, 0.0))
     draft_busy = draft_decode_busy + sync_busy
     prm_busy = p1 + np.where(rej, p2, 0.0)
     if sa:

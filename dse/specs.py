@@ -25,6 +25,9 @@ SCHEMA_VERSION = 1
 # Largest integer a count may hold: 2**53, the last one a float64 represents exactly (numpy
 # arithmetic on larger ones loses precision or overflows).
 MAX_INT = 2**53
+# Largest magnitude of any catalog number (in the file's units): far above every physical
+# quantity the catalogs hold (FLOP/s ~1e15, bytes ~1e12), far below where products overflow.
+MAX_ABS = 1e18
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 # Unit suffixes of TOML keys -> factor to SI. Decimal prefixes throughout (GB = 1e9 bytes).
@@ -419,6 +422,8 @@ def check_value(path: object, key: Key, value: Any) -> Any:
                 raise SpecError(path, k, f"must be >= {key.lo:g}, got {value!r}")
         if key.hi is not None and not value <= key.hi:
             raise SpecError(path, k, f"must be <= {key.hi:g}, got {value!r}")
+        if key.kind is float and abs(value) > MAX_ABS:
+            raise SpecError(path, k, f"must be at most {MAX_ABS:g} in magnitude, got {value!r}")
         scaled = value * key.scale
         if key.kind is int:
             if value > MAX_INT:

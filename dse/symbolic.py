@@ -94,7 +94,8 @@ def step_expressions(step_ahead: bool, shadow: bool, backtracking: bool) -> Step
     wd, wp, wt, Pp = sym["wd"], sym["wp"], sym["wt"], sym["Pp"]
     spec = sp.Min(D, W) if step_ahead else 0
     wasted = (1 - pa) * N * spec
-    draft_busy = N * (D + (1 - pa) * Sy) + B * Sy
+    # every reject re-synchronises the draft except a rewrite committed as the last step
+    draft_busy = N * (D + (1 - pa) * Sy) + B * Sy - (1 - pa) * Sy
     prm_busy = N * (Pp + (1 - pa) * bt * P2)
     prefetch = sp.Min(sp.Max(W + D - spec - Lu, 0), Tf) if step_ahead else 0
     target_busy = N * (pa * prefetch + (1 - pa) * Tf) + B * Ta

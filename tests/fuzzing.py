@@ -188,10 +188,9 @@ def report_violations(d: Design, w: WorkloadSpec, r: Report) -> list[str]:
     floor = r.attempts_per_problem * w.draft_step_tokens_mean * draft_token_floor_s(d)
     if lat < floor * (1 - SUM_RTOL):
         bad.append(f"latency {lat} below the draft's roofline floor {floor}")
-    # The draft is left out: its busy time can exceed the latency (known issue, see
-    # docs/reliability.md, "Known issues"): dse.schedules charges the re-synchronisation after
-    # a problem's final rewrite to the problem, and when the draft cannot keep up with the
-    # target's rewrites the closed form carries only the mean late start between attempts.
+    # The draft is left out: when it cannot keep up with the target's rewrites the closed form
+    # carries only the mean late start between attempts, so its busy time can exceed the
+    # latency (known issue, see docs/reliability.md, "Known issues").
     for dev in ("prm", "target"):
         busy = r.devices[dev]["busy_s"]
         if busy > lat * (1 + 1e-6):
