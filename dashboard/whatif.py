@@ -116,8 +116,9 @@ def controls(state: views.DesignState) -> views.DesignState:
     # widgets not shown this run (e.g. FPGA knobs of a GPU draft) keep the state's values
     cur = system_to_toml(state.spec(cat))
     base = system_to_toml(cat.get("system", ss.wi_system))  # type: ignore[arg-type]
-    values = {k: ss.get(wkey(k), cur[k]) for k in SYSTEM_KEYS}
-    overrides = {k: v for k, v in values.items() if base[k] != v}
+    values = {k: ss.get(wkey(k), cur.get(k)) for k in SYSTEM_KEYS}
+    # optional keys (prm_tp) may be absent from both: no override
+    overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None}
     sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
     return views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides)
 

@@ -101,6 +101,8 @@ def system_to_toml(s: SystemSpec) -> dict[str, Any]:
                            "description": s.description}
     for k in keys:
         v = getattr(s, k.attr)
+        if v is None:  # an optional key the file left out (prm_tp: one GPU)
+            continue
         out[k.toml] = v / k.scale if k.kind is float else v
     out["sources"] = dict(s.sources)
     return out
@@ -256,6 +258,8 @@ def with_overrides(s: SystemSpec, overrides: Mapping[str, Any]) -> SystemSpec:
         return s
     data = system_to_toml(s)
     data.update(overrides)
+    data["sources"] = {**data["sources"], **{k: "set on the command line (--set)"
+                                             for k in overrides}}
     spec = build_spec(f"{s.path} (with --set)", data)
     assert isinstance(spec, SystemSpec)
     return spec
@@ -294,7 +298,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
                   engine=s.draft_serving if is_fpga else "flexllm",
                   context_tokens=ctx, fpga_knobs=knobs)
     prm = place(cat, models["prm"], s.prm_device, precision_name=s.prm_precision,
-                serving=s.prm_serving, context_tokens=ctx, tp=1)
+                serving=s.prm_serving, context_tokens=ctx, tp=s.prm_tp or 1)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
                    serving=s.target_serving, context_tokens=ctx, tp=s.target_tp)
     links = {d: cat.link(cat.device(d).host_link) for d in

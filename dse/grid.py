@@ -135,7 +135,8 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
         "description": hw.label(),
         "draft_model": d.model, "prm_model": p.model, "target_model": t.model,
         "draft_device": d.device, "prm_device": p.device, "target_device": t.device,
-        "target_tp": t.tp, "draft_precision": d.precision, "prm_precision": p.precision,
+        "target_tp": t.tp, "prm_tp": p.tp, "draft_precision": d.precision,
+        "prm_precision": p.precision,
         "target_precision": t.precision, "draft_serving": d.serving,
         "prm_serving": p.serving, "target_serving": t.serving,
         "fpga_clock_MHz": float(d.clock_mhz), "fpga_memory_channels": d.memory_channels,
@@ -144,7 +145,8 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
         "backtrack_window": int(window), "max_context_tokens": space.max_context_tokens,
     }
     src = f"chosen by dse search over space {space.name!r} ({space.path})"
-    data["sources"] = {k: src for k in ("target_tp", "fpga_clock_MHz", "fpga_memory_channels",
+    data["sources"] = {k: src for k in ("target_tp", "prm_tp", "fpga_clock_MHz",
+                                        "fpga_memory_channels",
                                         "fpga_mac_lanes", "accept_threshold",
                                         "backtrack_threshold", "max_backtracks",
                                         "backtrack_window", "max_context_tokens")}
@@ -180,7 +182,8 @@ class Evaluator:
 
     def capex_usd(self, hw: Hardware) -> float:
         dev = self.cat.device
-        return float(dev(hw.draft.device).list_price_usd + dev(hw.prm.device).list_price_usd
+        return float(dev(hw.draft.device).list_price_usd
+                     + hw.prm.tp * dev(hw.prm.device).list_price_usd
                      + hw.target.tp * dev(hw.target.device).list_price_usd)
 
     def evaluate(self, hw: Hardware) -> HardwareResult:

@@ -59,6 +59,7 @@ class SystemSpec(Spec):
     max_backtracks: int
     backtrack_window: int
     max_context_tokens: int
+    prm_tp: int | None  # GPUs the PRM is split over (tensor parallel); absent: 1
 
     kind = "system"
 
@@ -123,5 +124,6 @@ register_kind(
         _nonneg("max_backtracks", "max_backtracks", int),
         _pos("backtrack_window", "backtrack_window", int),
         _pos("max_context_tokens", "max_context_tokens", int, hi=MAX_CONTEXT_TOKENS),
+        _pos("prm_tp", "prm_tp", int, optional=True, hi=64),
     ),
 )

@@ -407,9 +407,8 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
     else:
         prec = choose(f"{role}_precision", [o.precision for o in opts])
         serv = choose(f"{role}_serving", [o.serving for o in opts])
-        if role == "target":
-            tp = choose("target_tp", [o.tp for o in opts])
-            sub = [o for o in sub if o.tp == tp]
+        tp = choose(f"{role}_tp", [o.tp for o in opts])
+        sub = [o for o in sub if o.tp == tp]
     sub = [o for o in sub if o.precision == prec and o.serving == serv]
     return sub[0] if sub else None
 

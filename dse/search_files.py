@@ -23,7 +23,7 @@ from dse.search import OBJECTIVES, Candidate
 
 DESIGN_FIELDS = ("draft_device", "draft_model", "draft_precision", "draft_serving",
                  "fpga_clock_MHz", "fpga_mac_lanes", "fpga_memory_channels", "prm_device",
-                 "prm_model", "target_device", "target_model", "target_tp",
+                 "prm_model", "prm_tp", "target_device", "target_model", "target_tp",
                  "accept_threshold", "backtrack_threshold", "max_backtracks",
                  "backtrack_window")
 

@@ -310,7 +310,7 @@ def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
     precs = r.strs("precisions")
     serving = r.strs("serving")
     _check_names(r, "serving", serving, cat.names("gpu-serving"))
-    tps = r.numbers("tp", int, 1, 64, [1]) if role == "target" else (1,)
+    tps = r.numbers("tp", int, 1, 64, [1])
     r.done()
     return tuple(Placement(d, m, p, s, tp) for d, m, p, s, tp in
                  itertools.product(gpus, models, precs, serving, tps))

@@ -400,3 +400,28 @@ def test_workload_mix_is_the_weighted_combination(cat, tiny, tmp_path):
                                    + 0.25 * single["gsm8k"][m], rtol=1e-12)
     np.testing.assert_allclose(mix["j_per_token"],
                                mix["energy_j_per_problem"] / mix["tokens_per_problem"])
+
+
+def test_prm_tensor_parallel(cat, tmp_path, capsys):
+    """A PRM split over 2 GPUs: the space's [prm] tp reaches the design, the capital cost
+    counts both boards, and `--set prm_tp=2` / the exported vLLM file agree."""
+    p = tmp_path / "space.toml"
+    p.write_text(Path(TINY).read_text().replace(
+        'precisions = ["bf16"]\nserving = ["vllm-cudagraph"]\n\n[target]',
+        'precisions = ["bf16"]\nserving = ["vllm-cudagraph"]\ntp = [1, 2]\n\n[target]', 1))
+    sp = load_space(cat, p)
+    assert {pl.tp for pl in sp.prms} == {1, 2}
+    ev = Evaluator(cat, sp)
+    one, two = (next(h for h in hardware(cat, sp) if h.prm.tp == n) for n in (1, 2))
+    price = cat.device("rtx-3090").list_price_usd
+    assert ev.capex_usd(two) - ev.capex_usd(one) == pytest.approx(price)
+    d = ev.design(two)
+    assert d.prm.tp == 2
+    assert main(["evaluate", "--system", "paper-config1-u280", "--scenario", "math500",
+                 "--set", "prm_tp=2", "--schedule", "heteroreason", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)["schedules"]["heteroreason"]
+    assert js["latency_s_per_problem"] > 0
+    out = tmp_path / "bundle"
+    assert main(["export", "--system", "paper-config1-u280", "--set", "prm_tp=2", "--out",
+                 str(out)]) == 0
+    assert "tensor-parallel-size: 2" in (out / "gpu" / "vllm_prm.yaml").read_text()
