@@ -425,3 +425,11 @@ def test_prm_tensor_parallel(cat, tmp_path, capsys):
     assert main(["export", "--system", "paper-config1-u280", "--set", "prm_tp=2", "--out",
                  str(out)]) == 0
     assert "tensor-parallel-size: 2" in (out / "gpu" / "vllm_prm.yaml").read_text()
+
+
+def test_every_shipped_space_loads(cat):
+    spaces = sorted((Path(__file__).parents[1] / "scenarios" / "spaces").glob("*.toml"))
+    assert len(spaces) >= 2
+    for p in spaces:
+        sp = load_space(cat, p)
+        assert p.stem == sp.name and n_designs(cat, sp) >= 1_000_000
