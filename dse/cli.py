@@ -206,7 +206,7 @@ def _design_file(a: argparse.Namespace, cat: Catalog) -> Any:
     from dse.design import DesignFile, read_design_file
 
     if a.design is not None:
-        return read_design_file(cat, a.design)
+        return read_design_file(a.design)
     return DesignFile(cat.get("system", a.system), None, None)
 
 
@@ -401,7 +401,7 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
     if a.study is None and (a.storage is not None or a.trial is not None):
         raise UsageError("--storage and --trial go with --study")
     if a.design is not None:
-        return read_design_file(cat, a.design)
+        return read_design_file(a.design)
     if a.system is not None:
         return DesignFile(cat.get("system", a.system), None, None)
     try:

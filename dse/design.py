@@ -200,7 +200,7 @@ def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
     return toml_text(data, header)
 
 
-def read_design_file(cat: Catalog, path: str | Path) -> DesignFile:
+def read_design_file(path: str | Path) -> DesignFile:
     """A design file, or a plain system TOML (schedule and workload then None)."""
     p = Path(path)
     try:
@@ -247,7 +247,7 @@ def load_system(cat: Catalog, system: str | None = None, design_file: str | None
     if system is not None:
         spec = cat.get("system", system)
     else:
-        spec = read_design_file(cat, design_file or "").system
+        spec = read_design_file(design_file or "").system
     if not isinstance(spec, SystemSpec):
         raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
     return spec

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.design import PRESETS, Design, build_design, infeasibility
+from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import Costs
 from dse.space import Hardware, Space
@@ -189,11 +190,7 @@ class Evaluator:
     def evaluate(self, hw: Hardware) -> HardwareResult:
         try:
             d = self.design(hw)
-        except Exception as e:  # a placement the cost model refuses (e.g. a precision)
-            from dse.errors import DseError
-
-            if not isinstance(e, DseError):
-                raise
+        except DseError as e:  # a placement the cost model refuses (e.g. a precision)
             return HardwareResult(hw, (str(e),), {}, 0.0)
         why = tuple(infeasibility(d))
         if why:
@@ -216,20 +213,9 @@ class Evaluator:
                     forms = linear_forms(sa, sh, on)
                     args = [comp[k] for k in COMPONENTS] + [pt.pa]
                     n, b = pt.attempts[:, cols], pt.backtracks[:, cols]
-
-                    def lin(name: str, n: F64 = n, b: F64 = b, args: list[Any] = args,
-                            forms: Any = forms) -> F64:
-                        f = forms[name]
-
-                        def col(fn: Any) -> F64:
-                            return np.broadcast_to(np.asarray(fn(*args), dtype=float),
-                                                   (a_n,))[:, None]
-
-                        return col(f.c0) + col(f.cN) * n + col(f.cB) * b
-
-                    lat_w = lin("latency")
-                    e_w = lin("energy_dyn") + comp["_idle_w"][:, None] * lat_w \
-                        + comp["_init_j"][:, None]
+                    lat_w = forms["latency"].value(args, n, b)
+                    e_w = (forms["energy_dyn"].value(args, n, b) + comp["_idle_w"][:, None] * lat_w
+                           + comp["_init_j"][:, None])
                     if wi == 0:
                         lat[fi, :, cols] = weight * lat_w
                         e[fi, :, cols] = weight * e_w

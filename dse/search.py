@@ -42,6 +42,14 @@ from dse.specs import Catalog, FpgaSpec
 
 F64 = NDArray[np.float64]
 DEFAULT_STORAGE = "sqlite:///dse-studies.db"
+# Storage behaviour (operational, not model, constants): a worker waits up to SQLITE_BUSY_S for
+# another's write lock; a trial's heartbeat every HEARTBEAT_S, and a RUNNING trial without one
+# for GRACE_S is one a killed process left (a trial takes milliseconds to a second); workers
+# creating one new storage at once retry the schema race OPEN_TRIES times, 0.2 s x try apart.
+SQLITE_BUSY_S = 300
+HEARTBEAT_S = 2
+GRACE_S = 8
+OPEN_TRIES = 8
 OBJECTIVES: dict[str, str] = {  # objective name -> metric
     "j_per_token": "j_per_token",
     "latency": "latency_s_per_problem",
@@ -342,18 +350,19 @@ def open_storage(url: str | None) -> Any:
     url = url or DEFAULT_STORAGE
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
-        kwargs = {"connect_args": {"timeout": 300}}
-    for attempt in range(8):
+        kwargs = {"connect_args": {"timeout": SQLITE_BUSY_S}}
+    for attempt in range(OPEN_TRIES):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
-                                                   heartbeat_interval=2, grace_period=8)
+                                                   heartbeat_interval=HEARTBEAT_S,
+                                                   grace_period=GRACE_S)
             break
         except Exception as e:  # sqlalchemy / driver errors: one line for the user
             msg = str(e).splitlines()[0]
             # processes creating one new storage at once race on its schema: try again
-            if attempt < 7 and ("UNIQUE constraint" in msg or "already exists" in msg
+            if attempt < OPEN_TRIES - 1 and ("UNIQUE constraint" in msg or "already exists" in msg
                                 or "locked" in msg or "duplicate key" in msg):
                 time.sleep(0.2 * (attempt + 1))
                 continue

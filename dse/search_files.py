@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -117,18 +115,3 @@ def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]
                 tmp.unlink()
         written.append(path)
     return written
-
-
-def jsonable_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in m.items():
-        if isinstance(v, Mapping):
-            out[k] = jsonable_metrics(v)
-        else:
-            f = float(v)
-            out[k] = f if math.isfinite(f) else None
-    return out
-
-
-def dumps(x: Any) -> str:
-    return json.dumps(x, indent=2, sort_keys=True)

@@ -25,7 +25,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.errors import SpecError, UnknownNameError
-from dse.specs import SPACES_DIR, Catalog, FpgaSpec, GpuSpec, default_catalog_dirs
+from dse.specs import (
+    SPACES_DIR,
+    Catalog,
+    FpgaSpec,
+    GpuSpec,
+    Key,
+    check_value,
+    default_catalog_dirs,
+)
 
 F64 = NDArray[np.float64]
 
@@ -168,14 +176,10 @@ class _Reader:
 
 
 def _check_number(r: _Reader, k: str, x: Any, kind: type, lo: float, hi: float) -> Any:
-    ok = isinstance(x, int | float) and not isinstance(x, bool)
-    if kind is int and not (isinstance(x, int) and not isinstance(x, bool)):
-        raise r.err(k, f"expected a whole number, got {x!r}")
-    if not ok or not math.isfinite(float(x)):
-        raise r.err(k, f"expected a finite number, got {x!r}")
-    if not lo <= x <= hi:
-        raise r.err(k, f"{x!r} is out of range [{lo:g}, {hi:g}]")
-    return kind(x)
+    """The catalog's number check (type, finite, range, magnitude), in the file's units."""
+    key = Key(r.key(k), r.key(k), kind, lo=lo, hi=hi if math.isfinite(hi) else None)
+    v = check_value(r.path, key, x)
+    return v / key.scale if kind is float else v
 
 
 def load_space(cat: Catalog, path: str | Path | None = None) -> Space:

@@ -33,20 +33,22 @@ from dse.workflow import max_steps, step_probabilities, steps_distribution
 F64 = NDArray[np.float64]
 
 # Components of one mean step (seconds, or watts above idle for *_w).
-COMPONENTS = (
-    "D",  # draft decode of a mean step at the mean context
-    "W",  # verification: link + PRM over the whole context + verdict
-    "Tf",  # target rewrite: prefill of the uncached tokens + decode
-    "Lu",  # link carrying the uncached context to the target
-    "Lt",  # link carrying the rewrite to the draft and PRM
-    "Sy",  # draft re-synchronisation work (absorb with shadow sync, else prefill)
-    "a1",  # absorb of one token (shadow sync lag after the last token)
-    "P2",  # PRM scoring the rewrite (+ verdict link)
-    "Ta",  # alternative step after a backtrack (decode from the cached anchor prefix)
-    "init",  # prompt prefill / KV migration
-    "wd", "wp", "wt",  # dynamic power of draft (decode), PRM (prefill), target (decode)
-    "Pp",  # PRM busy time per verification (W without links)
-)
+# Components of one mean step (seconds, or watts above idle for w*), with what each is.
+COMPONENT_LABELS = {
+    "D": "draft decode of a step",  # at the mean context
+    "W": "verification (link + PRM + verdict)",  # PRM over the whole context
+    "Tf": "target rewrite (prefill + decode)",  # prefill of the uncached tokens
+    "Lu": "link: context to the target",  # the uncached context
+    "Lt": "link: rewrite to draft and PRM",
+    "Sy": "draft re-synchronisation",  # absorb with shadow sync, else prefill
+    "a1": "draft absorb of one token",  # shadow sync lag after the last token
+    "P2": "PRM scores the rewrite",  # + verdict link
+    "Ta": "target alternative after a backtrack",  # decode from the cached anchor prefix
+    "init": "prompt prefill / KV migration",
+    "wd": "draft dynamic power", "wp": "PRM dynamic power", "wt": "target dynamic power",
+    "Pp": "PRM busy time per verification",  # W without links
+}
+COMPONENTS = tuple(COMPONENT_LABELS)
 PROBS = ("pa", "pb")  # accept probability; backtrack probability per reject
 COUNTS = ("N", "B")  # attempts, backtracks per problem
 
@@ -202,18 +204,27 @@ class LinearForm:
     cN: Callable[..., Any]
     cB: Callable[..., Any]
 
+    def value(self, args: list[Any], n: F64, b: F64) -> F64:
+        """c0 + cN N + cB B with the coefficients at each accept probability (args per row,
+        [A]) and the counts per (accept, knob column) [A, K]."""
+        rows = np.shape(n)[0]
+
+        def col(fn: Callable[..., Any]) -> F64:
+            return np.broadcast_to(np.asarray(fn(*args), dtype=float), (rows,))[:, None]
+
+        return col(self.c0) + col(self.cN) * n + col(self.cB) * b
+
 
 @cache
 def linear_forms(step_ahead: bool, shadow: bool, backtracking: bool) -> dict[str, LinearForm]:
-    """Lambdified coefficients (arguments: COMPONENTS then p_a) of latency, dynamic energy and
-    wasted energy."""
+    """Lambdified coefficients (arguments: COMPONENTS then p_a) of latency and dynamic
+    energy."""
     e = step_expressions(step_ahead, shadow, backtracking)
     n, b = e.symbols["N"], e.symbols["B"]
     args = [e.symbols[k] for k in (*COMPONENTS, "pa")]
     mods = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]
     out = {}
-    for name, expr in (("latency", e.latency), ("energy_dyn", e.energy_dyn),
-                       ("wasted_j", e.wasted)):
+    for name, expr in (("latency", e.latency), ("energy_dyn", e.energy_dyn)):
         assert sp.diff(expr, n, 2) == 0 and sp.diff(expr, b, 2) == 0 and \
             sp.diff(expr, n, b) == 0, f"{name} is not linear in the counts"
         out[name] = LinearForm(*(sp.lambdify(args, x, mods) for x in

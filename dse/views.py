@@ -333,17 +333,8 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     return out
 
 
-# Labels of the mean-value model's terms (dse.symbolic.COMPONENTS) for the tornado chart.
-TERM_LABELS = {
-    "D": "draft decode of a step", "W": "verification (link + PRM + verdict)",
-    "Tf": "target rewrite (prefill + decode)", "Lu": "link: context to the target",
-    "Lt": "link: rewrite to draft and PRM", "Sy": "draft re-synchronisation",
-    "a1": "draft absorb of one token", "P2": "PRM scores the rewrite",
-    "Ta": "target alternative after a backtrack", "init": "prompt prefill / KV migration",
-    "wd": "draft dynamic power", "wp": "PRM dynamic power", "wt": "target dynamic power",
-    "Pp": "PRM busy time per verification", "pa": "accept probability",
-    "pf": "rewrite fails the backtrack threshold",
-}
+# Labels of the tornado's probability terms (the step components' are dse.symbolic's).
+PROB_LABELS = {"pa": "accept probability", "pf": "rewrite fails the backtrack threshold"}
 
 
 def tornado(design: Design, workload: WorkloadSpec, rel: float = 0.1) -> list[dict[str, Any]]:
@@ -352,7 +343,7 @@ def tornado(design: Design, workload: WorkloadSpec, rel: float = 0.1) -> list[di
     rewrite fails) also move the expected attempt and backtrack counts. Rows sorted by the
     larger relative swing; terms that are zero in this schedule are left out. For small `rel`
     a step component's slope equals `dse.symbolic.sensitivities`."""
-    from dse.symbolic import COMPONENTS, batch_metrics, components
+    from dse.symbolic import COMPONENT_LABELS, COMPONENTS, batch_metrics, components
 
     comp = components(design, workload)
     terms = [k for k in (*COMPONENTS, "pa", "pf")
@@ -376,7 +367,7 @@ def tornado(design: Design, workload: WorkloadSpec, rel: float = 0.1) -> list[di
     rows = []
     for i, k in enumerate(terms):
         lo, hi = 1 + 2 * i, 2 + 2 * i
-        rows.append({"term": k, "label": TERM_LABELS.get(k, k), "rel": rel,
+        rows.append({"term": k, "label": {**COMPONENT_LABELS, **PROB_LABELS}.get(k, k), "rel": rel,
                      "latency_base_s": float(lat[0]), "latency_low_s": float(lat[lo]),
                      "latency_high_s": float(lat[hi]), "j_per_token_base": float(jpt[0]),
                      "j_per_token_low": float(jpt[lo]), "j_per_token_high": float(jpt[hi])})

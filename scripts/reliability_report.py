@@ -36,10 +36,10 @@ from tests.faults import (  # noqa: E402
     optimize_kill_campaign,
 )
 from tests.fuzzing import (  # noqa: E402
-    ALWAYS_BAD,
     TWIN_RTOL,
     build_case,
     catalog_argv,
+    catalog_verdict,
     feasible,
     fresh_dir,
     mutate_catalog,
@@ -49,7 +49,6 @@ from tests.fuzzing import (  # noqa: E402
     report_violations,
     run_cli,
     run_random_argv,
-    strict_json,
     write_small_space,
 )
 
@@ -92,21 +91,10 @@ def catalogs(n: int, tmp: Path) -> dict:
     for _ in range(n):
         d = fresh_dir(tmp / "catalog")
         m = mutate_catalog(rng, d)
-        res = run_cli(catalog_argv(m, d))
-        ok = not res.traceback
-        if ok and res.rc == 0:
-            ok = m.mutation not in ALWAYS_BAD
-            try:
-                strict_json(res.out)
-            except ValueError:
-                ok = False
-            by[f"{m.mutation}: accepted (value in range)"] += ok
-        elif ok:
-            line = one_error_line(res)
-            ok = line is not None and (res.rc == 4 or (res.rc in (2, 3) and m.file in line))
-            by[f"{m.mutation}: one-line error, exit {res.rc}"] += ok
-        if not ok:
-            crashes.append(f"{m}: exit {res.rc}: {res.err.strip()[-200:]}")
+        bad, kind = catalog_verdict(m, run_cli(catalog_argv(m, d)))
+        by[kind] += bad is None
+        if bad is not None:
+            crashes.append(f"{m}: {bad}")
     return {"name": "malformed catalogs (CLI)", "inputs": n, "faults": 0,
             "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
 

@@ -426,6 +426,31 @@ def catalog_argv(m: Mutation, cat_dir: Path) -> list[str]:
     }.get(m.kind, ["catalog", "boards", *c])
 
 
+def catalog_verdict(m: Mutation, res: CliResult) -> tuple[str | None, str]:
+    """Judge a CLI run on a mutated catalog: (what is wrong or None, category). Valid: exit 0
+    with finite JSON for a mutation that may leave the file valid; otherwise one error line,
+    exit 2 or 3 naming the file, or exit 4 (infeasible) for a valid but odd value."""
+    if res.traceback:
+        return f"traceback: {res.err.strip()[-200:]}", "traceback"
+    if res.rc == 0:
+        if m.mutation in ALWAYS_BAD:
+            return "accepted a malformed file", f"{m.mutation}: accepted"
+        try:
+            strict_json(res.out)
+        except ValueError as e:
+            return f"non-finite JSON: {e}", f"{m.mutation}: accepted"
+        return None, f"{m.mutation}: accepted (value in range)"
+    line = one_error_line(res)
+    kind = f"{m.mutation}: one-line error, exit {res.rc}"
+    if line is None:
+        return f"not one error line: {res.err.strip()[-200:]}", kind
+    if res.rc == 4:
+        return (None if m.mutation in ("zero", "huge") else f"exit 4: {line}"), kind
+    if res.rc not in (2, 3):
+        return f"exit {res.rc}: {line}", kind
+    return (None if m.file in line else f"file not named: {line}"), kind
+
+
 def strict_json(text: str) -> Any:
     """json.loads that refuses NaN and Infinity."""
     def bad(name: str) -> Any:

@@ -307,7 +307,7 @@ def test_design_toml_round_trip_via_cli(tmp_path, capsys):
 def test_design_toml_round_trip_gpu_draft(cat, bundles, tmp_path):
     design, files = bundles["paper-config2-3090"]
     (tmp_path / "design.toml").write_bytes(files["design.toml"])
-    df = read_design_file(cat, tmp_path / "design.toml")
+    df = read_design_file(tmp_path / "design.toml")
     assert df.workload == "math500" and df.schedule == design.schedule
     back = evaluate(build_design(cat, df.system, df.schedule), cat.get("workload", "math500"))
     report = json.loads(files["report.json"])

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dse.cli import main
-from dse.design import PRESETS, build_design, read_design_file
+from dse.design import PRESETS, build_design, design_file_text, read_design_file
 from dse.errors import SpecError, UnknownNameError
 from dse.evaluate import accuracy_only
 from dse.grid import Evaluator, feasible_mask, system_for
@@ -346,16 +346,15 @@ def test_sigkill_then_restart_keeps_every_completed_trial(tmp_path):
     after = _completed(url, "killed")
     assert js["n_trials"] == len(after) >= n
     assert all(after[k] == v for k, v in before.items())  # intact, not re-run
-    assert main(["evaluate", "--design", _write(tmp_path, js["best"], url)]) == 0
+    assert main(["evaluate", "--design", _best_design_file(tmp_path, url)]) == 0
 
 
-def _write(tmp_path: Path, best: list, url: str) -> str:
+def _best_design_file(tmp_path: Path, url: str) -> str:
+    """The killed study's best design, written as a design file and read back."""
     df = study_design_file(url, "killed")
-    from dse.design import design_file_text
-
     p = tmp_path / "best.toml"
     p.write_text(design_file_text(df.system, df.schedule, df.workload or "math500"))
-    assert read_design_file(None, p).schedule == df.schedule
+    assert read_design_file(p).schedule == df.schedule
     return str(p)
 
 
