@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special, stats
 
 from dse.design import Design
 from dse.errors import DseError
@@ -149,7 +149,9 @@ def _expect(at: Attempt, w: F64, lead: int) -> F64:
         v = v.reshape((1,) * (len(full) - v.ndim) + v.shape)
         red = tuple(a for a in axes if v.shape[a] == 1)
         wv = wl.sum(axis=red, keepdims=True) if red else wl
-        out.append(np.broadcast_to((v * wv).sum(axis=axes), full[:lead]))
+        # weighted sum over the grid axes as one matrix-vector product
+        e = v.reshape((*v.shape[:lead], -1)) @ wv.reshape(-1)
+        out.append(np.broadcast_to(e, full[:lead]))
     return np.stack(out, axis=-1)
 
 
@@ -309,7 +311,7 @@ def _smooth_stall(c: Costs, at: Attempt, resp: Any, x: F64, z: F64, spec_ok: boo
     z_star = window / per_token
     if w.draft_step_tokens_cv > 0:
         mu, sig = lognormal_params(w.draft_step_tokens_mean, w.draft_step_tokens_cv)
-        p = np.where(z_star > 1.0, stats.norm.cdf(
+        p = np.where(z_star > 1.0, special.ndtr(
             (np.log(np.maximum(z_star, 1e-300)) - mu) / sig), 0.0)
     else:
         p = (z_star > max(w.draft_step_tokens_mean, 1.0)).astype(float)
@@ -343,44 +345,56 @@ def _p_backtrack(pa: float, pf: float, win: int, n_pos: int) -> F64:
 
 def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
                max_bt: int, win: int, n_pos: int) -> tuple[F64, dict[str, float]]:
-    """Forward mass propagation over (S, t, b, prev); returns expected field totals."""
+    """Forward mass propagation over (S, t, b, prev); returns expected field totals.
+
+    Per backtrack level b: the mass alive at position t (t < S) moves to t + 1 unless it
+    backtracks (rate p_bk(t), to level b + 1, positions t - j + 2); the recurrence over t runs
+    on [S] vectors, everything else is vectorised over (S, t)."""
     n_s = len(s_vals)
     b_max = max_bt if bt_on else 0
-    mass = np.zeros((n_s, n_pos + 1, b_max + 2, 2))
-    mass[:, 0, 0, 0] = 1.0
+    t = np.arange(n_pos)
+    alive = (t[None, :] < s_vals[:, None]).astype(float)  # [S, t]
+    spec_ok = (t[None, :] < s_vals[:, None] - 1).astype(float)
+    p_rej = 1 - pa
+    js = np.arange(1, win + 1)
+    pj = pa * (1 - pa) ** (js - 1)  # anchor j steps back
+    p_bk_open = p_rej * pf * np.concatenate([[0.0], np.cumsum(pj)])[np.minimum(win, t)]
     tot = np.zeros(m.shape[-1])
     attempts = backtracks = fails = 0.0
-    S = s_vals[:, None]
+    inj = np.zeros((2, n_s, n_pos))  # mass entering level b at (S, t) with prev = 0 / 1
+    inj[0, :, 0] = 1.0
     for b in range(b_max + 1):
-        for t in range(n_pos):
-            mt = mass[:, t, b, :] * (t < S)  # [S, prev]
-            if not mt.any():
-                continue
-            spec_ok = (t < S - 1).astype(float)  # [S, 1]
-            p_rej = 1 - pa
-            if bt_on and b < max_bt:
-                jmax = min(win, t)
-                js = np.arange(1, jmax + 1)
-                pj = pa * (1 - pa) ** (js - 1)
-                p_bk = p_rej * pf * pj.sum()
-            else:
-                js, pj, p_bk = np.zeros(0, dtype=int), np.zeros(0), 0.0
-            probs = np.array([pa, p_rej - p_bk, p_bk])
-            w_s = (mt * s_p[:, None])  # [S, prev]
-            # mass by (spec_ok, prev), then the expected fields over (prev, outcome)
-            w_ok = (w_s * spec_ok).sum(axis=0)
-            w_last = w_s.sum(axis=0) - w_ok
-            tot += (np.einsum("p,o,pof->f", w_ok, probs, m[:, :, 1, t])
-                    + np.einsum("p,o,pof->f", w_last, probs, m[:, :, 0, t]))
-            total_w = float(w_s.sum())
-            attempts += total_w
-            backtracks += total_w * p_bk
-            fails += total_w * p_rej * pf if bt_on else 0.0
-            mtot = mt.sum(axis=1)  # [S]
-            mass[:, t + 1, b, 0] += mtot * pa
-            mass[:, t + 1, b, 1] += mtot * (p_rej - p_bk)
-            for jj, pjj in zip(js, pj, strict=True):
-                mass[:, t - jj + 2, b + 1, 1] += mtot * p_rej * pf * pjj
+        p_bk = p_bk_open if (bt_on and b < max_bt) else np.zeros(n_pos)
+        stay = 1 - p_bk  # accept or keep the rewrite: t -> t + 1
+        live = np.zeros((n_s, n_pos))  # mass attempting position t at this level
+        run = np.zeros(n_s)
+        inj_tot = inj.sum(axis=0)
+        for k in range(n_pos):
+            run = alive[:, k] * (inj_tot[:, k] + run)
+            live[:, k] = run
+            run = run * stay[k]
+        moved = np.zeros((n_s, n_pos))  # live mass of position t - 1
+        moved[:, 1:] = live[:, :-1]
+        prev = np.stack([inj[0] + pa * moved,
+                         inj[1] + (p_rej - np.concatenate([[0.0], p_bk[:-1]])) * moved]
+                        ) * alive  # [prev, S, t]
+        w_s = prev * s_p[None, :, None]
+        w_ok = (w_s * spec_ok).sum(axis=1)  # [prev, t]
+        w_last = w_s.sum(axis=1) - w_ok
+        probs = np.stack([np.full(n_pos, pa), p_rej - p_bk, p_bk], axis=1)  # [t, outcome]
+        tot += (np.einsum("pt,to,potf->f", w_ok, probs, m[:, :, 1])
+                + np.einsum("pt,to,potf->f", w_last, probs, m[:, :, 0]))
+        w_t = w_s.sum(axis=(0, 1))
+        attempts += float(w_t.sum())
+        backtracks += float((w_t * p_bk).sum())
+        fails += float(w_t.sum()) * p_rej * pf if bt_on else 0.0
+        # backtracks from (S, t) land at level b + 1, position t - j + 2, prev = rejected
+        inj = np.zeros((2, n_s, n_pos))
+        if bt_on and b < max_bt:
+            for j, pjj in zip(js, pj, strict=True):
+                n = n_pos - max(j, 2)  # sources t >= j whose target t - j + 2 < n_pos
+                if n > 0:
+                    inj[1, :, 2:2 + n] += live[:, j:j + n] * (p_rej * pf * pjj)
     return tot, {"attempts": attempts, "backtracks": backtracks, "fails": fails}
 
 

@@ -123,6 +123,16 @@ class Costs:
 
 
 
+def _where(cond: ArrayLike, a: ArrayLike, b: ArrayLike) -> ArrayLike:
+    """np.where, except that a scalar condition returns its branch as it is, not broadcast to
+    the other's shape: the closed form times one outcome at a time on quadrature grids, and a
+    term that does not vary along a grid axis stays small (the simulator passes arrays)."""
+    c = np.asarray(cond)
+    if c.ndim == 0:
+        return a if c else b
+    return np.where(c, a, b)
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One attempt, itemised. Critical-path parts sum to `time_s`."""
@@ -191,6 +201,7 @@ def attempt(
     acc = out == ACCEPT
     bk = out == BACKTRACK
     rej = ~acc
+    spec_on = spec_ok & sa  # the draft speculates the next step during the verification
 
     # draft and verification
     d_step = c.draft_decode(x, resp)
@@ -201,11 +212,11 @@ def attempt(
     w = lk1 + p1 + lkv
     verdict = rem + w
     d_next = c.draft_decode(z, resp + x)
-    spec = np.where(spec_ok & sa, np.minimum(d_next, w), 0.0)
-    stall = np.where(spec_ok & sa, np.maximum(w - d_next, 0.0), 0.0)
+    spec = _where(spec_on, np.minimum(d_next, w), 0.0)
+    stall = _where(spec_on, np.maximum(w - d_next, 0.0), 0.0)
     # the paper's speculation stall counts steps: those where the draft finished speculating
     # the next step before the verdict on this one, and waited
-    stalled = np.where(spec_ok & sa & (w > d_next), 1.0, 0.0)
+    stalled = _where(spec_on & (w > d_next), 1.0, 0.0)
 
     # target
     lk_u = c.link_gpu(u)
@@ -222,57 +233,69 @@ def attempt(
         sync_end = ready + lk_t + sync_work
     p2 = c.prm(nt, resp) if bt else np.zeros_like(t_full)
     commit_ref = ready + lk_t + (p2 + lkv if bt else 0.0)
+    d_next_ref = c.draft_decode(z, resp + nt)
 
     # backtrack: alternative from the anchor (cached prefix), draft rolls back and ingests it
-    resp_anchor = np.asarray(resp_anchor, dtype=float)
-    t_alt = c.target_decode(n_alt, resp_anchor)
-    lk_a = c.link_draft(n_alt)
-    alt_end = commit_ref + t_alt
-    if shadow:
-        sync2_work = c.draft_absorb(n_alt, resp_anchor)
-        sync2 = np.maximum(commit_ref + sync2_work,
-                           alt_end + lk_a + sync2_work / np.maximum(np.asarray(n_alt), 1))
-    else:
-        sync2_work = c.draft_prefill(n_alt, resp_anchor)
-        sync2 = alt_end + lk_a + sync2_work
-    # speculation the draft did after re-synchronising, before the rewrite's verdict; wasted
-    # when that verdict sends the system back
-    d_next_ref = c.draft_decode(z, resp + nt)
-    spec_bt = np.where(sa & bk & spec_ok, np.clip(commit_ref - sync_end, 0.0, d_next_ref), 0.0)
+    if np.any(bk):
+        resp_anchor = np.asarray(resp_anchor, dtype=float)
+        t_alt = c.target_decode(n_alt, resp_anchor)
+        lk_a = c.link_draft(n_alt)
+        alt_end = commit_ref + t_alt
+        if shadow:
+            sync2_work = c.draft_absorb(n_alt, resp_anchor)
+            sync2 = np.maximum(commit_ref + sync2_work,
+                               alt_end + lk_a + sync2_work / np.maximum(np.asarray(n_alt), 1))
+        else:
+            sync2_work = c.draft_prefill(n_alt, resp_anchor)
+            sync2 = alt_end + lk_a + sync2_work
+        d_next_alt = c.draft_decode(z, resp_anchor + n_alt)
+        # speculation the draft did after re-synchronising, before the rewrite's verdict;
+        # wasted when that verdict sends the system back
+        spec_bt = _where(bk & spec_on, np.clip(commit_ref - sync_end, 0.0, d_next_ref), 0.0)
+    else:  # no backtrack among the inputs: the backtrack-only terms are never selected
+        t_alt = lk_a = sync2_work = spec_bt = 0.0
+        alt_end, sync2, d_next_alt = commit_ref, sync_end, d_next_ref
 
-    commit = np.where(acc, verdict, np.where(bk, alt_end + lk_a, commit_ref))
-    sync_final = np.where(bk, sync2, sync_end)
-    gap = commit - sync_final
-    d_next_after = np.where(bk, c.draft_decode(z, resp_anchor + n_alt), d_next_ref)
-    post = np.where(sa & spec_ok, np.clip(gap, None, d_next_after), np.minimum(gap, 0.0))
-    next_ahead = np.where(acc, spec, post)
-    post_spec = np.where(rej, np.maximum(post, 0.0), 0.0)
-    stall_after = np.where(rej & sa & spec_ok, np.maximum(gap - d_next_after, 0.0), 0.0)
+    commit = _where(acc, verdict, _where(bk, alt_end + lk_a, commit_ref))
+    sync_final = _where(bk, sync2, sync_end)
+    # after a reject the draft speculates the next step from its re-synchronisation to the
+    # commit (post > 0), or starts late (post < 0)
+    if np.any(rej):
+        gap = commit - sync_final
+        post = _where(spec_on, np.minimum(gap, _where(bk, d_next_alt, d_next_ref)),
+                      np.minimum(gap, 0.0))
+        next_ahead = _where(acc, spec, post)
+        post_spec = _where(rej, np.maximum(post, 0.0), 0.0)
+        # gap - min(gap, d) = max(gap - d, 0): waiting after the speculation of the next step
+        stall_after = _where(rej & spec_on, gap - post, 0.0)
+    else:
+        next_ahead, post_spec, stall_after = spec, 0.0, 0.0
 
     # critical path by role
     crit_draft = rem
-    crit_prm = p1 + np.where(rej, p2, 0.0)
-    target_wait = np.where(sa, ready - verdict, t_full)
-    crit_target = np.where(rej, target_wait + np.where(bk, t_alt, 0.0), 0.0)
-    crit_link = lk1 + lkv + np.where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
-                                     + np.where(bk, lk_a, 0.0), 0.0)
+    crit_prm = p1 + _where(rej, p2, 0.0)
+    target_wait = ready - verdict if sa else t_full
+    crit_target = _where(rej, target_wait + _where(bk, t_alt, 0.0), 0.0)
+    crit_link = lk1 + lkv + _where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
+                                   + _where(bk, lk_a, 0.0), 0.0)
 
     # busy time and energy above idle
-    wasted_s = np.where(rej, spec, 0.0) + spec_bt
-    draft_decode_busy = d_step - np.maximum(ahead, 0.0) + spec + post_spec + spec_bt
+    wasted_s = _where(rej, spec, 0.0) + spec_bt
     # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
     # follows); after a backtrack the problem goes on from the anchor, so the draft syncs
-    sync_busy = np.where(bk, sync_work + sync2_work, np.where(rej & spec_ok, sync_work, 0.0))
-    draft_busy = draft_decode_busy + sync_busy
-    prm_busy = p1 + np.where(rej, p2, 0.0)
+    sync_busy = _where(bk, sync_work + sync2_work, _where(rej & spec_ok, sync_work, 0.0))
+    # decode (less what was done ahead) + speculation + re-synchronisation; the terms that
+    # vary over every input last
+    draft_busy = d_step - np.maximum(ahead, 0.0) + spec + sync_busy + spec_bt + post_spec
+    prm_busy = p1 + _where(rej, p2, 0.0)
     if sa:
         prefetch = np.clip(verdict - lk_u, 0.0, t_full)
-        target_busy = np.where(acc, prefetch, t_full + np.where(bk, t_alt, 0.0))
+        target_busy = _where(acc, prefetch, t_full + _where(bk, t_alt, 0.0))
     else:
-        target_busy = np.where(acc, 0.0, t_full + np.where(bk, t_alt, 0.0))
+        target_busy = _where(acc, 0.0, t_full + _where(bk, t_alt, 0.0))
     draft_w = c.draft_dyn_w(resp)
     draft_j = draft_busy * draft_w
-    prm_j = p1 * c.prm_dyn_w(c.workload.problem_tokens + resp + x) + np.where(
+    prm_j = p1 * c.prm_dyn_w(c.workload.problem_tokens + resp + x) + _where(
         rej, p2 * c.prm_dyn_w(c.workload.problem_tokens + resp + nt), 0.0)
     target_j = target_busy * c.target_dyn_w(resp)
     per_token = d_next / np.maximum(z, 1.0)
@@ -287,7 +310,7 @@ def attempt(
         target_busy_s=target_busy, draft_dyn_j=draft_j, prm_dyn_j=prm_j, target_dyn_j=target_j,
         stall_s=stall + stall_after, stalled=stalled, wasted_s=wasted_s,
         wasted_tokens=wasted_tokens, wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
-        target_called=rej.astype(float), draft_end_s=rem, prm_start_s=rem + lk1,
+        target_called=np.asarray(rej, dtype=float), draft_end_s=rem, prm_start_s=rem + lk1,
         verdict_s=verdict, speculate_s=spec, target_start_s=target_start,
         target_ready_s=ready, refine_verdict_s=commit_ref,
         sync_end_s=sync_final,

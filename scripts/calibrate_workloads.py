@@ -3,9 +3,13 @@
     python scripts/calibrate_workloads.py          # fit, write into scenarios/workloads/*.toml
     python scripts/calibrate_workloads.py --check  # exit 1 if the files are not current
 
-Per dataset, four parameters: the mean PRM score of good steps (mu_g), of bad steps (mu_b), a
-shared concentration kappa (Beta(mu kappa, (1 - mu) kappa) for both), and how nested the two
-models' step errors are (error_nesting, weakly pulled towards 1, fully nested). Fitted to:
+Per dataset, three parameters: the mean PRM score of good steps (mu_g), of bad steps (mu_b), and
+how nested the two models' step errors are (error_nesting, weakly pulled towards 1, fully
+nested). Both score distributions are Beta(mu kappa, (1 - mu) kappa) with one concentration
+KAPPA, an assumption: every number fitted to is taken at one threshold (0.7), where accuracy and
+rejection depend on the two distributions only through their CDFs at 0.7, so the concentration
+is not identifiable from them (with kappa free the fit had a line of exact solutions and landed
+anywhere on it: kappa 6.5 to 28 across datasets). Fitted to:
 - Table III config1 rsd and brsd accuracy (0.5B draft, 7B PRM, 7B target, thresholds 0.7);
 - the PRM rejection probability "typically below 30%" (a penalty above 0.28).
 Everything else the paper reports (config2, speed-ups, energy, stalls, ...) stays a prediction.
@@ -33,10 +37,17 @@ ROOT = Path(__file__).resolve().parents[1]
 REJECTION_CAP = 0.28
 KEYS = ("prm_good_alpha", "prm_good_beta", "prm_bad_alpha", "prm_bad_beta", "error_nesting")
 NESTING_PULL = 0.3  # points of accuracy error per unit of nesting below 1: prefer nested errors
+# assumption: not identifiable from the config1 data (see above), chosen before any prediction was
+# looked at: 8 puts a class's scores within about +-0.12 (one standard deviation) of a mean near
+# 0.85. The config1 rows are matched for any kappa (4 and 16 tried); it moves only predictions at
+# other thresholds.
+KAPPA = 8.0
+STARTS = ([0.8, 0.4, 0.9], [0.9, 0.6, 0.5], [0.95, 0.2, 0.2])
 
 
 def betas(x: np.ndarray) -> dict[str, float]:
-    mu_g, mu_b, kappa, nesting = x
+    mu_g, mu_b, nesting = x
+    kappa = KAPPA
     return {"prm_good_alpha": mu_g * kappa, "prm_good_beta": (1 - mu_g) * kappa,
             "prm_bad_alpha": mu_b * kappa, "prm_bad_beta": (1 - mu_b) * kappa,
             "error_nesting": nesting}
@@ -58,18 +69,17 @@ def fit(cat: Catalog, dataset: str) -> tuple[dict[str, float], dict[str, float]]
             accuracy_only(d_rsd, w) - rep["rsd"][dataset],
             accuracy_only(d_brsd, w) - rep["brsd"][dataset],
             10.0 * max(rej - REJECTION_CAP, 0.0) * 10,
-            NESTING_PULL * (1.0 - x[3]),
+            NESTING_PULL * (1.0 - x[2]),
         ])
 
-    best = None
-    for x0 in ([0.8, 0.4, 6.0, 0.9], [0.9, 0.6, 10.0, 0.5], [0.95, 0.8, 30.0, 0.5]):
-        r = least_squares(residuals, x0=x0, bounds=([0.5, 0.02, 1.0, 0.0],
-                                                    [0.999, 0.99, 300.0, 1.0]), max_nfev=300)
-        if best is None or r.cost < best.cost:
-            best = r
-    assert best is not None
+    fits = [least_squares(residuals, x0=x0, bounds=([0.5, 0.02, 0.0], [0.999, 0.99, 1.0]),
+                          max_nfev=300) for x0 in STARTS]
+    best = min(fits, key=lambda r: r.cost)
     err = residuals(best.x)
-    return betas(best.x), {"rsd_error_points": float(err[0]), "brsd_error_points": float(err[1])}
+    # well-posed: every start reaches the same parameters
+    spread = float(max(np.abs(r.x - best.x).max() for r in fits))
+    return betas(best.x), {"rsd_error_points": float(err[0]), "brsd_error_points": float(err[1]),
+                           "start_spread": spread}
 
 
 def write(path: Path, values: dict[str, float], errors: dict[str, float]) -> bool:
@@ -78,8 +88,8 @@ def write(path: Path, values: dict[str, float], errors: dict[str, float]) -> boo
     for k, v in values.items():
         new = re.sub(rf"(?m)^{k} = .*$", f"{k} = {v:.6g}", new, count=1)
     src = ("fitted: scripts/calibrate_workloads.py, Beta(mu kappa, (1 - mu) kappa) for good and "
-           "bad steps, (mu_g, mu_b, kappa, error_nesting) fitted to Table III config1 rsd and "
-           "brsd accuracy "
+           f"bad steps, kappa = {KAPPA:g} (assumption: not identifiable at one threshold), "
+           "(mu_g, mu_b, error_nesting) fitted to Table III config1 rsd and brsd accuracy "
            f"and PRM rejection <= {REJECTION_CAP} (residuals rsd "
            f"{errors['rsd_error_points']:+.2f}, brsd {errors['brsd_error_points']:+.2f} points)")
     for k in KEYS[:4]:

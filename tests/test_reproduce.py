@@ -64,6 +64,8 @@ def test_workload_calibration_is_current(cat):
     for k, v in values.items():
         assert getattr(w, k) == pytest.approx(v, rel=1e-3), k
     assert abs(errors["rsd_error_points"]) <= 1.5 and abs(errors["brsd_error_points"]) <= 1.5
+    # well-posed: the fit's three starting points reach the same parameters
+    assert errors["start_spread"] < 1e-4
 
 
 def test_reproduce_json(tmp_path, capsys):
