@@ -79,10 +79,12 @@ def main() -> None:
     assert np.isfinite(out["j_per_token"]).all()
     print(f"mean-value closed form: {n:,} designs in {best:.3f} s = {n / best / 1e6:.2f} "
           "million designs/s (target >= 1)")
-    d = build_design(cat, load_system(cat, "paper-config1-u280"), sched)
     w = cat.get("workload", "math500")
-    t = best_of(lambda: evaluate(d, w))
-    print(f"accurate closed form (quadrature x positions): {t * 1e3:.0f} ms per design")
+    for name in ("rsd", "brsd", "brsd_stepahead", "heteroreason"):
+        d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS[name])
+        t = best_of(lambda d=d: evaluate(d, w))
+        print(f"accurate closed form (quadrature x positions), {name}: {t * 1e3:.0f} ms per "
+              "design")
     for name in ("rsd", "brsd", "heteroreason"):
         d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS[name])
         c = Costs(d, w)

@@ -24,7 +24,16 @@ from scipy import special, stats
 from dse.design import Design
 from dse.errors import DseError
 from dse.scenario import WorkloadSpec
-from dse.schedules import ACCEPT, BACKTRACK, REFINE, Attempt, Costs, attempt
+from dse.schedules import (
+    ACCEPT,
+    BACKTRACK,
+    REFINE,
+    Attempt,
+    Costs,
+    StepCosts,
+    compose,
+    step_costs,
+)
 from dse.workflow import (
     chain_bad_rate,
     lognormal_params,
@@ -234,51 +243,51 @@ def closed_form(c: Costs) -> Report:
     pts = stats.gamma.ppf(qs[None, :], shape_t[:, None]) * (m_c * cv2)
     pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
         pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
-    (_, y, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),
-                                  qx, qx, qx, qt)
+    (_, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),
+                               qx, qx, qt)
     lead = 1
-    R = pts[:, :, None, None, None, None]
-    e6 = (slice(None), None, None, None, None, None)
+    R = pts[:, :, None, None, None]
+    e5 = (slice(None), None, None, None, None)
 
-    def run(outcome: int, spec_ok: bool, ahead: Any, u: F64) -> F64:
-        # an accepted step's prefetch is cut short; its length is the mean target step (as in
-        # the simulator, whose traces do not record it)
-        n_t = tbar if outcome == ACCEPT else nt
-        at = attempt(c, s, resp=R, x=x, z=z, spec_ok=spec_ok, nt=n_t,
-                     u=u[e6], outcome=outcome, n_alt=tbar,
-                     resp_anchor=np.maximum(R - (j_mean - 1) * m_c, 0.0), ahead=ahead)
+    anchor = np.maximum(R - (j_mean - 1) * m_c, 0.0)
+
+    def costs(u: F64, n_t: Any) -> StepCosts:
+        return step_costs(c, s, resp=R, x=x, z=z, nt=n_t, u=u[e5], n_alt=tbar,
+                          resp_anchor=anchor)
+
+    def run(k: StepCosts, outcome: int, spec_ok: bool, ahead: Any) -> F64:
+        at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
         return _smooth_stall(c, at, R, x, z, spec_ok, _expect(at, wgt, lead), wgt, lead)
 
-    # head start after an accept: min(D(x), W(y)) of the previous attempt
+    # head start after an accept: min(D(x), W) of the previous attempt, W its verification: the
+    # PRM read the whole context, problem + R (the previous step is the end of R), so the
+    # previous step's length enters only through the link's microseconds and is taken at its
+    # mean. None for the first attempt (t = 0: empty context, prompt uncached, u_a[0]).
     if s.step_ahead:
-        prev_resp = np.maximum(R - y, 0.0)
-        w_prev = c.link_draft(y) + c.prm(y, prev_resp) + c.link_verdict()
+        y = float(qx[0] @ qx[1])
+        w_prev = c.link_draft(y) + c.prm(0.0, R) + c.link_verdict()
         ahead_a = np.minimum(c.draft_decode(x, R), w_prev)
+        ahead_a[0] = 0.0
     else:
         ahead_a = np.zeros(1)
     outcomes = (ACCEPT, REFINE, BACKTRACK)
-    # M[prev, outcome, spec_ok] -> [t, fields]; prev 0 = accepted before, 1 = rejected before
+    # M[prev, outcome, spec_ok] -> [t, fields]; prev 0 = accepted before, 1 = rejected before.
+    # An accepted step's prefetch is cut short; its length is the mean target step (as in the
+    # simulator, whose traces do not record it).
     m = np.zeros((2, 3, 2, n_pos, len(_SUMMED)))
+    k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
-            m[0, oi, si] = run(o, ok, ahead_a, u_a)
+            m[0, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_a)
     i_ahead = _SUMMED.index("next_ahead_s")
     # head start after a reject: the expected next_ahead of a rejected attempt one step back
     p_bk_t = _p_backtrack(pa, pf, win, n_pos) if bt_on else np.zeros(n_pos)
     rej_ahead = ((1 - p_bk_t) * m[0, 1, 1, :, i_ahead] + p_bk_t * m[0, 2, 1, :, i_ahead])
-    ahead_r = np.concatenate([[0.0], rej_ahead[:-1]])[e6]
+    ahead_r = np.concatenate([[0.0], rej_ahead[:-1]])[e5]
+    k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
-            m[1, oi, si] = run(o, ok, ahead_r, np.zeros(n_pos))
-    # the first attempt starts with no head start and the prompt uncached
-    first = np.zeros((3, 2, len(_SUMMED)))
-    for oi, o in enumerate(outcomes):
-        for si, ok in enumerate((False, True)):
-            at = attempt(c, s, resp=0.0, x=x, z=z, spec_ok=ok, nt=tbar if o == ACCEPT else nt,
-                         u=c.prompt,
-                         outcome=o, n_alt=tbar, resp_anchor=0.0, ahead=0.0)
-            first[oi, si] = _smooth_stall(c, at, 0.0, x, z, ok, _expect(at, wgt, 0), wgt, 0)
-    m[0, :, :, 0] = first
+            m[1, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_r)
 
     totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
     tv = dict(zip(_SUMMED, totals, strict=True))

@@ -166,6 +166,65 @@ class Attempt:
     sync_end_s: F64
 
 
+@dataclass(frozen=True)
+class StepCosts:
+    """What each operation of one attempt costs at its inputs (seconds; W above idle), before
+    the schedule (`compose`) decides what overlaps and what lies on the critical path. The
+    closed form computes them once per grid and composes every outcome from them."""
+
+    z: F64  # tokens of the next draft step (per-token speed of the speculation)
+    nt: F64  # target tokens of a rewrite
+    n_alt: F64  # tokens of a backtrack's alternative
+    d_step: F64  # draft decodes this step
+    lk1: F64  # the step to the PRM
+    lkv: float  # the verdict back
+    p1: F64  # PRM scores the step
+    d_next: F64  # draft decodes the next step (speculation)
+    lk_u: F64  # uncached tokens to the target
+    t_pre: F64  # target prefills them
+    t_dec: F64  # target decodes the rewrite
+    lk_t: F64  # the rewrite to the draft
+    sync_work: F64  # draft absorbs (shadow sync) or prefills the rewrite
+    p2: F64  # PRM scores the rewrite (backtracking only; else 0)
+    d_next_ref: F64  # draft decodes the next step after the rewrite
+    t_alt: F64  # target writes the alternative from the anchor
+    lk_a: F64  # the alternative to the draft
+    sync2_work: F64  # draft ingests the alternative
+    d_next_alt: F64  # draft decodes the next step after the alternative
+    draft_w: F64  # power above idle while decoding at this context
+    prm_w_step: F64  # ... of the PRM scoring the step
+    prm_w_rewrite: F64  # ... scoring the rewrite
+    target_w: F64  # ... of the target decoding
+
+
+def step_costs(c: Costs, s: Schedule, *, resp: ArrayLike, x: ArrayLike, z: ArrayLike,
+               nt: ArrayLike, u: ArrayLike, n_alt: ArrayLike, resp_anchor: ArrayLike
+               ) -> StepCosts:
+    """Cost of every operation an attempt may run (arguments as for `attempt`)."""
+    resp = np.asarray(resp, dtype=float)
+    x = np.asarray(x, dtype=float)
+    z = np.asarray(z, dtype=float)
+    nt = np.asarray(nt, dtype=float)
+    n_alt = np.asarray(n_alt, dtype=float)
+    resp_anchor = np.asarray(resp_anchor, dtype=float)
+    ingest = c.draft_absorb if s.shadow_sync else c.draft_prefill
+    t_dec = c.target_decode(nt, resp)
+    return StepCosts(
+        z=z, nt=nt, n_alt=n_alt,
+        d_step=c.draft_decode(x, resp), lk1=c.link_draft(x), lkv=c.link_verdict(),
+        p1=c.prm(x, resp), d_next=c.draft_decode(z, resp + x),
+        lk_u=c.link_gpu(u), t_pre=c.target_prefill(u, resp), t_dec=t_dec,
+        lk_t=c.link_draft(nt), sync_work=ingest(nt, resp),
+        p2=c.prm(nt, resp) if s.backtracking else np.zeros_like(t_dec),
+        d_next_ref=c.draft_decode(z, resp + nt),
+        t_alt=c.target_decode(n_alt, resp_anchor), lk_a=c.link_draft(n_alt),
+        sync2_work=ingest(n_alt, resp_anchor), d_next_alt=c.draft_decode(z, resp_anchor + n_alt),
+        draft_w=c.draft_dyn_w(resp), prm_w_step=c.prm_dyn_w(c.workload.problem_tokens + resp + x),
+        prm_w_rewrite=c.prm_dyn_w(c.workload.problem_tokens + resp + nt),
+        target_w=c.target_dyn_w(resp),
+    )
+
+
 def attempt(
     c: Costs,
     s: Schedule,
@@ -189,11 +248,14 @@ def attempt(
     n_alt, resp_anchor: the alternative's tokens and the anchor's context; ahead: draft work
     done early (> 0) or late start (< 0), seconds.
     """
-    resp = np.asarray(resp, dtype=float)
-    x = np.asarray(x, dtype=float)
-    z = np.asarray(z, dtype=float)
-    nt = np.asarray(nt, dtype=float)
-    u = np.asarray(u, dtype=float)
+    k = step_costs(c, s, resp=resp, x=x, z=z, nt=nt, u=u, n_alt=n_alt, resp_anchor=resp_anchor)
+    return compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
+
+
+def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
+            ahead: ArrayLike) -> Attempt:
+    """The schedule: how an attempt's operations (`k`) overlap, for an outcome (ACCEPT, REFINE
+    or BACKTRACK), whether a next step exists (spec_ok) and the draft's head start (ahead)."""
     out = np.asarray(outcome)
     ahead = np.asarray(ahead, dtype=float)
     spec_ok = np.asarray(spec_ok, dtype=bool)
@@ -202,59 +264,43 @@ def attempt(
     bk = out == BACKTRACK
     rej = ~acc
     spec_on = spec_ok & sa  # the draft speculates the next step during the verification
+    lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
 
     # draft and verification
-    d_step = c.draft_decode(x, resp)
-    rem = d_step - ahead
-    lk1 = c.link_draft(x)
-    lkv = c.link_verdict()
-    p1 = c.prm(x, resp)
-    w = lk1 + p1 + lkv
+    rem = k.d_step - ahead
+    w = k.lk1 + k.p1 + lkv
     verdict = rem + w
-    d_next = c.draft_decode(z, resp + x)
-    spec = _where(spec_on, np.minimum(d_next, w), 0.0)
-    stall = _where(spec_on, np.maximum(w - d_next, 0.0), 0.0)
+    spec = _where(spec_on, np.minimum(k.d_next, w), 0.0)
+    stall = _where(spec_on, np.maximum(w - k.d_next, 0.0), 0.0)
     # the paper's speculation stall counts steps: those where the draft finished speculating
     # the next step before the verdict on this one, and waited
-    stalled = _where(spec_on & (w > d_next), 1.0, 0.0)
+    stalled = _where(spec_on & (w > k.d_next), 1.0, 0.0)
 
     # target
-    lk_u = c.link_gpu(u)
-    t_pre = c.target_prefill(u, resp)
-    t_dec = c.target_decode(nt, resp)
-    t_full = t_pre + t_dec
+    t_full = k.t_pre + k.t_dec
     ready = np.maximum(verdict, lk_u + t_full) if sa else verdict + lk_u + t_full
-    lk_t = c.link_draft(nt)
     if shadow:
-        sync_work = c.draft_absorb(nt, resp)
-        sync_end = np.maximum(verdict + sync_work, ready + lk_t + sync_work / np.maximum(nt, 1))
+        sync_end = np.maximum(verdict + k.sync_work,
+                              ready + lk_t + k.sync_work / np.maximum(k.nt, 1))
     else:
-        sync_work = c.draft_prefill(nt, resp)
-        sync_end = ready + lk_t + sync_work
-    p2 = c.prm(nt, resp) if bt else np.zeros_like(t_full)
-    commit_ref = ready + lk_t + (p2 + lkv if bt else 0.0)
-    d_next_ref = c.draft_decode(z, resp + nt)
+        sync_end = ready + lk_t + k.sync_work
+    commit_ref = ready + lk_t + (k.p2 + lkv if bt else 0.0)
 
     # backtrack: alternative from the anchor (cached prefix), draft rolls back and ingests it
     if np.any(bk):
-        resp_anchor = np.asarray(resp_anchor, dtype=float)
-        t_alt = c.target_decode(n_alt, resp_anchor)
-        lk_a = c.link_draft(n_alt)
+        t_alt, sync2_work = k.t_alt, k.sync2_work
         alt_end = commit_ref + t_alt
         if shadow:
-            sync2_work = c.draft_absorb(n_alt, resp_anchor)
             sync2 = np.maximum(commit_ref + sync2_work,
-                               alt_end + lk_a + sync2_work / np.maximum(np.asarray(n_alt), 1))
+                               alt_end + lk_a + sync2_work / np.maximum(k.n_alt, 1))
         else:
-            sync2_work = c.draft_prefill(n_alt, resp_anchor)
             sync2 = alt_end + lk_a + sync2_work
-        d_next_alt = c.draft_decode(z, resp_anchor + n_alt)
         # speculation the draft did after re-synchronising, before the rewrite's verdict;
         # wasted when that verdict sends the system back
-        spec_bt = _where(bk & spec_on, np.clip(commit_ref - sync_end, 0.0, d_next_ref), 0.0)
+        spec_bt = _where(bk & spec_on, np.clip(commit_ref - sync_end, 0.0, k.d_next_ref), 0.0)
     else:  # no backtrack among the inputs: the backtrack-only terms are never selected
-        t_alt = lk_a = sync2_work = spec_bt = 0.0
-        alt_end, sync2, d_next_alt = commit_ref, sync_end, d_next_ref
+        t_alt = sync2_work = spec_bt = 0.0
+        alt_end, sync2 = commit_ref, sync_end
 
     commit = _where(acc, verdict, _where(bk, alt_end + lk_a, commit_ref))
     sync_final = _where(bk, sync2, sync_end)
@@ -262,7 +308,7 @@ def attempt(
     # commit (post > 0), or starts late (post < 0)
     if np.any(rej):
         gap = commit - sync_final
-        post = _where(spec_on, np.minimum(gap, _where(bk, d_next_alt, d_next_ref)),
+        post = _where(spec_on, np.minimum(gap, _where(bk, k.d_next_alt, k.d_next_ref)),
                       np.minimum(gap, 0.0))
         next_ahead = _where(acc, spec, post)
         post_spec = _where(rej, np.maximum(post, 0.0), 0.0)
@@ -272,45 +318,39 @@ def attempt(
         next_ahead, post_spec, stall_after = spec, 0.0, 0.0
 
     # critical path by role
-    crit_draft = rem
-    crit_prm = p1 + _where(rej, p2, 0.0)
+    crit_prm = k.p1 + _where(rej, k.p2, 0.0)
     target_wait = ready - verdict if sa else t_full
     crit_target = _where(rej, target_wait + _where(bk, t_alt, 0.0), 0.0)
-    crit_link = lk1 + lkv + _where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
-                                   + _where(bk, lk_a, 0.0), 0.0)
+    crit_link = k.lk1 + lkv + _where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
+                                     + _where(bk, lk_a, 0.0), 0.0)
 
     # busy time and energy above idle
     wasted_s = _where(rej, spec, 0.0) + spec_bt
     # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
     # follows); after a backtrack the problem goes on from the anchor, so the draft syncs
-    sync_busy = _where(bk, sync_work + sync2_work, _where(rej & spec_ok, sync_work, 0.0))
+    sync_busy = _where(bk, k.sync_work + sync2_work, _where(rej & spec_ok, k.sync_work, 0.0))
     # decode (less what was done ahead) + speculation + re-synchronisation; the terms that
     # vary over every input last
-    draft_busy = d_step - np.maximum(ahead, 0.0) + spec + sync_busy + spec_bt + post_spec
-    prm_busy = p1 + _where(rej, p2, 0.0)
+    draft_busy = k.d_step - np.maximum(ahead, 0.0) + spec + sync_busy + spec_bt + post_spec
     if sa:
         prefetch = np.clip(verdict - lk_u, 0.0, t_full)
         target_busy = _where(acc, prefetch, t_full + _where(bk, t_alt, 0.0))
     else:
         target_busy = _where(acc, 0.0, t_full + _where(bk, t_alt, 0.0))
-    draft_w = c.draft_dyn_w(resp)
-    draft_j = draft_busy * draft_w
-    prm_j = p1 * c.prm_dyn_w(c.workload.problem_tokens + resp + x) + _where(
-        rej, p2 * c.prm_dyn_w(c.workload.problem_tokens + resp + nt), 0.0)
-    target_j = target_busy * c.target_dyn_w(resp)
-    per_token = d_next / np.maximum(z, 1.0)
-    wasted_tokens = wasted_s / np.maximum(per_token, 1e-12)
+    prm_j = k.p1 * k.prm_w_step + _where(rej, k.p2 * k.prm_w_rewrite, 0.0)
+    per_token = k.d_next / np.maximum(k.z, 1.0)
 
     # the target starts at the attempt's start with prefetch, else after the verdict; shaped
     # like the other fields for the timeline
     target_start = np.asarray(lk_u if sa else verdict + lk_u) + np.zeros_like(verdict)
     return Attempt(
-        time_s=commit, crit_draft_s=crit_draft, crit_prm_s=crit_prm, crit_target_s=crit_target,
-        crit_link_s=crit_link, draft_busy_s=draft_busy, prm_busy_s=prm_busy,
-        target_busy_s=target_busy, draft_dyn_j=draft_j, prm_dyn_j=prm_j, target_dyn_j=target_j,
-        stall_s=stall + stall_after, stalled=stalled, wasted_s=wasted_s,
-        wasted_tokens=wasted_tokens, wasted_j=wasted_s * draft_w, next_ahead_s=next_ahead,
-        target_called=np.asarray(rej, dtype=float), draft_end_s=rem, prm_start_s=rem + lk1,
+        time_s=commit, crit_draft_s=rem, crit_prm_s=crit_prm, crit_target_s=crit_target,
+        crit_link_s=crit_link, draft_busy_s=draft_busy, prm_busy_s=crit_prm,
+        target_busy_s=target_busy, draft_dyn_j=draft_busy * k.draft_w, prm_dyn_j=prm_j,
+        target_dyn_j=target_busy * k.target_w, stall_s=stall + stall_after, stalled=stalled,
+        wasted_s=wasted_s, wasted_tokens=wasted_s / np.maximum(per_token, 1e-12),
+        wasted_j=wasted_s * k.draft_w, next_ahead_s=next_ahead,
+        target_called=np.asarray(rej, dtype=float), draft_end_s=rem, prm_start_s=rem + k.lk1,
         verdict_s=verdict, speculate_s=spec, target_start_s=target_start,
         target_ready_s=ready, refine_verdict_s=commit_ref,
         sync_end_s=sync_final,
