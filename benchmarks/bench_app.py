@@ -10,6 +10,8 @@ Cases:
 - re-run, nothing changed: every number from the caches;
 - accept threshold to a value not seen before: the design and its three baselines are
   evaluated (closed form), the timeline replayed, the roofline and tornado recomputed;
+- the FPGA draft's clock to a value not seen before: the design is new (its baselines, GPU
+  drafts, are not, unless the threshold changed too);
 - a schedule flag toggled: only the current design is new (the baselines are cached);
 - a value seen before (back and forth): everything from the caches;
 - the timeline's problem (seed): one simulator replay (Timeline tab open).
@@ -60,12 +62,17 @@ def main() -> None:
     at = AppTest.from_file(APP, default_timeout=300)
     first = timed_run(at)
     cases: dict[str, list[float]] = {k: [] for k in (
-        "re-run, nothing changed", "accept threshold, new value", "schedule flag toggled",
+        "re-run, nothing changed", "accept threshold, new value", "FPGA clock, new value",
+        "schedule flag toggled",
         "accept threshold, value seen before", "timeline problem (seed)")}
     for i in range(n):
         cases["re-run, nothing changed"].append(timed_run(at))
         at.slider(key="wi_accept_threshold").set_value(round(0.50 + 0.01 * i, 2))
         cases["accept threshold, new value"].append(timed_run(at))
+        at.number_input(key="wi_fpga_clock_MHz").set_value(200.0 + 5.0 * i)
+        cases["FPGA clock, new value"].append(timed_run(at))
+        at.number_input(key="wi_fpga_clock_MHz").set_value(300.0)  # back to the preset's
+        timed_run(at)
         at.toggle(key="wi_backtracking").set_value(False)  # not a preset: a new design
         cases["schedule flag toggled"].append(timed_run(at))
         at.toggle(key="wi_backtracking").set_value(True)

@@ -75,6 +75,19 @@ class DesignState:
     def with_schedule(self, sched: Schedule) -> DesignState:
         return DesignState(self.system, self.workload, sched, dict(self.overrides))
 
+    def gpu_baseline(self, cat: Catalog, name: str) -> DesignState:
+        """The paper's homogeneous GPU baseline `name` (rsd, brsd, brsd_stepahead) of this
+        design: the same models, PRM and target, thresholds and workload, with a draft that
+        is not on the PRM's GPU moved there (BF16, the default GPU serving profile), as the
+        paper's 3 x RTX 3090 baselines are to its FPGA systems."""
+        spec = self.spec(cat)
+        over = dict(self.overrides)
+        if spec.draft_device != spec.prm_device:
+            over |= {"draft_device": spec.prm_device, "draft_precision": GPU_DEFAULT_PRECISION,
+                     "draft_serving": GPU_DEFAULT_SERVING, "fpga_clock_MHz": 0.0,
+                     "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
+        return DesignState(self.system, self.workload, PRESETS[name], over)
+
     def params(self) -> dict[str, str]:
         """Query parameters: system, workload, schedule, flags that differ from the schedule
         preset, then the overridden keys (the form `dse evaluate --set` takes)."""

@@ -67,6 +67,21 @@ def test_state_from_design_finds_the_closest_system(cat):
     assert got == {k: v for k, v in system_to_toml(spec).items() if k not in strip}
 
 
+@pytest.mark.parametrize("cfg", ["config1", "config2"])
+def test_gpu_baselines_are_the_papers_gpu_systems(cat, cfg):
+    """An FPGA design's baselines move its draft to the PRM's GPU: the paper's 3 x RTX 3090
+    systems, to the last digit; a GPU design keeps its hardware."""
+    w = cat.get("workload", "gsm8k")
+    fpga = views.DesignState(f"paper-{cfg}-u280", "gsm8k", PRESETS["heteroreason"],
+                             {"fpga_clock_MHz": 250.0})
+    gpu = views.DesignState(f"paper-{cfg}-3090", "gsm8k", PRESETS["heteroreason"])
+    for b in views.BASELINES:
+        fb, gb = fpga.gpu_baseline(cat, b), gpu.gpu_baseline(cat, b)
+        assert gb == gpu.with_schedule(PRESETS[b])
+        got, want = (evaluate(_design(cat, x), w).to_dict() for x in (fb, gb))
+        assert {**got, "system": ""} == {**want, "system": ""}
+
+
 def test_speedups_and_energy_split_sum_to_the_report(cat):
     st = views.default_state()
     d = _design(cat, st)
