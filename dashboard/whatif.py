@@ -12,6 +12,7 @@ from dashboard import common
 from dse import views
 from dse.design import FLAGS, PRESETS, system_to_toml
 from dse.errors import DseError
+from dse.evaluate import closed_form_caveats
 from dse.specs import SCHEMAS
 
 cat = common.catalog()
@@ -251,6 +252,8 @@ except DseError as e:
 
 ss["wi_report"] = rep.to_dict()
 st.caption(views.design_label(design.system, design.schedule) + f" | {state.workload}")
+for note in closed_form_caveats(rep):
+    st.warning(f"Closed form: {note} (the Timeline tab replays one problem).")
 c = st.columns(5)
 c[0].metric("Latency per problem", f"{rep.latency_s_per_problem:.3f} s")
 c[1].metric("Goodput", f"{rep.goodput_tokens_per_s:.1f} tok/s")

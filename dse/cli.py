@@ -249,11 +249,15 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.evaluate import evaluate
+    from dse.evaluate import closed_form_caveats, evaluate
 
     w = _scenario(a, cat)
-    reports = {d.schedule.name: evaluate(d, w).to_dict()
-               for d in _designs(a, cat, a.schedule or None)}
+    reports, caveats = {}, []
+    for d in _designs(a, cat, a.schedule or None):
+        rep = evaluate(d, w)
+        notes = closed_form_caveats(rep)
+        reports[d.schedule.name] = rep.to_dict() | {"caveats": notes}
+        caveats += [f"note ({d.schedule.name}): {c}" for c in notes]
     base = reports.get("brsd")
     for r in reports.values():
         if base is not None:
@@ -267,7 +271,7 @@ def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     head = [c for c, _ in REPORT_COLUMNS] + ["speedup vs brsd", "energy gain vs brsd",
                                             "stall ratio", "comm share"]
     text = (f"{first['system']} on {first['workload']} (closed form, per problem)\n"
-            + table(head, rows))
+            + table(head, rows) + "".join(f"\n{c}" for c in caveats))
     return {"system": first["system"], "workload": first["workload"],
             "schedules": reports}, text
 

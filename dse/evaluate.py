@@ -182,6 +182,20 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
     raise ValueError(f"unknown evaluator {evaluator!r}; valid: closed-form, simulator")
 
 
+def closed_form_caveats(r: Report) -> list[str]:
+    """Where a closed-form report is outside the closed form's validity, one line each: a
+    device busier than the problem lasts. That happens when the draft cannot keep up with the
+    target's rewrites: the closed form carries only the mean late start of the draft from one
+    attempt to the next, so its latency comes out low; the simulator replays the lateness."""
+    out = []
+    for dev, v in r.devices.items():
+        if v["busy_s"] > r.latency_s_per_problem * (1 + 1e-3):
+            out.append(f"the {dev} is busy {v['busy_s']:.3f} s of a {r.latency_s_per_problem:.3f}"
+                       " s problem: it cannot keep up, and the closed-form latency is a lower "
+                       "estimate here; `dse simulate` gives the replayed latency")
+    return out
+
+
 def _finite(r: Report) -> Report:
     """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
     the edge of the model's range must not come out as silent NaNs)."""

@@ -322,7 +322,11 @@ MISS_REASONS = {
     "the paper does not say how its 'approximately 5-6x' estimate was made or for which config",
     "accuracy.config1.brsd_optimized": "step-ahead and prefetch do not change accuracy in the "
     "model; the paper measured small drops",
-    "t2_speedup": "the 3-GPU step-ahead gain depends on the PRM/target overlap; see the rows",
+    "t2_speedup": "the config2 gains come out 1.30-1.34 against the paper's 1.35-1.40: the "
+    "model's overlap (the PRM's verification behind the next draft step, the target's rewrite "
+    "prefetched during the verification) hides a little less than the paper's pipeline; GSM8K, "
+    "with the fewest steps per problem (6, an assumption from ProcessBench paragraph counts), "
+    "gains least, as the first attempt, which nothing overlaps, weighs most there",
     "no_backtrack_speedup": "backtracks are priced by the anchor-distance and budget model",
     "brsd_speed_relative_to_rsd": "backtracking cost depends on the fitted rewrite-failure rate",
     "step_latency_share": "per-step shares follow from the device models and the rejection rate",

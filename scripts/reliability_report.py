@@ -207,7 +207,10 @@ KNOWN_ISSUES = [
     "max_context_tokens=2048` on olympiadbench, heteroreason: closed form latency 47.4 s, "
     "draft busy 49.9 s; the simulator gives 50.1 s and 49.8 s. The invariant suite therefore "
     "checks busy <= latency for the PRM and the target only. (The draft's re-synchronisation "
-    "after a problem's last rewrite, which this case also showed, is no longer counted.)",
+    "after a problem's last rewrite, which this case also showed, is no longer counted.) "
+    "`dse evaluate` and the What-if page now say so when it happens "
+    "(`dse.evaluate.closed_form_caveats`: a device busier than the problem lasts), and point "
+    "to `dse simulate`; no shipped design triggers it.",
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
 ]
