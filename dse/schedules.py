@@ -298,8 +298,13 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
         # speculation the draft did after re-synchronising, before the rewrite's verdict;
         # wasted when that verdict sends the system back
         spec_bt = _where(bk & spec_on, np.clip(commit_ref - sync_end, 0.0, k.d_next_ref), 0.0)
+        # the verdict discards the rewrite: the draft stops ingesting it (rolls its KV pointer
+        # back) and has done the share of the work that fits before the verdict
+        start = verdict if shadow else ready + lk_t
+        sync1_work = k.sync_work * np.clip((commit_ref - start)
+                                           / np.maximum(sync_end - start, 1e-12), 0.0, 1.0)
     else:  # no backtrack among the inputs: the backtrack-only terms are never selected
-        t_alt = sync2_work = spec_bt = 0.0
+        t_alt = sync2_work = spec_bt = sync1_work = 0.0
         alt_end, sync2 = commit_ref, sync_end
 
     commit = _where(acc, verdict, _where(bk, alt_end + lk_a, commit_ref))
@@ -328,7 +333,7 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     wasted_s = _where(rej, spec, 0.0) + spec_bt
     # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
     # follows); after a backtrack the problem goes on from the anchor, so the draft syncs
-    sync_busy = _where(bk, k.sync_work + sync2_work, _where(rej & spec_ok, k.sync_work, 0.0))
+    sync_busy = _where(bk, sync1_work + sync2_work, _where(rej & spec_ok, k.sync_work, 0.0))
     # decode (less what was done ahead) + speculation + re-synchronisation; the terms that
     # vary over every input last
     draft_busy = k.d_step - np.maximum(ahead, 0.0) + spec + sync_busy + spec_bt + post_spec

@@ -188,12 +188,11 @@ def report_violations(d: Design, w: WorkloadSpec, r: Report) -> list[str]:
     floor = r.attempts_per_problem * w.draft_step_tokens_mean * draft_token_floor_s(d)
     if lat < floor * (1 - SUM_RTOL):
         bad.append(f"latency {lat} below the draft's roofline floor {floor}")
-    # The draft is left out: when it cannot keep up with the target's rewrites the closed form
-    # carries only the mean late start between attempts, so its busy time can exceed the
-    # latency (known issue, see docs/reliability.md, "Known issues").
-    for dev in ("prm", "target"):
+    # The draft's head start after a reject is a fixed point iterated to a tolerance
+    # (AHEAD_REL_TOL of an attempt's time), hence its looser bound.
+    for dev, rtol in (("prm", 1e-6), ("target", 1e-6), ("draft", 1e-2)):
         busy = r.devices[dev]["busy_s"]
-        if busy > lat * (1 + 1e-6):
+        if busy > lat * (1 + rtol):
             bad.append(f"{dev} busy {busy} s > latency {lat} s")
     return bad
 

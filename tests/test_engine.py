@@ -259,26 +259,38 @@ SLOW_DRAFT = {"draft_device": "u280", "draft_precision": "w8a8", "draft_serving"
               "max_context_tokens": 2048}
 
 
-def test_closed_form_says_where_it_is_a_lower_estimate(cat, capsys):
+def test_slow_draft_lateness_carries_between_attempts(cat):
     """A 50 MHz FPGA draft behind a fast target that rewrites every step cannot keep up: its
-    busy time exceeds the closed-form latency (the simulator replays the lateness), and the
-    report says so; no shipped design triggers the note."""
-    from dse.cli import main
-    from dse.evaluate import closed_form_caveats
-
+    lateness carries from attempt to attempt. The closed form's head starts after a reject
+    are a fixed point, so it agrees with the simulator (it used to give 47.4 s against 50.1 s)
+    and the draft is never busier than the problem lasts."""
     spec = with_overrides(load_system(cat, "paper-config1-3090"), SLOW_DRAFT)
     d = build_design(cat, spec, PRESETS["heteroreason"])
     w = cat.get("workload", "olympiadbench")
     cf = evaluate(d, w)
-    sim = evaluate(d, w, evaluator="simulator", problems=1000, seed=0)
-    assert cf.devices["draft"]["busy_s"] > cf.latency_s_per_problem
-    assert sim.latency_s_per_problem > cf.latency_s_per_problem
-    (note,) = closed_form_caveats(cf)
+    sim = evaluate(d, w, evaluator="simulator", problems=2000, seed=0)
+    assert cf.latency_s_per_problem == pytest.approx(sim.latency_s_per_problem, rel=0.01)
+    assert cf.devices["draft"]["busy_s"] <= cf.latency_s_per_problem
+
+
+def test_closed_form_caveats(cat, capsys, monkeypatch):
+    """A device busier than the problem lasts is flagged, in the report's caveats and in
+    `dse evaluate`'s output; no shipped design is."""
+    import dse.evaluate
+    from dse.cli import main
+    from dse.evaluate import closed_form_caveats
+
+    d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS["heteroreason"])
+    r = evaluate(d, cat.get("workload", "math500"))
+    busy = r.latency_s_per_problem * 1.02
+    odd = replace(r, devices={**r.devices, "draft": {**r.devices["draft"], "busy_s": busy}})
+    (note,) = closed_form_caveats(odd)
     assert note.startswith("the draft is busy") and "dse simulate" in note
-    sets = [x for k, v in SLOW_DRAFT.items() for x in ("--set", f"{k}={v}")]
-    assert main(["evaluate", "--system", "paper-config1-3090", "--scenario", "olympiadbench",
-                 "--schedule", "heteroreason", *sets]) == 0
-    assert "note (heteroreason): the draft is busy" in capsys.readouterr().out
+    monkeypatch.setattr(dse.evaluate, "evaluate", lambda *a, **k: odd)
+    assert main(["evaluate", "--system", "paper-config1-u280", "--scenario", "math500",
+                 "--schedule", "heteroreason"]) == 0
+    assert f"note (heteroreason): {note}" in capsys.readouterr().out
+    monkeypatch.undo()
     for sname in cat.names("system"):
         for wname in cat.names("workload"):
             for name in PRESETS:
