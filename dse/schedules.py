@@ -3,10 +3,12 @@
 An *attempt* is one pass at step position t: the draft writes the step, the PRM scores it, and
 on a reject the target rewrites it (and, with backtracking, the PRM scores the rewrite, which
 may send the system back to an anchor). `attempt` returns the attempt's critical-path time split
-by role, each device's busy time, energy above idle, speculation stall and wasted work. Both
-evaluators call it: the simulator with one sampled record per problem, the closed form with
-quadrature grids of the same random inputs, so the two agree by construction up to the
-expectation of the inputs.
+by role, each device's busy time, energy above idle, speculation stall and wasted work. It is
+two steps: `step_costs` (what each operation costs at the inputs) and `compose` (the schedule:
+what overlaps, for one outcome). Both evaluators use them: the simulator through `attempt` with
+one sampled record per problem, the closed form with quadrature grids of the same random
+inputs (costs once per grid, composed for each outcome), so the two agree by construction up
+to the expectation of the inputs.
 
 Timing (all times from the attempt's start, i.e. the previous commit):
 - draft:   D = decode(x tokens); with step-ahead some of it was done early (`ahead` > 0); a late
@@ -20,7 +22,8 @@ Timing (all times from the attempt's start, i.e. the previous commit):
            otherwise it prefills them after R. With backtracking the PRM scores the rewrite
            (commit at R + link + PRM + link); without, the rewrite commits at R + link.
 - backtrack: the target writes an alternative from the anchor (its prefix is cached), the draft
-           rolls back its KV pointer and ingests the alternative.
+           rolls back its KV pointer (stopping the rewrite's ingestion at that verdict) and
+           ingests the alternative.
 Speculative draft work discarded by a reject or a backtrack is wasted work.
 """
 
