@@ -53,7 +53,7 @@ RESP_POINTS = 4
 # attempt's mean time
 AHEAD_REL_TOL = 1e-3
 # a device's busy time may exceed the latency by this share before a report is flagged
-BUSY_RTOL = 1e-2
+BUSY_RTOL = 1e-3
 
 # Attempt fields the closed form takes expectations of.
 _SUMMED = ("time_s", "crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s",
@@ -330,6 +330,14 @@ def closed_form(c: Costs) -> Report:
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
             m[1, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_r)
+    # a backtrack at a problem's last position ends it only when its anchor is one step back
+    # (the alternative is then the last step); from further back the problem goes on, as from
+    # any other position
+    j1 = np.zeros(n_pos)
+    if bt_on:
+        pj_cum = np.cumsum(pj)[np.minimum(np.arange(n_pos), win) - 1]
+        j1[1:] = pj[0] / np.maximum(pj_cum[1:], 1e-300)
+    m[:, 2, 0] = j1[:, None] * m[:, 2, 0] + (1 - j1[:, None]) * m[:, 2, 1]
 
     totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
     tv = dict(zip(_SUMMED, totals, strict=True))

@@ -335,8 +335,10 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     # busy time and energy above idle
     wasted_s = _where(rej, spec, 0.0) + spec_bt
     # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
-    # follows); after a backtrack the problem goes on from the anchor, so the draft syncs
-    sync_busy = _where(bk, sync1_work + sync2_work, _where(rej & spec_ok, k.sync_work, 0.0))
+    # follows), nor does an alternative that ends the problem (an anchor one step back at
+    # the last step); otherwise the problem goes on from the anchor, so the draft ingests it
+    sync_busy = _where(bk, sync1_work + _where(spec_ok, sync2_work, 0.0),
+                       _where(rej & spec_ok, k.sync_work, 0.0))
     # decode (less what was done ahead) + speculation + re-synchronisation; the terms that
     # vary over every input last
     draft_busy = k.d_step - np.maximum(ahead, 0.0) + spec + sync_busy + spec_bt + post_spec

@@ -244,10 +244,10 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
               "latency breakdown sums to the latency and energy by device to the energy "
               "(relative 1e-9); step_latency_share sums to 1; accuracy in [0, 100]; shares "
               "at most 1; latency at least attempts x draft step tokens x the draft's "
-              "bandwidth floor (weights / peak memory bandwidth); PRM and target busy at most "
-              "the latency, the draft within 1% (its head starts are iterated to a "
-              "tolerance); step-ahead never slower than the same design without it "
-              "(relative 1e-9: per attempt the step-ahead timing is never longer).", "",
+              "bandwidth floor (weights / peak memory bandwidth); draft, PRM and target "
+              "busy at most the latency; step-ahead never slower than the same design "
+              "without it (relative 1e-9: per attempt the step-ahead timing is never "
+              "longer).", "",
               "Fault injection: `dse optimize --trials 25` on a small space is SIGKILLed at a "
               "uniform random moment up to 2.5 s after it announces its storage, then "
               "restarted with the same arguments; after every run the completed trials "
