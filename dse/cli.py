@@ -353,7 +353,7 @@ def _run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     dev = calibrate.validation_rows(cat)
     summ = reproduce.summary(rs)
     if a.markdown:
-        md = reproduce.markdown(rs, dev)
+        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat))
         _write_new(a.markdown, lambda p: p.write_text(md, encoding="utf-8"))
     if a.html:
         page = reproduce.html(rs)
