@@ -277,7 +277,7 @@ def closed_form(c: Costs) -> Report:
 
     def run(k: StepCosts, outcome: int, spec_ok: bool, ahead: Any) -> F64:
         at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
-        return _smooth_stall(c, at, R, x, z, spec_ok, _expect(at, wgt, lead), wgt, lead)
+        return _smooth_stall(c, at, k, spec_ok, _expect(at, wgt, lead), wgt, lead)
 
     # head start after an accept: min(D(x), W) of the previous attempt, W its verification: the
     # PRM read the whole context, problem + R (the previous step is the end of R), so the
@@ -357,8 +357,8 @@ def closed_form(c: Costs) -> Report:
     )
 
 
-def _smooth_stall(c: Costs, at: Attempt, resp: Any, x: F64, z: F64, spec_ok: bool, e: F64,
-                  wgt: F64, lead: int) -> F64:
+def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wgt: F64,
+                  lead: int) -> F64:
     """Replace the expectation of `stalled` (an indicator over a few quadrature points of the
     next step's length z) by the exact probability over z's lognormal: the speculation of z
     tokens ends before the verdict when z < window / (time per token)."""
@@ -366,7 +366,7 @@ def _smooth_stall(c: Costs, at: Attempt, resp: Any, x: F64, z: F64, spec_ok: boo
         return e
     w = c.workload
     window = np.asarray(at.verdict_s) - np.asarray(at.draft_end_s)
-    per_token = c.draft_decode(z, np.asarray(resp) + x) / np.maximum(z, 1.0)
+    per_token = k.d_next / np.maximum(k.z, 1.0)  # the speculation's time per token
     z_star = window / per_token
     if w.draft_step_tokens_cv > 0:
         mu, sig = lognormal_params(w.draft_step_tokens_mean, w.draft_step_tokens_cv)

@@ -26,12 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from dse.design import PRESETS, Design, build_design, load_system
-from dse.evaluate import Report, evaluate
+from dse.design import PRESETS, Design, build_design, load_system, with_overrides
+from dse.evaluate import Report, accuracy_only, evaluate
 from dse.scenario import WorkloadSpec
 from dse.specs import Catalog
 
 CONFIGS = ("config1", "config2")
+# Table III's methods and the schedules that run them (brsd_optimized = brsd with step-ahead
+# and prefetch on the 3 GPUs)
+TABLE3_SCHEDULES = {"rsd": "rsd", "brsd": "brsd", "brsd_optimized": "brsd_stepahead"}
 BOARDS = ("u280", "v80")
 CALIBRATED_PREFIXES = ("accuracy.config1.rsd.", "accuracy.config1.brsd.")
 
@@ -147,10 +150,9 @@ def rows(cat: Catalog) -> list[Row]:
     def gpu(cfg: str, ds: str, sched: str) -> Report:
         return runs.get(f"paper-{cfg}-3090", ds, sched)
 
-    # Table III accuracy (brsd_optimized = brsd with step-ahead and prefetch on the 3 GPUs)
-    tool_sched = {"rsd": "rsd", "brsd": "brsd", "brsd_optimized": "brsd_stepahead"}
+    # Table III accuracy
     for cfg in CONFIGS:
-        for method, sched in tool_sched.items():
+        for method, sched in TABLE3_SCHEDULES.items():
             for ds in datasets:
                 v = rep["accuracy"][cfg][method][ds]
                 acc = gpu(cfg, ds, sched).accuracy
@@ -351,15 +353,11 @@ def config2_target_sensitivity(cat: Catalog) -> list[Row]:
     1.5B target (CONFIG2_TARGET_ALTERNATIVE). Not counted in the summary: the shipped
     prediction keeps the model the paper names; this shows how much of the miss that one
     assumption carries."""
-    from dse.design import with_overrides
-    from dse.evaluate import accuracy_only
-
     rep = reported()
     base = load_system(cat, "paper-config2-3090")
     spec = with_overrides(base, {"target_model": CONFIG2_TARGET_ALTERNATIVE})
-    tool_sched = {"rsd": "rsd", "brsd": "brsd", "brsd_optimized": "brsd_stepahead"}
     out = []
-    for method, sched in tool_sched.items():
+    for method, sched in TABLE3_SCHEDULES.items():
         d = build_design(cat, spec, PRESETS[sched])
         for ds in rep["datasets"]:
             v = rep["accuracy"]["config2"][method][ds]
