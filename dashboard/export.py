@@ -15,7 +15,7 @@ ss = st.session_state
 state = common.current_state()
 common.set_state(state)
 try:
-    from dse.export import render_bundle
+    from dse.exporters import render_bundle
 except ImportError as e:
     st.info(f"Export is not available in this build ({e}).")
     st.stop()

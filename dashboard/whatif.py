@@ -12,7 +12,7 @@ from dashboard import common
 from dse import views
 from dse.design import FLAGS, PRESETS, system_to_toml
 from dse.errors import DseError
-from dse.evaluate import closed_form_caveats
+from dse.engine.closed_form import closed_form_caveats
 from dse.specs import SCHEMAS
 
 cat = common.catalog()

@@ -249,7 +249,7 @@ def _evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.evaluate import closed_form_caveats, evaluate
+    from dse.engine.closed_form import closed_form_caveats, evaluate
 
     w = _scenario(a, cat)
     reports, caveats = {}, []
@@ -289,9 +289,9 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.evaluate import report_from_replay
+    from dse.engine.closed_form import report_from_replay
     from dse.schedules import Costs
-    from dse.simulate import read_jsonl, replay, synthetic_trace, write_jsonl
+    from dse.engine.simulator import read_jsonl, replay, synthetic_trace, write_jsonl
 
     if a.schedule is None:
         df = _design_file(a, cat)
@@ -417,7 +417,7 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 
 def _run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
-    from dse.export import render_bundle, write_bundle
+    from dse.exporters import render_bundle, write_bundle
 
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)

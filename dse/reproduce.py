@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dse.design import PRESETS, Design, build_design, load_system, with_overrides
-from dse.evaluate import Report, accuracy_only, evaluate
+from dse.engine.closed_form import Report, accuracy_only, evaluate
 from dse.scenario import WorkloadSpec
 from dse.specs import Catalog
 

@@ -152,8 +152,8 @@ def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a
 
 
 def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:
-    """The accurate closed form's headline metrics of one design (dse.evaluate)."""
-    from dse.evaluate import evaluate
+    """The accurate closed form's headline metrics of one design (dse.engine.closed_form)."""
+    from dse.engine.closed_form import evaluate
 
     rep = evaluate(build_design(cat, spec, sched), cat.get("workload", workload))
     return {"latency_s_per_problem": float(rep.latency_s_per_problem),

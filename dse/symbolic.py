@@ -1,7 +1,7 @@
 """Mean-value step model, derived once with sympy, lambdified for batches and differentiated
 for sensitivities.
 
-The accurate closed form (dse.evaluate) takes expectations over token-count quadrature at every
+The accurate closed form (dse.engine.closed_form) takes expectations over token-count quadrature at every
 step position; it costs ~0.1 s per design. For screening a million designs (dse sweep /
 optimize), this module evaluates the same schedule rules at the mean step and mean context:
 

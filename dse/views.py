@@ -35,7 +35,7 @@ from dse.design import (
     with_overrides,
 )
 from dse.errors import SpecError, UnknownNameError
-from dse.evaluate import DEVICES, Report
+from dse.engine.closed_form import DEVICES, Report
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import Costs
 from dse.specs import Catalog, FpgaSpec
@@ -256,7 +256,7 @@ class Timeline:
 def problem_timeline(design: Design, workload: WorkloadSpec, seed: int = 0) -> Timeline:
     """One synthetic problem replayed through the simulator (as `dse simulate
     --timeline-out`), with its per-device intervals."""
-    from dse.simulate import DECISIONS, replay, synthetic_trace
+    from dse.engine.simulator import DECISIONS, replay, synthetic_trace
 
     c = Costs(design, workload)
     tr = synthetic_trace(c, 1, seed)

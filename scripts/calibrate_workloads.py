@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from dse.design import PRESETS, build_design, load_system
-from dse.evaluate import accuracy_only
+from dse.engine.closed_form import accuracy_only
 from dse.reproduce import reported
 from dse.specs import Catalog
 from dse.workflow import step_probabilities

@@ -3,7 +3,7 @@
     python scripts/reliability_report.py [--out docs/reliability.md] [--scale 1.0]
 
 Campaigns (generators in tests/fuzzing.py, fault injection in tests/faults.py):
-- random well-formed designs through `dse.evaluate.evaluate` and the report invariants;
+- random well-formed designs through `dse.engine.closed_form.evaluate` and the report invariants;
 - malformed catalog files through the CLI (one error line naming the file, exit 2 or 3);
 - random command lines through the CLI (usage error exit 2 or one clean line);
 - SIGKILL of `dse optimize` on SQLite (and PostgreSQL when DSE_TEST_POSTGRES_URL is set);
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from dse import __version__  # noqa: E402
 from dse.design import PRESETS  # noqa: E402
-from dse.evaluate import evaluate  # noqa: E402
+from dse.engine.closed_form import evaluate  # noqa: E402
 from dse.specs import Catalog  # noqa: E402
 from tests.faults import (  # noqa: E402
     export_kill_campaign,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.design import PRESETS, Design, Schedule, build_design, infeasibility, with_overrides
-from dse.evaluate import Report
+from dse.engine.closed_form import Report
 from dse.scenario import WorkloadSpec
 from dse.specs import Catalog, FpgaSpec
 

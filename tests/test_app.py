@@ -1,5 +1,5 @@
 """The dashboard under streamlit.testing.v1.AppTest: every page renders without an exception,
-and widgets (addressed by key) drive exactly what `dse.evaluate` computes for the same
+and widgets (addressed by key) drive exactly what `dse.engine.closed_form` computes for the same
 overrides; the design round-trips through the URL's query parameters."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dse import views
 from dse.design import PRESETS, build_design, with_overrides
-from dse.evaluate import evaluate
+from dse.engine.closed_form import evaluate
 from dse.reproduce import _row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_paper_page(monkeypatch):
 
 
 def test_export_bundle_is_the_exporters(cat):
-    render_bundle = pytest.importorskip("dse.export").render_bundle
+    render_bundle = pytest.importorskip("dse.exporters").render_bundle
     at = ok(run_app(accept_threshold="0.85"))
     ok(at.switch_page("dashboard/export.py").run())
     st = views.state_from_params(cat, at.session_state["design_params"])

@@ -11,7 +11,7 @@ import pytest
 
 from dse.design import PRESETS, build_design, with_overrides
 from dse.errors import InfeasibleError
-from dse.evaluate import evaluate
+from dse.engine.closed_form import evaluate
 from tests.fuzzing import ROOT, _set_key, one_error_line, run_cli, write_small_space
 
 EVAL = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500", "--schedule",
@@ -148,7 +148,7 @@ def test_unknown_name_in_a_system_names_file_and_key():
 
 def test_evaluate_refuses_non_finite_results(cat):
     """Defence in depth: a report with a NaN metric is an error, never a silent 'nan'."""
-    from dse import evaluate as ev
+    from dse.engine import closed_form as ev
     from dse.errors import DseError
 
     d = build_design(cat, cat.get("system", "paper-config1-u280"), PRESETS["brsd"])

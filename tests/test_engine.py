@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.design import PRESETS, build_design, load_system, with_overrides
-from dse.evaluate import evaluate
+from dse.engine.closed_form import evaluate
 from dse.schedules import ACCEPT, REFINE, attempt
 
 
@@ -276,9 +276,9 @@ def test_slow_draft_lateness_carries_between_attempts(cat):
 def test_closed_form_caveats(cat, capsys, monkeypatch):
     """A device busier than the problem lasts is flagged, in the report's caveats and in
     `dse evaluate`'s output; no shipped design is."""
-    import dse.evaluate
+    import dse.engine.closed_form
     from dse.cli import main
-    from dse.evaluate import closed_form_caveats
+    from dse.engine.closed_form import closed_form_caveats
 
     d = build_design(cat, load_system(cat, "paper-config1-u280"), PRESETS["heteroreason"])
     r = evaluate(d, cat.get("workload", "math500"))
@@ -286,7 +286,7 @@ def test_closed_form_caveats(cat, capsys, monkeypatch):
     odd = replace(r, devices={**r.devices, "draft": {**r.devices["draft"], "busy_s": busy}})
     (note,) = closed_form_caveats(odd)
     assert note.startswith("the draft is busy") and "dse simulate" in note
-    monkeypatch.setattr(dse.evaluate, "evaluate", lambda *a, **k: odd)
+    monkeypatch.setattr(dse.engine.closed_form, "evaluate", lambda *a, **k: odd)
     assert main(["evaluate", "--system", "paper-config1-u280", "--scenario", "math500",
                  "--schedule", "heteroreason"]) == 0
     assert f"note (heteroreason): {note}" in capsys.readouterr().out

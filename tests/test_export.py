@@ -25,9 +25,9 @@ import dse
 from dse.cli import main
 from dse.design import PRESETS, DesignFile, build_design, read_design_file
 from dse.errors import DseError, InfeasibleError, SpecError, UsageError
-from dse.evaluate import evaluate
-from dse.export import bundle, check_relative, render_bundle, write_bundle
-from dse.export.memory import MAX_PORTS_PER_BANK, TOP
+from dse.engine.closed_form import evaluate
+from dse.exporters import bundle, check_relative, render_bundle, write_bundle
+from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
 
 SYSTEMS = ("paper-config1-u280", "paper-config1-v80", "paper-config2-3090")
 FPGA_SYSTEMS = {"paper-config1-u280": "u280", "paper-config1-v80": "v80"}

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dse import calibrate, reproduce
 from dse.cli import main
 from dse.design import PRESETS, build_design, load_system, with_overrides
-from dse.evaluate import accuracy_only
+from dse.engine.closed_form import accuracy_only
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +131,7 @@ def test_stall_step_share_closed_form_matches_simulator(cat, system):
     """The paper's speculation stall ratio (share of steps in which the draft finished its
     step-ahead speculation before the verdict): the closed form's exact probability over the
     next step's length agrees with the simulator's count; absent without step-ahead."""
-    from dse.evaluate import evaluate
+    from dse.engine.closed_form import evaluate
 
     w = cat.get("workload", "math500")
     d = build_design(cat, load_system(cat, system), PRESETS["heteroreason"])

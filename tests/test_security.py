@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dse.errors import DseError
-from dse.export import check_relative, write_bundle
-from dse.export.text import safe_component
+from dse.exporters import check_relative, write_bundle
+from dse.exporters.text import safe_component
 from tests.fuzzing import HF_CONFIG, ROOT, _set_key, one_error_line, run_cli
 
 # Calls that would run or unpickle data: none may appear in the package or the dashboard.

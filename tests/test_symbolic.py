@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dse.design import PRESETS, build_design, load_system
-from dse.evaluate import evaluate
+from dse.engine.closed_form import evaluate
 from dse.symbolic import expected_counts, mean_value, sensitivities, step_expressions
 
 

@@ -13,7 +13,7 @@ import pytest
 from dse import views
 from dse.design import PRESETS, DesignFile, build_design, system_to_toml, with_overrides
 from dse.errors import SpecError, UnknownNameError
-from dse.evaluate import evaluate
+from dse.engine.closed_form import evaluate
 
 
 def _design(cat, state):

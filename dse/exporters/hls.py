@@ -10,8 +10,8 @@ only (no tapa.h), so any C++17 compiler can check it.
 from __future__ import annotations
 
 from dse.design import Design
-from dse.export.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
-from dse.export.text import comment_text
+from dse.exporters.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
+from dse.exporters.text import comment_text
 
 
 def draft_config_h(design: Design, eng: DraftEngine, version: str) -> str:

@@ -9,6 +9,6 @@ files), host.py (scheduler.yaml), bundle.py (the bundle, manifest and writing), 
 (YAML / JSON emitters).
 """
 
-from dse.export.bundle import SCHEMA_VERSION, check_relative, render_bundle, write_bundle
+from dse.exporters.bundle import SCHEMA_VERSION, check_relative, render_bundle, write_bundle
 
 __all__ = ["SCHEMA_VERSION", "check_relative", "render_bundle", "write_bundle"]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from dse.design import Design
-from dse.export.memory import DraftEngine
-from dse.export.text import yaml_text
-from dse.export.vitis import xclbin_name
-from dse.export.vllm import SEED, endpoint
+from dse.exporters.memory import DraftEngine
+from dse.exporters.text import yaml_text
+from dse.exporters.vitis import xclbin_name
+from dse.exporters.vllm import SEED, endpoint
 from dse.scenario import WorkloadSpec
 from dse.workflow import max_steps
 

@@ -11,7 +11,7 @@ Bundle layout (paths relative to the output directory):
     gpu/vllm_target.yaml
     host/scheduler.yaml           host scheduler parameters
     design.toml                   the design (dse evaluate --design reads it back)
-    report.json                   the predicted metrics (dse.evaluate.evaluate)
+    report.json                   the predicted metrics (dse.engine.closed_form.evaluate)
     manifest.json                 schema_version, tool version, sha256 of every other file,
                                   projection-only flags, notes
 
@@ -35,13 +35,13 @@ from typing import Any
 from dse import __version__
 from dse.design import Design, design_file_text, infeasibility
 from dse.errors import DseError, InfeasibleError, UsageError
-from dse.evaluate import evaluate
-from dse.export.hls import draft_config_h
-from dse.export.host import scheduler_yaml
-from dse.export.memory import draft_engine
-from dse.export.text import SAFE_COMPONENT, json_text, safe_component, safe_token
-from dse.export.vitis import build_sh, link_ini, vpp_link_cfg
-from dse.export.vllm import vllm_yaml
+from dse.engine.closed_form import evaluate
+from dse.exporters.hls import draft_config_h
+from dse.exporters.host import scheduler_yaml
+from dse.exporters.memory import draft_engine
+from dse.exporters.text import SAFE_COMPONENT, json_text, safe_component, safe_token
+from dse.exporters.vitis import build_sh, link_ini, vpp_link_cfg
+from dse.exporters.vllm import vllm_yaml
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.specs import Catalog, build_spec
 

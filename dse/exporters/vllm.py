@@ -22,7 +22,7 @@ from typing import Any
 
 from dse.cost.device import Placement
 from dse.design import Design
-from dse.export.text import yaml_text
+from dse.exporters.text import yaml_text
 from dse.specs import Catalog
 
 HOST = "127.0.0.1"

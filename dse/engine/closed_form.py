@@ -10,7 +10,7 @@ then a forward propagation of probability mass over
 - reject, rewrite fails the backtrack threshold, budget left, an anchor j steps back
   (P(j) = p_a (1 - p_a)^(j-1), j <= window): t -> t - j + 2, b -> b + 1.
 Expected metrics are the mass-weighted sums of the attempts' expected costs. The simulator
-(dse.simulate) replays sampled traces through the same `attempt` and is its referee.
+(dse.engine.simulator) replays sampled traces through the same `attempt` and is its referee.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
     if evaluator == "closed-form":
         return _finite(closed_form(c))
     if evaluator == "simulator":
-        from dse.simulate import replay, synthetic_trace
+        from dse.engine.simulator import replay, synthetic_trace
 
         return _finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
                                                     timeline_problem=None)))

@@ -16,7 +16,7 @@ Formats (shared/reference/build-and-host-formats.md 1-2):
 from __future__ import annotations
 
 from dse.design import Design
-from dse.export.memory import TOP, DraftEngine
+from dse.exporters.memory import TOP, DraftEngine
 
 
 def clock_period_ns(eng: DraftEngine) -> str:

@@ -1,0 +1,2 @@
+"""The evaluators: the closed form (expected values, vectorised) and the trace-driven simulator
+(its referee), with the Report both produce."""
