@@ -66,9 +66,12 @@ if run:
             def tick(done: int, total: int) -> None:
                 bar.progress(min(done / max(total, 1), 1.0), text=f"trial {done} of {total}")
 
+            import optuna
+
+            optuna.logging.set_verbosity(optuna.logging.WARNING)  # the page shows progress
             res = search.optimize(cat, space, ss.ds_objectives, cons,
                                   trials=int(ss.ds_trials), seed=int(ss.ds_seed),
-                                  storage=ss.ds_storage.strip() or None,
+                                  storage=ss.ds_storage.strip() or search.DEFAULT_STORAGE,
                                   study_name=ss.ds_study.strip() or None, callback=tick)
             ss["st_storage"] = res.storage  # the Studies page opens this storage
             ss["ds_result"] = {

@@ -16,6 +16,9 @@ try:
 except ImportError as e:
     st.info(f"Optuna studies need the search module, which is not in this build ({e}).")
     st.stop()
+import optuna  # noqa: E402  (the search module above needs it)
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)  # the page shows its own progress
 
 ss = st.session_state
 cat = common.catalog()

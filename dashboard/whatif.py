@@ -11,8 +11,8 @@ from plotly.subplots import make_subplots
 from dashboard import common
 from dse import views
 from dse.design import FLAGS, PRESETS, system_to_toml
-from dse.errors import DseError
 from dse.engine.closed_form import closed_form_caveats
+from dse.errors import DseError
 from dse.specs import SCHEMAS
 
 cat = common.catalog()

@@ -1,18 +1,109 @@
-"""hetero-dse: design-space exploration for heterogeneous FPGA-GPU speculative reasoning."""
+"""hetero-dse: design-space exploration for heterogeneous FPGA-GPU speculative reasoning.
+
+The public API (docs/python-api.md):
+
+    load_catalog, load_workload, load_design, load_space   inputs, checked by the strict loader
+    evaluate, simulate                                    one design on one workload
+    sweep, optimize                                       a design space
+    export                                                a design's build and serving files
+    Catalog, Design, Schedule, Report, Simulation, Trace, SweepResult, OptimizeResult,
+    Candidate, Bundle, Space, SystemSpec, WorkloadSpec    the types they take and return
+    DseError, SpecError, UnknownNameError, UsageError, InfeasibleError
+
+Names load on first use, so `import dse` (and the `dse` command) stay fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from dse import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
-from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError
+from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
 from dse.specs import Catalog, load_spec, model_from_hf_config
 
 __version__ = "0.1.0"
 
+# public name -> module that defines it (imported on first access)
+_LAZY = {
+    "load_catalog": "dse.api", "load_workload": "dse.api", "load_design": "dse.api",
+    "load_space": "dse.api", "evaluate": "dse.api", "simulate": "dse.api", "sweep": "dse.api",
+    "optimize": "dse.api", "export": "dse.api", "Simulation": "dse.api", "Bundle": "dse.api",
+    "EvaluatorName": "dse.api", "Objective": "dse.api",
+    "Design": "dse.design", "Schedule": "dse.design",
+    "Report": "dse.engine.closed_form", "Trace": "dse.engine.simulator",
+    "SweepResult": "dse.search", "OptimizeResult": "dse.search", "Candidate": "dse.search",
+    "Space": "dse.space", "SystemSpec": "dse.scenario", "WorkloadSpec": "dse.scenario",
+}
+
+if TYPE_CHECKING:
+    from dse.api import (
+        Bundle,
+        EvaluatorName,
+        Objective,
+        Simulation,
+        evaluate,
+        export,
+        load_catalog,
+        load_design,
+        load_space,
+        load_workload,
+        optimize,
+        simulate,
+        sweep,
+    )
+    from dse.design import Design, Schedule
+    from dse.engine.closed_form import Report
+    from dse.engine.simulator import Trace
+    from dse.scenario import SystemSpec, WorkloadSpec
+    from dse.search import Candidate, OptimizeResult, SweepResult
+    from dse.space import Space
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dse' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
+    "Bundle",
+    "Candidate",
     "Catalog",
+    "Design",
     "DseError",
+    "EvaluatorName",
     "InfeasibleError",
+    "Objective",
+    "OptimizeResult",
+    "Report",
+    "Schedule",
+    "Simulation",
+    "Space",
     "SpecError",
+    "SweepResult",
+    "SystemSpec",
+    "Trace",
     "UnknownNameError",
+    "UsageError",
+    "WorkloadSpec",
     "__version__",
+    "evaluate",
+    "export",
+    "load_catalog",
+    "load_design",
+    "load_space",
     "load_spec",
+    "load_workload",
     "model_from_hf_config",
+    "optimize",
+    "simulate",
+    "sweep",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -290,8 +291,8 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
 
 def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import report_from_replay
-    from dse.schedules import Costs
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, write_jsonl
+    from dse.schedules import Costs
 
     if a.schedule is None:
         df = _design_file(a, cat)
@@ -412,6 +413,7 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
         from dse.search import study_design_file
     except ImportError as e:
         raise DseError(f"--study: studies are not available in this build ({e})") from None
+    _quiet_optuna()
     return study_design_file(a.storage, a.study, a.trial)
 
 
@@ -570,6 +572,13 @@ def _optimize_args(p: argparse.ArgumentParser) -> None:
                    help="study to create or resume (default <space>-<objectives>)")
 
 
+def _quiet_optuna() -> None:
+    """Optuna logs every trial at INFO; the command prints its own progress and table."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
 def _run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.search import DEFAULT_STORAGE, load_study, optimize
     from dse.search_files import csv_text, trials_rows
@@ -580,10 +589,12 @@ def _run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
             "sqlite:///") else ""
         print(f"storage: {url}{where}", file=sys.stderr, flush=True)
+    _quiet_optuna()
+    # a resumed or shared study: each process samples its own designs (worker = its pid)
     r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
-                 seed=a.seed, storage=a.storage, study_name=a.study_name,
-                 progress=sys.stderr.isatty() and not a.json)
-    study = load_study(a.storage, r.study_name)
+                 seed=a.seed, storage=url, study_name=a.study_name,
+                 progress=sys.stderr.isatty() and not a.json, worker=os.getpid())
+    study = load_study(url, r.study_name)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
     for t in study.trials:
@@ -619,6 +630,7 @@ def _run_studies(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.search import DEFAULT_STORAGE, list_studies
 
     url = a.storage or DEFAULT_STORAGE
+    _quiet_optuna()
     studies = list_studies(url)
     rows = [[s["name"], s["n_complete"], s["n_trials"], "+".join(s["objectives"]),
              ", ".join(f"{v:.4g}" for v in s["best_values"]) if s["best_values"] else "-",

@@ -41,7 +41,8 @@ from dse.space import Hardware, Placement, Space, hardware
 from dse.specs import Catalog, FpgaSpec
 
 F64 = NDArray[np.float64]
-DEFAULT_STORAGE = "sqlite:///dse-studies.db"
+DEFAULT_STORAGE = "sqlite:///dse-studies.db"  # the `dse` command's; the library's is in memory
+IN_MEMORY = "in-memory"  # OptimizeResult.storage of a study kept in memory
 # Storage behaviour (operational, not model, constants): a worker waits up to SQLITE_BUSY_S for
 # another's write lock; a trial's heartbeat every HEARTBEAT_S, and a RUNNING trial without one
 # for GRACE_S is one a killed process left (a trial takes milliseconds to a second); workers
@@ -366,7 +367,7 @@ def open_storage(url: str | None) -> Any:
                                 or "locked" in msg or "duplicate key" in msg):
                 time.sleep(0.2 * (attempt + 1))
                 continue
-            raise DseError(f"--storage {url}: cannot open: {msg}") from None
+            raise DseError(f"storage {url}: cannot open: {msg}") from None
     if url.startswith("sqlite"):
         _fast_sqlite(store.engine)
     return store
@@ -431,21 +432,25 @@ def _study_trials(study: Any) -> list[Any]:
 def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
              constraints: Constraints = Constraints(), *, trials: int = 200,
              timeout: float | None = None, seed: int = 0, storage: str | None = None,
-             study_name: str | None = None, progress: bool = False,
+             study_name: str | None = None, progress: bool = False, worker: int = 0,
              callback: Callable[[int, int], None] | None = None) -> OptimizeResult:
     """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
-    seconds pass). Several processes may run on one storage and study at once."""
+    seconds pass). Several processes may run on one storage and study at once.
+
+    storage: a SQLAlchemy URL, or None for Optuna's in-memory storage (gone with the process;
+    the `dse optimize` command passes its SQLite default). A resumed or shared study seeds its
+    sampler from (seed, worker, trials already in the study): give each concurrent worker its
+    own `worker` number so that they do not sample the same designs."""
     import optuna
 
     objectives = check_objectives(objectives)
     cons = constraints.merged(space)
     t0 = time.perf_counter()
-    url = storage or DEFAULT_STORAGE
+    url = storage if storage is not None else IN_MEMORY
     name = study_name or f"{space.name}-{'+'.join(objectives)}"
     digest = space_digest(space, objectives, cons)
     dirs = [direction(o) for o in objectives]
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = open_storage(url)
+    store = optuna.storages.InMemoryStorage() if storage is None else open_storage(url)
     study = optuna.create_study(
         storage=store, study_name=name, load_if_exists=True,
         directions=["minimize" if d > 0 else "maximize" for d in dirs])
@@ -457,13 +462,13 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         study.set_user_attr("constraints", cons)
         study.set_user_attr("workloads", [list(w) for w in space.workloads])
     elif got != digest:
-        raise UsageError(f"--study-name {name}: this study was created for another space, "
+        raise UsageError(f"study {name}: this study was created for another space, "
                          f"objective or constraints ({study.user_attrs.get('space')}, "
                          f"{study.user_attrs.get('objectives')}, "
                          f"{study.user_attrs.get('constraints')}); use another study name")
     done = len(_study_trials(study))
     eff_seed = seed if not study.trials else int.from_bytes(hashlib.sha256(
-        f"{seed}:{os.getpid()}:{len(study.trials)}".encode()).digest()[:4], "little")
+        f"{seed}:{worker}:{len(study.trials)}".encode()).digest()[:4], "little")
 
     def constraints_func(t: Any) -> list[float]:
         return [float(t.user_attrs.get("violation", 1.0))]
@@ -577,7 +582,6 @@ def load_study(storage: str | None, study_name: str) -> Any:
     names = [s.study_name for s in list_study_summaries(url)]
     if study_name not in names:
         raise UnknownNameError("study", study_name, names)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna.load_study(study_name=study_name, storage=open_storage(url))
 
 
@@ -606,7 +610,6 @@ def list_study_summaries(url: str) -> list[Any]:
         path = url[len("sqlite:///"):]
         if path and not os.path.exists(path):
             return []
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     return list(optuna.get_all_study_summaries(open_storage(url), include_best_trial=False))
 
 

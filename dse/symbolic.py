@@ -1,9 +1,10 @@
 """Mean-value step model, derived once with sympy, lambdified for batches and differentiated
 for sensitivities.
 
-The accurate closed form (dse.engine.closed_form) takes expectations over token-count quadrature at every
-step position; it costs ~0.1 s per design. For screening a million designs (dse sweep /
-optimize), this module evaluates the same schedule rules at the mean step and mean context:
+The accurate closed form (dse.engine.closed_form) takes expectations over token-count
+quadrature at every step position; it costs ~0.1 s per design. For screening a million
+designs (dse sweep / optimize), this module evaluates the same schedule rules at the mean
+step and mean context:
 
     per problem:  latency = init + N * [p_a * t_acc + (1 - p_a) * t_rej] + B * t_bk
     N (attempts) = S + B (j - 1),   B (backtracks) = E[min(Poisson(S r), B_max)]

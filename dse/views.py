@@ -34,8 +34,8 @@ from dse.design import (
     toml_value,
     with_overrides,
 )
-from dse.errors import SpecError, UnknownNameError
 from dse.engine.closed_form import DEVICES, Report
+from dse.errors import SpecError, UnknownNameError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import Costs
 from dse.specs import Catalog, FpgaSpec

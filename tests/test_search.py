@@ -21,8 +21,8 @@ from hypothesis.extra.numpy import arrays
 
 from dse.cli import main
 from dse.design import PRESETS, build_design, design_file_text, read_design_file
-from dse.errors import SpecError, UnknownNameError
 from dse.engine.closed_form import accuracy_only
+from dse.errors import SpecError, UnknownNameError
 from dse.grid import Evaluator, feasible_mask, system_for
 from dse.search import (
     Constraints,

@@ -12,8 +12,8 @@ import pytest
 
 from dse import views
 from dse.design import PRESETS, DesignFile, build_design, system_to_toml, with_overrides
-from dse.errors import SpecError, UnknownNameError
 from dse.engine.closed_form import evaluate
+from dse.errors import SpecError, UnknownNameError
 
 
 def _design(cat, state):
