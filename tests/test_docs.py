@@ -1,7 +1,7 @@
 """The documentation holds together: README.md is a short door that starts with the two set-up
-commands, every relative Markdown link in README.md and docs/**/*.md reaches an existing file
-(and, for `#anchor` links, an existing heading), and every `dse` command of the CLI's command
-table has a docs page with a heading that names it."""
+commands and links every docs page; every relative Markdown link in README.md and docs/**/*.md
+reaches an existing file (and, for `#anchor` links, an existing heading); every `dse` command of
+the CLI's command table has a docs page with a heading that names it."""
 
 from __future__ import annotations
 
@@ -127,3 +127,10 @@ def test_every_command_has_a_docs_page():
     missing = [n for n in names
                if not any(re.search(rf"\bdse {re.escape(n)}\b", h) for h in headings)]
     assert not missing, f"commands without a docs heading: {missing}"
+
+
+def test_readme_links_every_docs_page():
+    linked = {(ROOT / t.partition("#")[0]).resolve() for t in relative_links(README)}
+    unlinked = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.md"))
+                if p.resolve() not in linked]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
