@@ -1,5 +1,5 @@
-"""Edge cases, each with the behaviour documented in docs/reliability.md ("Edge cases") and the
-README's Reliability section."""
+"""Edge cases, each with the behaviour documented in docs/reliability.md ("Edge cases") and
+docs/testing.md ("Reliability")."""
 
 from __future__ import annotations
 
