@@ -13,8 +13,8 @@ import streamlit as st
 
 from dse import views
 from dse.design import Design, build_design
-from dse.errors import DseError
 from dse.engine.closed_form import Report, evaluate
+from dse.errors import DseError
 from dse.specs import Catalog
 
 Params = tuple[tuple[str, str], ...]

@@ -221,7 +221,8 @@ def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
 def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
     """The design under each named schedule; None: the design file's schedule, else all
     presets."""
-    from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
+    from dse.design import build_design, parse_set, with_overrides
+    from dse.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
     df = _design_file(a, cat)
@@ -290,8 +291,8 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
 
 def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import report_from_replay
-    from dse.schedules import Costs
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, write_jsonl
+    from dse.schedules import Costs
 
     if a.schedule is None:
         df = _design_file(a, cat)
@@ -416,8 +417,9 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 
 
 def _run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
+    from dse.design import build_design, parse_set, with_overrides
     from dse.exporters import render_bundle, write_bundle
+    from dse.schedules import PRESETS, schedule
 
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)

@@ -34,8 +34,8 @@ from typing import Any
 
 from dse import __version__
 from dse.design import Design, design_file_text, infeasibility
-from dse.errors import DseError, InfeasibleError, UsageError
 from dse.engine.closed_form import evaluate
+from dse.errors import DseError, InfeasibleError, UsageError
 from dse.exporters.hls import draft_config_h
 from dse.exporters.host import scheduler_yaml
 from dse.exporters.memory import draft_engine
