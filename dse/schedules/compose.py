@@ -141,6 +141,10 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
                                    backtracking=bt)
 
     # backtrack: alternative from the anchor (cached prefix), draft rolls back and ingests it
+    t_alt: F64 | float
+    sync2_work: F64 | float
+    spec_bt: F64 | float
+    sync1_work: F64 | float
     if np.any(bk):
         t_alt, sync2_work = k.t_alt, k.sync2_work
         alt_end = r.alternative_end_s(refine_commit=commit_ref, alternative=t_alt)

@@ -39,7 +39,8 @@ class Schedule:
         unknown = sorted(set(flags) - set(FLAGS))
         if unknown:
             raise UnknownNameError("schedule flag", unknown[0], FLAGS)
-        return schedule_for(**{**dict(zip(FLAGS, self.flags, strict=True)), **flags})
+        values: dict[str, bool] = dict(zip(FLAGS, self.flags, strict=True))
+        return schedule_for(**{**values, **flags})
 
 
 class ScheduleRegistry(Mapping[str, Schedule]):
