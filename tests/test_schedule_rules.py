@@ -89,8 +89,7 @@ def _numeric(expr: sp.Expr, symbols: dict[str, sp.Symbol], comp: dict[str, np.nd
     return np.broadcast_to(np.asarray(f(*(comp[n] for n in names)), dtype=float), (N_DRAWS,))
 
 
-FLAG_COMBOS = [(bt, sa, sh) for bt in (False, True) for sa in (False, True)
-               for sh in (False, True)]
+FLAG_COMBOS = [s.flags for s in all_schedules()]  # (backtracking, step_ahead, shadow_sync)
 
 
 @pytest.mark.parametrize(("backtracking", "step_ahead", "shadow_sync"), FLAG_COMBOS)

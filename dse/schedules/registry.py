@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import product
 from typing import Literal
 
 from dse.errors import UnknownNameError
@@ -110,5 +111,5 @@ def schedule_for(*, backtracking: bool, step_ahead: bool, shadow_sync: bool) -> 
 
 def all_schedules() -> tuple[Schedule, ...]:
     """Every flag combination (2^3) as a schedule, presets named."""
-    return tuple(schedule_for(backtracking=b, step_ahead=sa, shadow_sync=sh)
-                 for b in (False, True) for sa in (False, True) for sh in (False, True))
+    return tuple(schedule_for(**dict(zip(FLAGS, v, strict=True)))
+                 for v in product((False, True), repeat=len(FLAGS)))
