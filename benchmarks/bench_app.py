@@ -86,7 +86,7 @@ def main() -> None:
         at.session_state["wi_tab"] = "Latency and energy"
         timed_run(at)
     print(f"What-if re-render times, AppTest, median of {n} (target {TARGET_S * 1e3:.0f} ms)")
-    print(f"  one closed-form evaluate (dse.engine.closed_form, for reference) "
+    print("  one closed-form evaluate (dse.engine.closed_form, for reference) "
           f"{evaluate_s() * 1e3:.0f} ms; "
           "a new design needs four (it and the rsd, brsd, brsd_stepahead baselines)")
     print(f"  {'first render (new session)':40s} {first * 1e3:8.0f} ms")

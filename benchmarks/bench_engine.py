@@ -19,10 +19,10 @@ import argparse
 import numpy as np
 from _timing import best_of
 
-from dse.design import PRESETS, build_design, load_system
+from dse.design import build_design, load_system
 from dse.engine.closed_form import evaluate
 from dse.engine.simulator import replay, synthetic_trace
-from dse.schedules import Costs
+from dse.schedules import PRESETS, Costs
 from dse.specs import Catalog
 from dse.symbolic import COMPONENTS, batch_metrics, components
 from dse.workflow import beta_cdf, step_error_rate, steps_distribution

@@ -10,15 +10,15 @@ from plotly.subplots import make_subplots
 
 from dashboard import common
 from dse import views
-from dse.design import FLAGS, PRESETS, system_to_toml
-from dse.engine.closed_form import closed_form_caveats
+from dse.design import system_to_toml
+from dse.engine.closed_form import BREAKDOWN_KEYS, closed_form_caveats
 from dse.errors import DseError
+from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
 from dse.specs import SCHEMAS
 
 cat = common.catalog()
 ss = st.session_state
 SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"][1]]
-ROLES = ("draft", "prm", "target")
 
 
 def wkey(toml_key: str) -> str:
@@ -81,7 +81,7 @@ def controls(state: views.DesignState) -> views.DesignState:
     c1.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"))
     c2.number_input("Backtrack window", min_value=1, step=1, key=wkey("backtrack_window"))
     with sb.expander("Hardware and models", expanded=False):
-        for role in ROLES:
+        for role in DEVICE_ROLES:
             st.markdown(f"**{role.upper() if role == 'prm' else role.capitalize()}**")
             dev = ss[wkey(f"{role}_device")]
             opts = views.role_options(cat, role, dev)
@@ -138,7 +138,7 @@ KIND_COLORS = {"prefill": "#9e9e9e", "migrate": "#9e9e9e", "decode": "#2a9d8f",
 def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
     fig = go.Figure()
     names = list(reports)
-    for role in ("init", "draft", "prm", "target", "link"):
+    for role in BREAKDOWN_KEYS:
         fig.add_bar(y=names, x=[reports[n].latency_breakdown_s[role] for n in names], name=role,
                     orientation="h", marker_color=ROLE_COLORS[role],
                     hovertemplate="%{y}: %{x:.3f} s<extra>" + role + "</extra>")

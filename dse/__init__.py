@@ -30,7 +30,7 @@ _LAZY = {
     "load_space": "dse.api", "evaluate": "dse.api", "simulate": "dse.api", "sweep": "dse.api",
     "optimize": "dse.api", "export": "dse.api", "Simulation": "dse.api", "Bundle": "dse.api",
     "EvaluatorName": "dse.api", "Objective": "dse.api",
-    "Design": "dse.design", "Schedule": "dse.design",
+    "Design": "dse.design", "Schedule": "dse.schedules",
     "Report": "dse.engine.closed_form", "Trace": "dse.engine.simulator",
     "SweepResult": "dse.search", "OptimizeResult": "dse.search", "Candidate": "dse.search",
     "Space": "dse.space", "SystemSpec": "dse.scenario", "WorkloadSpec": "dse.scenario",
@@ -52,10 +52,11 @@ if TYPE_CHECKING:
         simulate,
         sweep,
     )
-    from dse.design import Design, Schedule
+    from dse.design import Design
     from dse.engine.closed_form import Report
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
+    from dse.schedules import Schedule
     from dse.search import Candidate, OptimizeResult, SweepResult
     from dse.space import Space
 

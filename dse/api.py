@@ -26,10 +26,11 @@ from dse.errors import SpecError, UsageError
 from dse.specs import Catalog
 
 if TYPE_CHECKING:  # the heavy modules load when a function needs them
-    from dse.design import Design, Schedule
+    from dse.design import Design
     from dse.engine.closed_form import Report
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
+    from dse.schedules import Schedule
     from dse.search import OptimizeResult, SweepResult
     from dse.space import Space
 
@@ -88,8 +89,8 @@ def load_workload(workload: str | PathLike | WorkloadSpec, *,
 
 
 def _schedule(schedule: str | Schedule | None, default: Schedule | None) -> Schedule:
-    from dse.design import PRESETS, Schedule
-    from dse.design import schedule as preset
+    from dse.schedules import PRESETS, Schedule
+    from dse.schedules import schedule as preset
 
     if isinstance(schedule, Schedule):
         return schedule
@@ -112,8 +113,9 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
     checked by the same strict loader as the catalog files.
     check: raise InfeasibleError (with every reason) when the design cannot run.
     """
-    from dse.design import ALIASES, FLAGS, build_design, read_design_file, with_overrides
+    from dse.design import ALIASES, build_design, read_design_file, with_overrides
     from dse.scenario import SystemSpec
+    from dse.schedules import FLAGS
 
     cat = _catalog(catalog)
     default_schedule = None

@@ -222,7 +222,8 @@ def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
 def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
     """The design under each named schedule; None: the design file's schedule, else all
     presets."""
-    from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
+    from dse.design import build_design, parse_set, with_overrides
+    from dse.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
     df = _design_file(a, cat)
@@ -418,8 +419,9 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 
 
 def _run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design import PRESETS, build_design, parse_set, schedule, with_overrides
+    from dse.design import build_design, parse_set, with_overrides
     from dse.exporters import render_bundle, write_bundle
+    from dse.schedules import PRESETS, schedule
 
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)

@@ -14,59 +14,16 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dse.cost.device import Placement, place
 from dse.errors import InfeasibleError, SpecError, UnknownNameError
 from dse.scenario import SystemSpec
+from dse.schedules.registry import FLAGS, Schedule, schedule_for
+from dse.schedules.roles import DEVICE_ROLES
 from dse.specs import SCHEMAS, Catalog, FpgaSpec, LinkSpec, build_spec
-
-FLAGS = ("backtracking", "step_ahead", "shadow_sync")
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """Which of the paper's techniques run. Presets: rsd, brsd, brsd_stepahead, heteroreason."""
-
-    name: str
-    backtracking: bool
-    step_ahead: bool  # T2: step-ahead speculation and target prefetch
-    shadow_sync: bool  # T1: the draft ingests target tokens as they stream
-
-    def with_flags(self, **flags: bool) -> Schedule:
-        s = replace(self, **flags)
-        preset = next((p for p in PRESETS.values() if _same_flags(p, s)), None)
-        return replace(s, name=preset.name if preset else _flag_name(s))
-
-
-def _same_flags(a: Schedule, b: Schedule) -> bool:
-    return all(getattr(a, f) == getattr(b, f) for f in FLAGS)
-
-
-def _flag_name(s: Schedule) -> str:
-    on = [f for f in FLAGS if getattr(s, f)]
-    return "custom(" + ",".join(on) + ")" if on else "custom()"
-
-
-PRESETS: dict[str, Schedule] = {
-    s.name: s
-    for s in (
-        Schedule("rsd", backtracking=False, step_ahead=False, shadow_sync=False),
-        Schedule("brsd", backtracking=True, step_ahead=False, shadow_sync=False),
-        Schedule("brsd_stepahead", backtracking=True, step_ahead=True, shadow_sync=False),
-        Schedule("heteroreason", backtracking=True, step_ahead=True, shadow_sync=True),
-    )
-}
-
-
-def schedule(name: str) -> Schedule:
-    from dse.errors import UnknownNameError
-
-    if name not in PRESETS:
-        raise UnknownNameError("schedule", name, list(PRESETS))
-    return PRESETS[name]
 
 
 @dataclass(frozen=True)
@@ -228,7 +185,7 @@ def parse_design_text(text: str, where: str | Path) -> DesignFile:
         if not isinstance(sd, Mapping) or any(not isinstance(sd.get(f), bool) for f in FLAGS):
             raise SpecError(p, "schedule", "expected a [schedule] table with true/false "
                             + ", ".join(FLAGS))
-        sched = PRESETS["rsd"].with_flags(**{f: sd[f] for f in FLAGS})
+        sched = schedule_for(**{f: sd[f] for f in FLAGS})
         wl = data.get("workload")
         if wl is not None and not isinstance(wl, str):
             raise SpecError(p, "workload", "expected a workload name")
@@ -272,7 +229,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     the design cannot run."""
     where = s.path
     _check_names(cat, s)
-    models = {r: cat.model(getattr(s, f"{r}_model")) for r in ("draft", "prm", "target")}
+    models = {r: cat.model(getattr(s, f"{r}_model")) for r in DEVICE_ROLES}
     for role, m in models.items():
         if role not in m.roles:
             raise SpecError(where, f"{role}_model",
@@ -334,14 +291,14 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
             e.args = (f"{s.path}: {key}: {e}",)
             raise
 
-    for role in ("draft", "prm", "target"):
+    for role in DEVICE_ROLES:
         check(f"{role}_model", cat.model)
         check(f"{role}_device", cat.device)
     on_fpga = isinstance(cat.device(s.draft_device), FpgaSpec)
     if on_fpga and s.draft_precision not in FPGA_PRECISIONS:
         raise SpecError(s.path, "draft_precision", f"{s.draft_precision!r} not supported on "
                         f"an FPGA; valid: {', '.join(FPGA_PRECISIONS)}")
-    for role in ("draft", "prm", "target"):
+    for role in DEVICE_ROLES:
         if role != "draft" or not on_fpga:
             check(f"{role}_precision", precision)
     check("draft_serving", cat.engine if on_fpga else cat.serving)
@@ -351,6 +308,6 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
 
 def infeasibility(d: Design) -> list[str]:
     why: list[str] = []
-    for role in ("draft", "prm", "target"):
+    for role in DEVICE_ROLES:
         why += [f"{role}: {w}" for w in getattr(d, role).infeasibility()]
     return why

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import PRESETS, Design, build_design, infeasibility
+from dse.design import Design, build_design, infeasibility
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
-from dse.schedules import Costs
+from dse.schedules import PRESETS, Costs
 from dse.space import Hardware, Space
 from dse.specs import Catalog, build_spec
 from dse.symbolic import (

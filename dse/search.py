@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import PRESETS, DesignFile, build_design, design_file_text, parse_design_text
+from dse.design import DesignFile, build_design, design_file_text, parse_design_text
 from dse.errors import DseError, UnknownNameError, UsageError
 from dse.grid import METRICS, Evaluator, HardwareResult, feasible_mask, system_for, violation
+from dse.schedules import PRESETS
 from dse.space import Hardware, Placement, Space, hardware
 from dse.specs import Catalog, FpgaSpec
 
@@ -110,7 +111,8 @@ class Candidate:
         return f"{s.description} | {flags}: accept {s.accept_threshold:.2f}{bt}"
 
     def to_dict(self) -> dict[str, Any]:
-        from dse.design import FLAGS, system_to_toml
+        from dse.design import system_to_toml
+        from dse.schedules import FLAGS
 
         s = system_to_toml(self.design.system)
         s.pop("sources", None)

@@ -2,17 +2,18 @@
 for sensitivities.
 
 The accurate closed form (dse.engine.closed_form) takes expectations over token-count
-quadrature at every step position; it costs ~0.1 s per design. For screening a million
-designs (dse sweep / optimize), this module evaluates the same schedule rules at the mean
-step and mean context:
+quadrature at every step position; it costs ~0.1 s per design. For screening a million designs
+(dse sweep / optimize), this module evaluates the same schedule rules (dse.schedules.rules,
+which the closed form's numpy composition is built from too) at the mean step and mean
+context:
 
     per problem:  latency = init + N * [p_a * t_acc + (1 - p_a) * t_rej] + B * t_bk
     N (attempts) = S + B (j - 1),   B (backtracks) = E[min(Poisson(S r), B_max)]
 
 with t_acc, t_rej, t_bk the accept / reject / backtrack attempt times of each schedule
-(`step_expressions`), and energy likewise from busy times and powers. `sensitivities` returns
-d ln(metric) / d ln(component) from the symbolic derivatives. Search ranks with this model and
-re-evaluates the designs it reports with the accurate closed form.
+(`step_expressions`), and energy likewise from the per-attempt busy times and powers.
+`sensitivities` returns d ln(metric) / d ln(component) from the symbolic derivatives. Search
+ranks with this model and re-evaluates the designs it reports with the accurate closed form.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from numpy.typing import NDArray
 
 from dse.design import Design
 from dse.scenario import WorkloadSpec
-from dse.schedules import Costs
+from dse.schedules import DEVICE_ROLES, Costs, Role, rules
 from dse.workflow import max_steps, step_probabilities, steps_distribution
 
 F64 = NDArray[np.float64]
@@ -54,11 +55,25 @@ PROBS = ("pa", "pb")  # accept probability; backtrack probability per reject
 COUNTS = ("N", "B")  # attempts, backtracks per problem
 
 
+SYMPY = rules.Ops(max=sp.Max, min=sp.Min, where=rules.select_bool)
+
+
 @dataclass(frozen=True)
 class StepExpressions:
+    """One schedule's mean-value model. Per attempt (seconds): t_acc, t_rej (commit of an
+    accepted / rejected step), t_bk (what a backtrack adds to a reject), `ahead` (the draft's
+    mean head start); busy time per device role after an accept (`busy_acc`), a reject
+    (`busy_rej`) and what a backtrack adds (`busy_bk`); `wasted_rej` the speculation a reject
+    discards. Per problem: latency (s), energy_dyn (J above idle), wasted (J)."""
+
     t_acc: sp.Expr
     t_rej: sp.Expr
     t_bk: sp.Expr
+    ahead: sp.Expr
+    busy_acc: dict[Role, sp.Expr]
+    busy_rej: dict[Role, sp.Expr]
+    busy_bk: dict[Role, sp.Expr]
+    wasted_rej: sp.Expr
     latency: sp.Expr
     energy_dyn: sp.Expr
     wasted: sp.Expr
@@ -67,43 +82,80 @@ class StepExpressions:
 
 @cache
 def step_expressions(step_ahead: bool, shadow: bool, backtracking: bool) -> StepExpressions:
-    """Symbolic per-problem latency and dynamic energy of one schedule (mean-value)."""
+    """Symbolic per-attempt and per-problem latency, busy time and dynamic energy of one
+    schedule (mean-value), from the rules of dse.schedules.rules at the mean step. Where it
+    differs from the closed form's composition (dse.schedules.compose), the difference is in
+    what it feeds the rules: the mean head start below, the shadow-sync lag `a1`, the rewrite's
+    score P2 that includes the verdict link, and the draft's busy booking (rules.draft_busy_s).
+    """
+    o = SYMPY
     sym = {n: sp.Symbol(n, nonnegative=True) for n in (*COMPONENTS, *PROBS, *COUNTS)}
     D, W, Tf, Lu, Lt, Sy, a1, P2, Ta, init = (sym[n] for n in
                                               ("D", "W", "Tf", "Lu", "Lt", "Sy", "a1", "P2",
                                                "Ta", "init"))
     pa, N, B = sym["pa"], sym["N"], sym["B"]
-    bt = 1 if backtracking else 0
-
-    def reject_path(v: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
-        """(commit, sync_end) of a reject whose verdict comes at v."""
-        ready = sp.Max(v, Lu + Tf) if step_ahead else v + Lu + Tf
-        sync_end = sp.Max(v + Sy, ready + Lt + a1) if shadow else ready + Lt + Sy
-        return ready + Lt + bt * P2, sync_end
-
-    # head start of the draft on an attempt: after an accept it speculated min(D, W); after a
-    # reject it is early (step-ahead) or late by the gap between commit and re-synchronisation
-    commit0, sync0 = reject_path(D + W)
-    gap = commit0 - sync0
-    after_rej = sp.Min(gap, 0) + (sp.Min(sp.Max(gap, 0), D) if step_ahead else 0)
-    after_acc = sp.Min(D, W) if step_ahead else 0
-    rem = D - (pa * after_acc + (1 - pa) * after_rej)
-    t_acc = rem + W
-    t_rej, _ = reject_path(rem + W)
-    t_bk = Ta + Lt
-    latency = init + (N - B) * (pa * t_acc + (1 - pa) * t_rej) + B * (t_rej + t_bk)
-    # dynamic energy: draft decodes every attempt (+ discarded speculation), syncs on rejects;
-    # PRM verifies every attempt (+ rewrites); target rewrites (+ prefetch with step-ahead)
     wd, wp, wt, Pp = sym["wd"], sym["wp"], sym["wt"], sym["Pp"]
-    spec = sp.Min(D, W) if step_ahead else 0
-    wasted = (1 - pa) * N * spec
+
+    def reject_path(verdict: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+        """(commit, end of the draft's re-synchronisation) of a reject with this verdict."""
+        ready = rules.target_ready_s(o, verdict=verdict, to_target=Lu, rewrite=Tf,
+                                     step_ahead=step_ahead)
+        sync_end = rules.resync_end_s(o, start=verdict, ready=ready, to_draft=Lt, ingest=Sy,
+                                      lag=a1, shadow_sync=shadow)
+        commit = rules.refine_commit_s(ready=ready, to_draft=Lt, verify_rewrite=P2,
+                                       backtracking=backtracking)
+        return commit, sync_end
+
+    def verdict_at(ahead: sp.Expr | int) -> sp.Expr:
+        return rules.verdict_s(on_path=rules.draft_on_path_s(decode=D, ahead=ahead),
+                               verification=W)
+
+    # head start of the draft on an attempt (the mean-value form's, in place of the closed
+    # form's fixed point over the chain of attempts): after an accept it speculated min(D, W);
+    # after a reject that itself started on time, it is early (step-ahead) or late by the gap
+    # between commit and re-synchronisation; the two mixed by p_accept
+    spec = rules.speculation_s(o, next_decode=D, verification=W) if step_ahead else 0
+    commit0, sync0 = reject_path(verdict_at(0))
+    after_rej = rules.head_start_after_reject_s(o, gap=commit0 - sync0, next_decode=D,
+                                                speculates=step_ahead)
+    ahead = pa * spec + (1 - pa) * after_rej
+    t_acc = verdict_at(ahead)
+    t_rej, _ = reject_path(verdict_at(ahead))
+    t_alt_end = rules.alternative_end_s(refine_commit=t_rej, alternative=Ta)
+    t_bk = rules.backtrack_commit_s(alternative_end=t_alt_end, to_draft=Lt) - t_rej
+    latency = init + (N - B) * (pa * t_acc + (1 - pa) * t_rej) + B * (t_rej + t_bk)
+
+    # busy time per attempt: the draft decodes every step (booked in full: ahead = speculated
+    # = 0) and ingests rewrites and alternatives in full; the verifier scores every step and,
+    # with backtracking, every rewrite; the target's prefetch (step-ahead) runs until the
+    # verdict of an attempt that follows an accept
+    rewrite_score = P2 if backtracking else 0
+    prefetch = (rules.prefetch_s(o, verdict=verdict_at(spec), to_target=Lu, rewrite=Tf)
+                if step_ahead else 0)
+
+    def busy(accepted: bool, backtracked: bool) -> dict[Role, sp.Expr]:
+        ingest = (0 if accepted else Sy) + (Sy if backtracked else 0)
+        return {
+            Role.DRAFT: rules.draft_busy_s(o, decode=D, ahead=0, ingest=ingest, speculated=0),
+            Role.VERIFIER: rules.verifier_busy_s(o, score=Pp, rewrite=rewrite_score,
+                                                 rejected=not accepted),
+            Role.TARGET: rules.target_busy_s(o, accepted=accepted, backtracked=backtracked,
+                                             prefetch=prefetch, rewrite=Tf, alternative=Ta),
+        }
+
+    busy_acc, busy_rej = busy(True, False), busy(False, False)
+    busy_bk = {r: v - busy_rej[r] for r, v in busy(False, True).items()}
     # every reject re-synchronises the draft except a rewrite committed as the last step
-    draft_busy = N * (D + (1 - pa) * Sy) + B * Sy - (1 - pa) * Sy
-    prm_busy = N * (Pp + (1 - pa) * bt * P2)
-    prefetch = sp.Min(sp.Max(W + D - spec - Lu, 0), Tf) if step_ahead else 0
-    target_busy = N * (pa * prefetch + (1 - pa) * Tf) + B * Ta
-    energy_dyn = wd * draft_busy + wp * prm_busy + wt * target_busy
-    return StepExpressions(t_acc, t_rej, t_bk, latency, energy_dyn, wasted * wd, sym)
+    last_step = {Role.DRAFT: -(1 - pa) * Sy, Role.VERIFIER: 0, Role.TARGET: 0}
+    per_problem = {r: N * (pa * busy_acc[r] + (1 - pa) * busy_rej[r]) + B * busy_bk[r]
+                   + last_step[r] for r in DEVICE_ROLES}
+    power = {Role.DRAFT: wd, Role.VERIFIER: wp, Role.TARGET: wt}
+    energy_dyn = sum((power[r] * per_problem[r] for r in DEVICE_ROLES), sp.Integer(0))
+    wasted_rej = rules.wasted_speculation_s(o, rejected=True, speculated=spec,
+                                            before_backtrack=0)
+    wasted = (1 - pa) * N * wasted_rej
+    return StepExpressions(t_acc, t_rej, t_bk, ahead, busy_acc, busy_rej, busy_bk, wasted_rej,
+                           latency, energy_dyn, wasted * wd, sym)
 
 
 @cache
@@ -162,7 +214,7 @@ def components_grid(c: Costs, pa: F64, resp: F64) -> dict[str, F64]:
         "init": c.init_s() * ones, "_init_j": c.init_energy_j() * ones, "wd": c.draft_dyn_w(resp),
         "wp": c.prm_dyn_w(w.problem_tokens + resp), "wt": c.target_dyn_w(resp), "Pp": pp,
         "_idle_w": sum(float(getattr(c.design, r).power_w("idle"))
-                       for r in ("draft", "prm", "target")) * ones,
+                       for r in DEVICE_ROLES) * ones,
     }
 
 

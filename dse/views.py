@@ -24,11 +24,8 @@ from dse.cost import gpu, shape
 from dse.cost.device import FPGA_PRECISIONS
 from dse.cost.fpga import effective_bw_bytes_per_s
 from dse.design import (
-    FLAGS,
-    PRESETS,
     Design,
     DesignFile,
-    Schedule,
     parse_set,
     system_to_toml,
     toml_value,
@@ -37,7 +34,7 @@ from dse.design import (
 from dse.engine.closed_form import DEVICES, Report
 from dse.errors import SpecError, UnknownNameError
 from dse.scenario import SystemSpec, WorkloadSpec
-from dse.schedules import Costs
+from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS, Costs, Schedule, fields
 from dse.specs import Catalog, FpgaSpec
 
 # The view a fresh dashboard opens on: the README's first example.
@@ -242,7 +239,7 @@ TIMELINE_KINDS = {
     "sync": "draft re-synchronises", "verify-rewrite": "PRM scores the rewrite",
     "backtrack": "target writes an alternative after backtracking",
 }
-TIMELINE_DEVICES = ("draft", "link", "prm", "target")
+TIMELINE_DEVICES: tuple[str, ...] = tuple(r.value for r in fields.TIMELINE_DEVICES)
 
 
 @dataclass(frozen=True)
@@ -312,7 +309,7 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     ctx = workload.prompt_tokens + resp
     x = workload.draft_step_tokens_mean
     out = []
-    for role in ("draft", "prm", "target"):
+    for role in DEVICE_ROLES:
         pl = getattr(design, role)
         m, p = pl.model, pl.precision
         if pl.fpga_build is not None:

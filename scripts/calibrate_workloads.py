@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from dse.design import PRESETS, build_design, load_system
+from dse.design import build_design, load_system
 from dse.engine.closed_form import accuracy_only
 from dse.reproduce import reported
+from dse.schedules import PRESETS
 from dse.specs import Catalog
 from dse.workflow import step_probabilities
 

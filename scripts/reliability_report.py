@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dse import __version__  # noqa: E402
-from dse.design import PRESETS  # noqa: E402
 from dse.engine.closed_form import evaluate  # noqa: E402
+from dse.schedules import PRESETS  # noqa: E402
 from dse.specs import Catalog  # noqa: E402
 from tests.faults import (  # noqa: E402
     export_kill_campaign,

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.design import PRESETS, Design, Schedule, build_design, infeasibility, with_overrides
+from dse.design import Design, build_design, infeasibility, with_overrides
 from dse.engine.closed_form import Report
 from dse.scenario import WorkloadSpec
+from dse.schedules import PRESETS, Schedule
 from dse.specs import Catalog, FpgaSpec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import PRESETS, build_design, with_overrides
+from dse.design import build_design, with_overrides
 from dse.engine.closed_form import evaluate
 from dse.reproduce import _row
+from dse.schedules import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

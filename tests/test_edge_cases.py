@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dse.design import PRESETS, build_design, with_overrides
+from dse.design import build_design, with_overrides
 from dse.engine.closed_form import evaluate
 from dse.errors import InfeasibleError
+from dse.schedules import PRESETS
 from tests.fuzzing import ROOT, _set_key, one_error_line, run_cli, write_small_space
 
 EVAL = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500", "--schedule",

@@ -23,11 +23,12 @@ import pytest
 
 import dse
 from dse.cli import main
-from dse.design import PRESETS, DesignFile, build_design, read_design_file
+from dse.design import DesignFile, build_design, read_design_file
 from dse.engine.closed_form import evaluate
 from dse.errors import DseError, InfeasibleError, SpecError, UsageError
 from dse.exporters import bundle, check_relative, render_bundle, write_bundle
 from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
+from dse.schedules import PRESETS
 
 SYSTEMS = ("paper-config1-u280", "paper-config1-v80", "paper-config2-3090")
 FPGA_SYSTEMS = {"paper-config1-u280": "u280", "paper-config1-v80": "v80"}

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from dse import calibrate, reproduce
 from dse.cli import main
-from dse.design import PRESETS, build_design, load_system, with_overrides
+from dse.design import build_design, load_system, with_overrides
 from dse.engine.closed_form import accuracy_only
+from dse.schedules import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 

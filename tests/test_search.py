@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dse.cli import main
-from dse.design import PRESETS, build_design, design_file_text, read_design_file
+from dse.design import build_design, design_file_text, read_design_file
 from dse.engine.closed_form import accuracy_only
 from dse.errors import SpecError, UnknownNameError
 from dse.grid import Evaluator, feasible_mask, system_for
+from dse.schedules import PRESETS
 from dse.search import (
     Constraints,
     list_studies,

@@ -28,6 +28,8 @@ from dse.scenario import WorkloadSpec
 from dse.schedules import (
     ACCEPT,
     BACKTRACK,
+    DEVICE_ROLES,
+    PATH_ROLES,
     REFINE,
     Attempt,
     Costs,
@@ -35,6 +37,8 @@ from dse.schedules import (
     compose,
     step_costs,
 )
+from dse.schedules.fields import SUMMED_FIELDS
+from dse.schedules.roles import busy_field, crit_field, dyn_field
 from dse.workflow import (
     chain_bad_rate,
     lognormal_params,
@@ -45,8 +49,9 @@ from dse.workflow import (
 )
 
 F64 = NDArray[np.float64]
-ROLES = ("draft", "prm", "target", "link")
-DEVICES = ("draft", "prm", "target")
+ROLES: tuple[str, ...] = tuple(r.value for r in PATH_ROLES)  # critical-path roles
+DEVICES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # per-device report keys
+BREAKDOWN_KEYS: tuple[str, ...] = ("init", *ROLES)  # Report.latency_breakdown_s, in plot order
 QUAD_POINTS = 5
 RESP_POINTS = 4
 # the head starts after a reject are iterated until they move by less than this share of an
@@ -55,11 +60,6 @@ AHEAD_REL_TOL = 1e-3
 # a device's busy time may exceed the latency by this share before a report is flagged
 BUSY_RTOL = 1e-3
 
-# Attempt fields the closed form takes expectations of.
-_SUMMED = ("time_s", "crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s",
-           "draft_busy_s", "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j",
-           "target_dyn_j", "stall_s", "stalled", "wasted_s", "wasted_tokens", "wasted_j",
-           "target_called", "next_ahead_s")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,14 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# The headline columns of a table of reports (`dse evaluate`): (label, Report field).
+REPORT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("schedule", "schedule"), ("latency s", "latency_s_per_problem"),
+    ("goodput tok/s", "goodput_tokens_per_s"), ("J/token", "j_per_token"),
+    ("accuracy %", "accuracy"), ("p_accept", "p_accept"),
+)
 
 
 def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, crit: dict[str, float],
@@ -157,7 +165,7 @@ def _expect(at: Attempt, w: F64, lead: int) -> F64:
     is broadcast to the full grid."""
     axes = tuple(range(lead, lead + w.ndim))
     wl = w.reshape((1,) * lead + w.shape)
-    vals = [np.asarray(getattr(at, f), dtype=float) for f in _SUMMED]
+    vals = [np.asarray(getattr(at, f), dtype=float) for f in SUMMED_FIELDS]
     full = np.broadcast_shapes(*(v.shape for v in vals), wl.shape)
     out = []
     for v in vals:
@@ -294,7 +302,7 @@ def closed_form(c: Costs) -> Report:
     # M[prev, outcome, spec_ok] -> [t, fields]; prev 0 = accepted before, 1 = rejected before.
     # An accepted step's prefetch is cut short; its length is the mean target step (as in the
     # simulator, whose traces do not record it).
-    m = np.zeros((2, 3, 2, n_pos, len(_SUMMED)))
+    m = np.zeros((2, 3, 2, n_pos, len(SUMMED_FIELDS)))
     k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
@@ -304,7 +312,7 @@ def closed_form(c: Costs) -> Report:
     # reject, whose own head start depends on the one before. The head starts are therefore a
     # fixed point, found by iteration: it matters when the draft cannot keep up with the
     # rewrites and its lateness carries from attempt to attempt.
-    i_ahead = _SUMMED.index("next_ahead_s")
+    i_ahead = SUMMED_FIELDS.index("next_ahead_s")
     p_bk_t = _p_backtrack(pa, pf, win, n_pos) if bt_on else np.zeros(n_pos)
 
     def rejected_next_ahead(mp: F64) -> F64:  # [t], from M[prev] of one previous outcome
@@ -316,7 +324,7 @@ def closed_form(c: Costs) -> Report:
     after_acc = rejected_next_ahead(m[0])
     ahead_r = one_step_on(after_acc)
     k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
-    tol = AHEAD_REL_TOL * float(m[0, 0, 1, :, _SUMMED.index("time_s")].mean())
+    tol = AHEAD_REL_TOL * float(m[0, 0, 1, :, SUMMED_FIELDS.index("time_s")].mean())
     for _ in range(n_pos):
         for oi in (1, 2):
             m[1, oi, 1] = run(k_rej, outcomes[oi], True, ahead_r)
@@ -340,15 +348,15 @@ def closed_form(c: Costs) -> Report:
     m[:, 2, 0] = j1[:, None] * m[:, 2, 0] + (1 - j1[:, None]) * m[:, 2, 1]
 
     totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
-    tv = dict(zip(_SUMMED, totals, strict=True))
+    tv = dict(zip(SUMMED_FIELDS, totals, strict=True))
     latency = tv["time_s"] + c.init_s()
-    crit = {r: tv[f"crit_{r}_s"] for r in ROLES}
+    crit = {r.value: tv[crit_field(r)] for r in PATH_ROLES}
     tokens = float((s_vals * s_p).sum()) * m_c
     accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
     return _assemble(
         d, w, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
-        busy={r: tv[f"{r}_busy_s"] for r in DEVICES},
-        dyn_j={r: tv[f"{r}_dyn_j"] for r in DEVICES}, init_j=c.init_energy_j(),
+        busy={r.value: tv[busy_field(r)] for r in DEVICE_ROLES},
+        dyn_j={r.value: tv[dyn_field(r)] for r in DEVICE_ROLES}, init_j=c.init_energy_j(),
         stall=tv["stall_s"], stalled=tv["stalled"], wasted_s=tv["wasted_s"],
         wasted_tokens=tv["wasted_tokens"],
         wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
@@ -377,7 +385,7 @@ def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wg
     full = np.broadcast_shapes(p.shape, (1,) * lead + wgt.shape)
     axes = tuple(range(lead, lead + wgt.ndim))
     out = e.copy()
-    out[..., _SUMMED.index("stalled")] = (np.broadcast_to(p, full) * wgt.reshape(
+    out[..., SUMMED_FIELDS.index("stalled")] = (np.broadcast_to(p, full) * wgt.reshape(
         (1,) * lead + wgt.shape)).sum(axis=axes)
     return out
 
@@ -390,7 +398,7 @@ def accuracy_only(d: Design, w: WorkloadSpec) -> float:
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
     s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))
     n_pos = int(s_vals.max())
-    zero = np.zeros((2, 3, 2, n_pos, len(_SUMMED)))
+    zero = np.zeros((2, 3, 2, n_pos, len(SUMMED_FIELDS)))
     _, counts = _propagate(zero, s_vals, s_p, pa, pf, d.schedule.backtracking, d.max_backtracks,
                            d.backtrack_window, n_pos)
     return _accuracy(pr, s_vals, s_p, d.schedule.backtracking, counts)

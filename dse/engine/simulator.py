@@ -28,7 +28,18 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dse.errors import SpecError
-from dse.schedules import ACCEPT, BACKTRACK, REFINE, Costs, attempt
+from dse.schedules import (
+    ACCEPT,
+    BACKTRACK,
+    DEVICE_ROLES,
+    OUTCOMES,
+    PATH_ROLES,
+    REFINE,
+    Costs,
+    attempt,
+)
+from dse.schedules.fields import REPLAY_FIELDS
+from dse.schedules.roles import busy_field, crit_field, dyn_field
 from dse.workflow import (
     lognormal_params,
     max_steps,
@@ -38,7 +49,7 @@ from dse.workflow import (
 )
 
 F64 = NDArray[np.float64]
-DECISIONS = {"accept": ACCEPT, "refine": REFINE, "backtrack": BACKTRACK}
+DECISIONS = OUTCOMES  # a trace record's decision -> outcome
 
 
 @dataclass(frozen=True)
@@ -330,10 +341,7 @@ def replay(c: Costs, tr: Trace, *, timeline_problem: int | None = 0) -> Replay:
             c, s, resp=resp, x=tr.draft_tokens[:, k], z=z, spec_ok=nxt_valid,
             nt=nt, u=u, outcome=out,
             n_alt=np.maximum(tr.alt_tokens[:, k], 1.0), resp_anchor=resp_anchor, ahead=ahead)
-        for f in ("crit_draft_s", "crit_prm_s", "crit_target_s", "crit_link_s", "draft_busy_s",
-                  "prm_busy_s", "target_busy_s", "draft_dyn_j", "prm_dyn_j", "target_dyn_j",
-                  "stall_s", "stalled", "wasted_s", "wasted_tokens", "wasted_j",
-                  "target_called"):
+        for f in REPLAY_FIELDS:
             add(f, np.broadcast_to(getattr(at, f), (n,)), a)
         add("backtracks", (out == BACKTRACK).astype(float), a)
         add("accepts", (out == ACCEPT).astype(float), a)
@@ -356,11 +364,11 @@ def replay(c: Costs, tr: Trace, *, timeline_problem: int | None = 0) -> Replay:
             new_u = np.where(out == ACCEPT, u + tr.draft_tokens[:, k], 0.0)
         u = np.where(a, new_u, u)
     committed_tokens = np.cumsum(tokens, axis=1)[rows, np.maximum(t - 1, 0)] * (t > 0)
-    crit = {r: tot[f"crit_{r}_s"] for r in ("draft", "prm", "target", "link")}
+    crit = {r.value: tot[crit_field(r)] for r in PATH_ROLES}
     return Replay(
         latency_s=clock, crit=crit,
-        busy={r: tot[f"{r}_busy_s"] for r in ("draft", "prm", "target")},
-        dyn_j={r: tot[f"{r}_dyn_j"] for r in ("draft", "prm", "target")},
+        busy={r.value: tot[busy_field(r)] for r in DEVICE_ROLES},
+        dyn_j={r.value: tot[dyn_field(r)] for r in DEVICE_ROLES},
         init_s=init, stall_s=tot["stall_s"], stalled=tot["stalled"],
         wasted_s=tot["wasted_s"], wasted_tokens=tot["wasted_tokens"], wasted_j=tot["wasted_j"],
         committed_tokens=committed_tokens, target_calls=tot["target_called"],

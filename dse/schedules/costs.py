@@ -1,0 +1,164 @@
+"""What each operation of an attempt costs: the cost primitives of each role at a context.
+
+`Costs` binds a design to a workload (contexts are response tokens; the prompt / problem prefix
+is added here); `step_costs` evaluates every operation one attempt may run at arrays of inputs,
+before a schedule (dse.schedules.compose) decides what overlaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.cost.device import Placement
+from dse.cost.link import token_bytes, transfer_s
+from dse.scenario import WorkloadSpec
+from dse.schedules.registry import Schedule
+
+if TYPE_CHECKING:  # dse.design imports the schedules; the costs only read a Design
+    from dse.design import Design
+
+F64 = NDArray[np.float64]
+VERDICT_BYTES = 8  # accept/reject flag and reward score
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Cost of each role's operations for one design on one workload (contexts in response
+    tokens; the prompt / problem prefix is added here)."""
+
+    design: Design
+    workload: WorkloadSpec
+
+    @property
+    def init_gpu(self) -> Placement | None:
+        return self.design.init_gpu
+
+    @property
+    def prompt(self) -> float:
+        return self.workload.prompt_tokens
+
+    def draft_decode(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.decode_s(n, self.prompt + np.asarray(resp))
+
+    def draft_absorb(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.absorb_s(n, self.prompt + np.asarray(resp))
+
+    def draft_prefill(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.draft.prefill_s(n, self.prompt + np.asarray(resp))
+
+    def prm(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        """No prefix caching for a pooling model: the PRM reads problem + all steps + the new
+        step every call, scoring every position."""
+        tokens = self.workload.problem_tokens + np.asarray(resp) + np.asarray(n)
+        return self.design.prm.prefill_s(tokens, 0, all_positions=True)
+
+    def target_prefill(self, u: ArrayLike, resp: ArrayLike) -> F64:
+        """Prefix caching: prefill only the u tokens the target has not seen."""
+        ctx = np.maximum(self.prompt + np.asarray(resp) - np.asarray(u), 0)
+        return self.design.target.prefill_s(u, ctx)
+
+    def target_decode(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        return self.design.target.decode_s(n, self.prompt + np.asarray(resp))
+
+    def link_draft(self, n_tokens: ArrayLike) -> F64:
+        return transfer_s(self.design.draft_link, token_bytes(n_tokens))
+
+    def link_gpu(self, n_tokens: ArrayLike) -> F64:
+        n = np.asarray(n_tokens, dtype=float)
+        return np.where(n > 0, transfer_s(self.design.gpu_link, token_bytes(n)), 0.0)
+
+    def link_verdict(self) -> float:
+        return float(transfer_s(self.design.draft_link, VERDICT_BYTES))
+
+    # ---- power above idle (W), at a context
+    def draft_dyn_w(self, resp: ArrayLike) -> F64:
+        p = self.design.draft
+        ctx = self.prompt + np.asarray(resp)
+        return p.power_w("decode", ctx) - p.power_w("idle")
+
+    def prm_dyn_w(self, n_tokens: ArrayLike) -> F64:
+        p = self.design.prm
+        return p.power_w("prefill", 0, n_new=n_tokens) - p.power_w("idle")
+
+    def target_dyn_w(self, resp: ArrayLike) -> F64:
+        p = self.design.target
+        return p.power_w("decode", self.prompt + np.asarray(resp)) - p.power_w("idle")
+
+    # ---- once per problem
+    def init_s(self) -> float:
+        """Prompt prefill for the draft; a non-GPU draft gets its KV cache from a GPU over the
+        link (state migration, once per problem)."""
+        if self.init_gpu is None:
+            return float(self.design.draft.prefill_s(self.prompt, 0))
+        kv = self.design.draft.kv_bytes_per_token * self.prompt
+        return float(self.init_gpu.prefill_s(self.prompt, 0)
+                     + transfer_s(self.design.draft_link, kv))
+
+    def init_energy_j(self) -> float:
+        p = self.init_gpu or self.design.draft
+        t = float(p.prefill_s(self.prompt, 0))
+        dyn = float(p.power_w("prefill", 0, n_new=self.prompt) - p.power_w("idle"))
+        return t * max(dyn, 0.0)
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """What each operation of one attempt costs at its inputs (seconds; W above idle), before
+    the schedule (`compose`) decides what overlaps and what lies on the critical path. The
+    closed form computes them once per grid and composes every outcome from them."""
+
+    z: F64  # tokens of the next draft step (per-token speed of the speculation)
+    nt: F64  # target tokens of a rewrite
+    n_alt: F64  # tokens of a backtrack's alternative
+    d_step: F64  # draft decodes this step
+    lk1: F64  # the step to the PRM
+    lkv: float  # the verdict back
+    p1: F64  # PRM scores the step
+    d_next: F64  # draft decodes the next step (speculation)
+    lk_u: F64  # uncached tokens to the target
+    t_pre: F64  # target prefills them
+    t_dec: F64  # target decodes the rewrite
+    lk_t: F64  # the rewrite to the draft
+    sync_work: F64  # draft absorbs (shadow sync) or prefills the rewrite
+    p2: F64  # PRM scores the rewrite (backtracking only; else 0)
+    d_next_ref: F64  # draft decodes the next step after the rewrite
+    t_alt: F64  # target writes the alternative from the anchor
+    lk_a: F64  # the alternative to the draft
+    sync2_work: F64  # draft ingests the alternative
+    d_next_alt: F64  # draft decodes the next step after the alternative
+    draft_w: F64  # power above idle while decoding at this context
+    prm_w_step: F64  # ... of the PRM scoring the step
+    prm_w_rewrite: F64  # ... scoring the rewrite
+    target_w: F64  # ... of the target decoding
+
+
+def step_costs(c: Costs, s: Schedule, *, resp: ArrayLike, x: ArrayLike, z: ArrayLike,
+               nt: ArrayLike, u: ArrayLike, n_alt: ArrayLike, resp_anchor: ArrayLike
+               ) -> StepCosts:
+    """Cost of every operation an attempt may run (arguments as for `attempt`)."""
+    resp = np.asarray(resp, dtype=float)
+    x = np.asarray(x, dtype=float)
+    z = np.asarray(z, dtype=float)
+    nt = np.asarray(nt, dtype=float)
+    n_alt = np.asarray(n_alt, dtype=float)
+    resp_anchor = np.asarray(resp_anchor, dtype=float)
+    ingest = c.draft_absorb if s.shadow_sync else c.draft_prefill
+    t_dec = c.target_decode(nt, resp)
+    return StepCosts(
+        z=z, nt=nt, n_alt=n_alt,
+        d_step=c.draft_decode(x, resp), lk1=c.link_draft(x), lkv=c.link_verdict(),
+        p1=c.prm(x, resp), d_next=c.draft_decode(z, resp + x),
+        lk_u=c.link_gpu(u), t_pre=c.target_prefill(u, resp), t_dec=t_dec,
+        lk_t=c.link_draft(nt), sync_work=ingest(nt, resp),
+        p2=c.prm(nt, resp) if s.backtracking else np.zeros_like(t_dec),
+        d_next_ref=c.draft_decode(z, resp + nt),
+        t_alt=c.target_decode(n_alt, resp_anchor), lk_a=c.link_draft(n_alt),
+        sync2_work=ingest(n_alt, resp_anchor), d_next_alt=c.draft_decode(z, resp_anchor + n_alt),
+        draft_w=c.draft_dyn_w(resp), prm_w_step=c.prm_dyn_w(c.workload.problem_tokens + resp + x),
+        prm_w_rewrite=c.prm_dyn_w(c.workload.problem_tokens + resp + nt),
+        target_w=c.target_dyn_w(resp),
+    )
