@@ -19,6 +19,7 @@ import numpy as np
 
 from dse import __version__
 from dse.errors import DseError, InfeasibleError, UsageError
+from dse.objectives import OBJECTIVES, check_objectives
 from dse.specs import Catalog, spec_fields
 
 
@@ -290,8 +291,8 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
 
 def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import report_from_replay
-    from dse.schedules import Costs
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, write_jsonl
+    from dse.schedules import Costs
 
     if a.schedule is None:
         df = _design_file(a, cat)
@@ -452,7 +453,6 @@ def percent(s: str) -> float:
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
-    from dse.search import OBJECTIVES
 
     p.add_argument("--objective", action="append", choices=list(OBJECTIVES), metavar="OBJ",
                    help="j_per_token, latency, goodput, accuracy or cost ($/Mtoken); repeat "
@@ -471,7 +471,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
-    from dse.search import Constraints, check_objectives
+    from dse.search import Constraints
     from dse.space import load_space
 
     space = load_space(cat, a.space)
@@ -480,8 +480,6 @@ def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], 
 
 
 def _best_table(objectives: list[str], best: list[Any]) -> str:
-    from dse.search import OBJECTIVES
-
     metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
                                  + ["j_per_token", "latency_s_per_problem", "accuracy"]))
     rows = [[i + 1, *(c.metrics.get(m) for m in metrics), c.label]
