@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from dse.errors import SpecError
 from dse.scenario import WorkloadSpec
@@ -137,9 +137,9 @@ def token_quadrature(mean: float, cv: float, k: int = 8) -> tuple[F64, F64]:
     if cv <= 0:
         return np.array([max(mean, 1.0)]), np.array([1.0])
     mu, s = lognormal_params(mean, cv)
-    edges = stats.norm.ppf(np.linspace(0, 1, k + 1))
+    edges = special.ndtri(np.linspace(0, 1, k + 1))  # standard normal quantiles (Phi^-1)
     # E[X | bin] for a lognormal: exp(mu + s^2/2) * (Phi(b - s) - Phi(a - s)) / (Phi(b) - Phi(a))
-    cond = np.exp(mu + s * s / 2) * (stats.norm.cdf(edges[1:] - s) - stats.norm.cdf(edges[:-1] - s))
+    cond = np.exp(mu + s * s / 2) * (special.ndtr(edges[1:] - s) - special.ndtr(edges[:-1] - s))
     vals = np.maximum(cond * k, 1.0)
     return vals, np.full(k, 1.0 / k)
 
@@ -151,8 +151,9 @@ def steps_distribution(w: WorkloadSpec, max_steps: int) -> tuple[NDArray[np.int6
         k = min(max(round(w.steps_mean), 1), max_steps)
         return np.array([k]), np.array([1.0])
     mu, s = lognormal_params(w.steps_mean, w.steps_cv)
-    upper = stats.lognorm.cdf(s_vals + 0.5, s, scale=np.exp(mu))
-    lower = stats.lognorm.cdf(s_vals - 0.5, s, scale=np.exp(mu))
+    # lognormal cdf, P(X < x) = Phi(ln(x / e^mu) / s), as scipy.stats.lognorm computes it
+    upper = special.ndtr(np.log((s_vals + 0.5) / np.exp(mu)) / s)
+    lower = special.ndtr(np.log((s_vals - 0.5) / np.exp(mu)) / s)
     lower[0] = 0.0
     upper[-1] = 1.0
     p = upper - lower
