@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 import dse
+from dse import atomic
 from dse.cli import main
 from dse.design import PRESETS, DesignFile, build_design, read_design_file
-from dse.errors import DseError, InfeasibleError, SpecError, UsageError
 from dse.engine.closed_form import evaluate
+from dse.errors import DseError, InfeasibleError, SpecError, UsageError
 from dse.exporters import bundle, check_relative, render_bundle, write_bundle
 from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
 
@@ -336,7 +337,7 @@ def test_refuses_non_empty_dir_without_force(tmp_path, capsys):
 @pytest.mark.parametrize("exchange", [True, False])
 def test_force_replaces_whole_bundle(bundles, tmp_path, monkeypatch, exchange):
     if not exchange:
-        monkeypatch.setattr(bundle, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
     out = tmp_path / "b"
     write_bundle(bundles["paper-config1-u280"][1], out)
     files = bundles["paper-config2-3090"][1]
