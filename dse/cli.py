@@ -20,6 +20,7 @@ import numpy as np
 
 from dse import __version__
 from dse.errors import DseError, InfeasibleError, UsageError
+from dse.objectives import OBJECTIVES, check_objectives
 from dse.specs import Catalog, spec_fields
 
 
@@ -292,7 +293,7 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
 
 def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import report_from_replay
-    from dse.engine.simulator import read_jsonl, replay, synthetic_trace, write_jsonl
+    from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
     from dse.schedules import Costs
 
     if a.schedule is None:
@@ -307,12 +308,11 @@ def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     rp = replay(c, tr, timeline_problem=0)
     r = report_from_replay(c, rp).to_dict()
     if a.trace_out:
-        _write_new(a.trace_out, lambda path: write_jsonl(tr, path))
+        _write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
     if a.timeline_out:
         payload = {"schema_version": 1, "system": d.name, "schedule": d.schedule.name,
                    "problem": 0, "intervals": rp.timeline}
-        _write_new(a.timeline_out,
-                   lambda path: path.write_text(json.dumps(payload, indent=1), encoding="utf-8"))
+        _write_file(a.timeline_out, json.dumps(payload, indent=1))
     pct = r["percentiles"]
     rows = [[r["schedule"], r["latency_s_per_problem"], pct["latency_p50_s"],
              pct["latency_p95_s"], r["goodput_tokens_per_s"], r["j_per_token"], r["accuracy"],
@@ -323,21 +323,12 @@ def _run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     return r, text
 
 
-def _write_new(path_str: str, write: Callable[[Any], None]) -> None:
-    """Write a user-named output file through a temporary file; never half-written."""
-    import os
-    from pathlib import Path
+def _write_file(path: str, text: str) -> None:
+    """Write a user-named output file (--trace-out, --timeline-out, --markdown, --html)
+    atomically. These options have no --force: as always, naming a file replaces it."""
+    from dse.atomic import write_new
 
-    path = Path(path_str)
-    if path.is_dir():
-        raise DseError(f"{path}: is a directory")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_new(path, text.encode("utf-8"), force=True)
 
 
 # ----------------------------------------------------------------------------- reproduce
@@ -356,10 +347,10 @@ def _run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     summ = reproduce.summary(rs)
     if a.markdown:
         md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat))
-        _write_new(a.markdown, lambda p: p.write_text(md, encoding="utf-8"))
+        _write_file(a.markdown, md)
     if a.html:
         page = reproduce.html(rs)
-        _write_new(a.html, lambda p: p.write_text(page, encoding="utf-8"))
+        _write_file(a.html, page)
     payload = {
         "rows": [r.to_dict() for r in rs],
         "summary": summ,
@@ -456,7 +447,6 @@ def percent(s: str) -> float:
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
-    from dse.search import OBJECTIVES
 
     p.add_argument("--objective", action="append", choices=list(OBJECTIVES), metavar="OBJ",
                    help="j_per_token, latency, goodput, accuracy or cost ($/Mtoken); repeat "
@@ -475,7 +465,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
-    from dse.search import Constraints, check_objectives
+    from dse.search import Constraints
     from dse.space import load_space
 
     space = load_space(cat, a.space)
@@ -484,8 +474,6 @@ def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], 
 
 
 def _best_table(objectives: list[str], best: list[Any]) -> str:
-    from dse.search import OBJECTIVES
-
     metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
                                  + ["j_per_token", "latency_s_per_problem", "accuracy"]))
     rows = [[i + 1, *(c.metrics.get(m) for m in metrics), c.label]

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from dse.design import DesignFile, build_design, design_file_text, parse_design_text
 from dse.errors import DseError, UnknownNameError, UsageError
 from dse.grid import METRICS, Evaluator, HardwareResult, feasible_mask, system_for, violation
+from dse.objectives import OBJECTIVES, check_objectives
 from dse.schedules import PRESETS
 from dse.space import Hardware, Placement, Space, hardware
 from dse.specs import Catalog, FpgaSpec
@@ -52,13 +53,6 @@ SQLITE_BUSY_S = 300
 HEARTBEAT_S = 2
 GRACE_S = 8
 OPEN_TRIES = 8
-OBJECTIVES: dict[str, str] = {  # objective name -> metric
-    "j_per_token": "j_per_token",
-    "latency": "latency_s_per_problem",
-    "goodput": "goodput_tokens_per_s",
-    "accuracy": "accuracy",
-    "cost": "cost_usd_per_mtok",
-}
 
 
 @dataclass(frozen=True)
@@ -75,17 +69,6 @@ class Constraints:
             if v is not None:
                 out[k] = float(v)
         return out
-
-
-def check_objectives(objectives: Sequence[str]) -> list[str]:
-    if not objectives:
-        raise UsageError("--objective: give at least one")
-    for o in objectives:
-        if o not in OBJECTIVES:
-            raise UnknownNameError("objective", o, list(OBJECTIVES))
-    if len(set(objectives)) != len(objectives):
-        raise UsageError("--objective: each objective once")
-    return list(objectives)
 
 
 def direction(objective: str) -> int:

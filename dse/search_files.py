@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dse.atomic import write_new
 from dse.errors import DseError
 from dse.grid import METRICS
 from dse.search import OBJECTIVES, Candidate
@@ -93,8 +93,9 @@ def pareto_html(objectives: Sequence[str], front: Sequence[Candidate],
 
 
 def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]:
-    """Write files into directory `out` (created if missing); refuse to replace any existing
-    file unless force."""
+    """Write files into directory `out` (created if missing), each atomically
+    (dse.atomic.write_new); refuse to replace any existing file unless force, before writing
+    any."""
     d = Path(out)
     if d.exists() and not d.is_dir():
         raise DseError(f"--out {d}: exists and is not a directory")
@@ -103,15 +104,4 @@ def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]
         raise DseError(f"--out {d}: {', '.join(sorted(clash))} already there; use --force to "
                        "replace them, or another directory")
     d.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        path = d / name
-        tmp = d / f".{name}.tmp-{os.getpid()}"
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        written.append(path)
-    return written
+    return [write_new(d / name, text.encode("utf-8"), force=force) for name, text in files.items()]

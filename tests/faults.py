@@ -192,12 +192,19 @@ def bundle_state(out: Path) -> str:
     return "complete"
 
 
-def export_kill_campaign(tmp: Path, rng: Any, *, kills: int = 8, max_delay_s: float = 4.0
-                         ) -> Campaign:
+def export_kill_campaign(tmp: Path, rng: Any, *, kills: int = 8,
+                         max_delay_s: float | None = None) -> Campaign:
     """SIGKILL `dse export` at a random moment, alternately into a fresh directory and with
     --force over a previous bundle; --out must then be absent or a complete bundle (the
-    previous one or the new one), never partial."""
+    previous one or the new one), never partial. The moment is drawn in 10-100% of
+    max_delay_s, by default the duration of one untouched export (so that kills land inside
+    the run however fast the command starts)."""
     c = Campaign("export kill")
+    if max_delay_s is None:
+        t0 = time.perf_counter()
+        subprocess.run([*DSE, "export", "--system", "paper-config1-u280", "--out",
+                        str(tmp / "timing")], env=_env(), capture_output=True, check=True)
+        max_delay_s = time.perf_counter() - t0
     for i in range(kills * 3):
         if c.kills >= kills:
             break
@@ -212,7 +219,7 @@ def export_kill_campaign(tmp: Path, rng: Any, *, kills: int = 8, max_delay_s: fl
         argv = ["export", "--system", "paper-config1-u280", "--out", str(out)]
         p2 = _start([*argv, "--force"] if force else argv, tmp)
         c.runs += 1
-        killed = _kill_after(p2, rng.uniform(0.5, max_delay_s))
+        killed = _kill_after(p2, rng.uniform(0.1 * max_delay_s, max_delay_s))
         assert p2.stderr is not None
         p2.stderr.close()
         c.kills += killed

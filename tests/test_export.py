@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import dse
+from dse import atomic
 from dse.cli import main
 from dse.design import DesignFile, build_design, read_design_file
 from dse.engine.closed_form import evaluate
@@ -337,7 +338,7 @@ def test_refuses_non_empty_dir_without_force(tmp_path, capsys):
 @pytest.mark.parametrize("exchange", [True, False])
 def test_force_replaces_whole_bundle(bundles, tmp_path, monkeypatch, exchange):
     if not exchange:
-        monkeypatch.setattr(bundle, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
     out = tmp_path / "b"
     write_bundle(bundles["paper-config1-u280"][1], out)
     files = bundles["paper-config2-3090"][1]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 
 from dse.design import Design
 from dse.errors import DseError
@@ -268,7 +268,7 @@ def closed_form(c: Costs) -> Report:
     cv2 = w.draft_step_tokens_cv ** 2
     qs = (np.arange(RESP_POINTS) + 0.5) / RESP_POINTS
     shape_t = np.maximum(tpos / max(cv2, 1e-9), 1e-9)
-    pts = stats.gamma.ppf(qs[None, :], shape_t[:, None]) * (m_c * cv2)
+    pts = special.gammaincinv(shape_t[:, None], qs[None, :]) * (m_c * cv2)  # gamma quantiles
     pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
         pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
     (_, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special
 
 from dse.errors import SpecError
 from dse.schedules import (
@@ -84,13 +84,15 @@ def token_ppf(u: F64, mean: float, cv: float) -> F64:
     if cv <= 0:
         return np.full(np.shape(u), max(mean, 1.0))
     mu, s = lognormal_params(mean, cv)
-    return np.maximum(np.exp(mu + s * stats.norm.ppf(u)), 1.0)
+    return np.maximum(np.exp(mu + s * special.ndtri(u)), 1.0)
 
 
 def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     """Sample `problems` problems from the workload with the design's thresholds and the
     workflow rules (accept / refine / backtrack to the latest draft-accepted step in the
     window, at most max_backtracks per problem)."""
+    from scipy import stats  # local: ~0.5 s to import, and only the PRM score quantiles need it
+
     d, w, s = c.design, c.workload, c.design.schedule
     rng = np.random.default_rng(seed)
     pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,

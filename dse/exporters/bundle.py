@@ -20,19 +20,15 @@ Same input, byte-identical output: no timestamps, no absolute paths, sorted JSON
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import hashlib
 import os
-import shutil
-import sys
-import tempfile
 import tomllib
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dse import __version__
+from dse.atomic import write_new_dir
 from dse.design import Design, design_file_text, infeasibility
 from dse.engine.closed_form import evaluate
 from dse.errors import DseError, InfeasibleError, UsageError
@@ -198,12 +194,11 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = False) -> Path:
-    """Write the bundle into out_dir via a temporary directory beside it, then rename.
+    """Write the bundle into out_dir whole (dse.atomic.write_new_dir: a temporary directory
+    beside it, then renamed; never half-written).
 
-    A non-empty out_dir is refused without force; with force it is replaced whole, atomically
-    where the OS can swap two directories (Linux renameat2), else by two renames (out_dir is
-    then missing for an instant, never half-written). A directory that holds no manifest.json
-    is not a bundle and is never replaced, even with force."""
+    A non-empty out_dir is refused without force; with force it is replaced whole. A directory
+    that holds no manifest.json is not a bundle and is never replaced, even with force."""
     out = Path(os.path.abspath(out_dir))
     rel = {str(check_relative(p)): data for p, data in files.items()}
     if out.exists() and not out.is_dir():
@@ -214,76 +209,12 @@ def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = Fal
     if nonempty and not (out / MANIFEST).is_file():
         raise UsageError(f"--out {out}: not empty and holds no {MANIFEST}, so it is not a "
                          "previous bundle; refusing to replace it even with --force")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         for p, data in rel.items():
             target = tmp / p
             target.parent.mkdir(parents=True, exist_ok=True)
             _write_file(target, data)
-        tmp.chmod(0o755)
-        if nonempty:
-            _replace_dir(tmp, out)
-        else:
-            _rename_new(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    write_new_dir(out, fill, force=force)
     return out
-
-
-def _rename_new(tmp: Path, out: Path) -> None:
-    """Move the finished bundle to an absent or empty out_dir. If another process fills
-    out_dir meanwhile (two exports racing for one directory), its bundle is kept and this one
-    is refused with one line."""
-    try:
-        if out.is_dir():
-            out.rmdir()
-        os.rename(tmp, out)
-    except FileNotFoundError:  # the other process removed the empty directory first
-        try:
-            os.rename(tmp, out)
-        except OSError as e:
-            _raced(out, e)
-    except OSError as e:
-        _raced(out, e)
-
-
-def _raced(out: Path, e: OSError) -> None:
-    if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
-        raise UsageError(f"--out {out}: another process wrote a bundle there while this one was "
-                         "being written; kept it (use --force to replace it)") from None
-    raise e
-
-
-def _replace_dir(new: Path, out: Path) -> None:
-    if _exchange(new, out):  # `new` now holds the old bundle; the finally clause removes it
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    old.rmdir()
-    os.rename(out, old)
-    try:
-        os.rename(new, out)
-    except BaseException:
-        os.rename(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    fn.restype = ctypes.c_int
-    at_fdcwd, rename_exchange = -100, 2
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))

@@ -1,0 +1,57 @@
+"""The command line answers at once: each command imports only what it uses (issue part 7).
+
+Not timed (benchmarks/bench_cli.py times them): a fresh interpreter runs `dse.cli.main(argv)`
+and reports which modules it loaded. sympy (the mean-value model), optuna (studies), plotly
+(charts) and streamlit (the dashboard) cost 0.3-1 s each to import and none of these commands
+uses them; scipy.stats and scipy.optimize neither."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import contextlib, io, json, sys
+from dse.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        rc = main(sys.argv[1:])
+    except SystemExit as e:
+        rc = e.code
+print(json.dumps({"rc": rc, "modules": sorted(sys.modules)}))
+"""
+NEVER = ("sympy", "optuna", "plotly", "streamlit", "scipy.stats", "scipy.optimize")
+EVALUATE = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500"]
+ROOFLINE = ["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280"]
+
+
+def loaded(argv: list[str]) -> tuple[int, set[str]]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True,
+                       check=True, timeout=120)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    return out["rc"], set(out["modules"])
+
+
+def under(modules: set[str], top: str) -> list[str]:
+    return sorted(m for m in modules if m == top or m.startswith(top + "."))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["catalog", "boards"], ROOFLINE],
+                         ids=["help", "catalog", "roofline"])
+def test_parser_catalog_and_roofline_import_no_scipy(argv):
+    rc, mods = loaded(argv)
+    assert rc == 0
+    assert "dse.cli" in mods and "numpy" in mods
+    for top in (*NEVER, "scipy", "dse.search", "dse.engine"):
+        assert not under(mods, top), f"dse {' '.join(argv)} imported {under(mods, top)[:5]}"
+
+
+def test_evaluate_imports_no_sympy_optuna_plotly_streamlit_or_scipy_stats():
+    rc, mods = loaded(EVALUATE)
+    assert rc == 0
+    assert "dse.engine.closed_form" in mods  # it did evaluate
+    for top in NEVER:
+        assert not under(mods, top), f"dse evaluate imported {under(mods, top)[:5]}"
