@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dse.cost.device import Placement, place
+from dse.devices.device import Placement, place
 from dse.errors import InfeasibleError, SpecError, UnknownNameError
 from dse.scenario import SystemSpec
 from dse.specs import SCHEMAS, Catalog, FpgaSpec, LinkSpec, build_spec
@@ -322,8 +322,8 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
 def _check_names(cat: Catalog, s: SystemSpec) -> None:
     """Every name the system refers to exists; an unknown one is reported with the file and
     the key that holds it (still an UnknownNameError, exit 2, listing the valid names)."""
-    from dse.cost.device import FPGA_PRECISIONS
-    from dse.cost.shape import precision
+    from dse.devices.device import FPGA_PRECISIONS
+    from dse.devices.shape import precision
 
     def check(key: str, lookup: Any) -> None:
         try:

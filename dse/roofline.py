@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dse.cost import fpga, gpu
-from dse.cost.device import place
+from dse.devices import fpga, gpu
+from dse.devices.device import place
 from dse.errors import SpecError
 from dse.specs import Catalog, FpgaSpec
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost.device import Placement
-from dse.cost.link import token_bytes, transfer_s
 from dse.design import Design, Schedule
+from dse.devices.device import Placement
+from dse.devices.link import token_bytes, transfer_s
 from dse.scenario import WorkloadSpec
 
 F64 = NDArray[np.float64]

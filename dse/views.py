@@ -20,9 +20,6 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from dse.cost import gpu, shape
-from dse.cost.device import FPGA_PRECISIONS
-from dse.cost.fpga import effective_bw_bytes_per_s
 from dse.design import (
     FLAGS,
     PRESETS,
@@ -34,8 +31,11 @@ from dse.design import (
     toml_value,
     with_overrides,
 )
-from dse.errors import SpecError, UnknownNameError
+from dse.devices import gpu, shape
+from dse.devices.device import FPGA_PRECISIONS
+from dse.devices.fpga import effective_bw_bytes_per_s
 from dse.engine.closed_form import DEVICES, Report
+from dse.errors import SpecError, UnknownNameError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import Costs
 from dse.specs import Catalog, FpgaSpec
@@ -46,7 +46,7 @@ DEFAULT_WORKLOAD = "math500"
 DEFAULT_SCHEDULE = "heteroreason"
 BASELINES = ("rsd", "brsd", "brsd_stepahead")
 
-# Defaults when a role moves to another kind of device (as dse.cost.device.place).
+# Defaults when a role moves to another kind of device (as dse.devices.device.place).
 GPU_DEFAULT_PRECISION = "bf16"
 FPGA_DEFAULT_PRECISION = "w8a8"
 GPU_DEFAULT_SERVING = "vllm-cudagraph"

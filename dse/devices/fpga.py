@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost import shape
+from dse.devices import shape
 from dse.specs import FpgaEngineSpec, FpgaSpec, ModelSpec
 
 F64 = NDArray[np.float64]

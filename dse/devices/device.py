@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost import fpga, gpu, shape
-from dse.cost.power import gpu_power_w
-from dse.cost.shape import Precision, precision
+from dse.devices import fpga, gpu, shape
+from dse.devices.power import gpu_power_w
+from dse.devices.shape import Precision, precision
 from dse.errors import SpecError
 from dse.specs import Catalog, FpgaSpec, GpuSpec, ModelSpec
 

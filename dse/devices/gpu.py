@@ -24,8 +24,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost import shape
-from dse.cost.shape import Precision
+from dse.devices import shape
+from dse.devices.shape import Precision
 from dse.specs import GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
 F64 = NDArray[np.float64]
