@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dse.design import Design, Schedule
-from dse.devices.device import Placement
+from dse.devices.protocol import Placement
 from dse.devices.link import token_bytes, transfer_s
 from dse.scenario import WorkloadSpec
 

@@ -24,8 +24,8 @@ import pytest
 import dse
 from dse.cli import main
 from dse.design import PRESETS, DesignFile, build_design, read_design_file
-from dse.errors import DseError, InfeasibleError, SpecError, UsageError
 from dse.engine.closed_form import evaluate
+from dse.errors import DseError, InfeasibleError, SpecError, UsageError
 from dse.exporters import bundle, check_relative, render_bundle, write_bundle
 from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
 
@@ -203,7 +203,7 @@ def test_build_sh_is_valid_bash(bundles, tmp_path, system):
 def test_vllm_files_use_only_092_options(cat, bundles, system):
     design, files = bundles[system]
     opts = vllm_options()
-    roles = ["prm", "target"] + ([] if design.draft.is_fpga else ["draft"])
+    roles = ["prm", "target"] + ([] if design.draft.kind == "fpga" else ["draft"])
     assert sorted(p for p in files if p.startswith("gpu/")) == sorted(
         f"gpu/vllm_{r}.yaml" for r in roles)
     for role in roles:
@@ -252,7 +252,7 @@ def test_scheduler_carries_the_design(bundles, system):
     assert int(top["backtrack_window"]) == design.backtrack_window
     assert top["step_ahead"] == top["shadow_sync"] == "true"
     assert top["step_word"] == '"\\n\\n"'
-    assert ("draft" in nested) == (not design.draft.is_fpga)  # an HTTP draft endpoint
+    assert ("draft" in nested) == (design.draft.kind != "fpga")  # an HTTP draft endpoint
     assert nested["prm"].endswith('/pooling"') and nested["target"].endswith('/v1"')
 
 

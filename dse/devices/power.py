@@ -11,10 +11,13 @@ FPGA: P = static + k_dsp x (DSPs / 1000) x (clock / GHz) + memory energy per bit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.devices.gpu import GpuCost
+if TYPE_CHECKING:  # dse.devices.gpu imports this module for its placed model
+    from dse.devices.gpu import GpuCost
 
 GPU_STATES = ("idle", "decode", "prefill")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from dse.design import Design
-from dse.devices.device import Placement
+from dse.devices.protocol import Placement
 from dse.exporters.text import yaml_text
 from dse.specs import Catalog
 
