@@ -307,8 +307,8 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
                  key=lambda ln: ln.effective_bytes_per_s)
     draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
     init_gpu = None
-    if draft_kind.prompt_prefill_on_gpu:  # HeteroReason Phase 1: the target GPU prefills the
-        # prompt, the KV cache migrates
+    # HeteroReason Phase 1: the target GPU prefills the prompt, the KV cache migrates
+    if draft_kind.prompt_prefill_on_gpu:
         init_gpu = place(cat, models["draft"], s.target_device, precision_name="bf16",
                          software=s.target_serving, context_tokens=ctx)
     d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
