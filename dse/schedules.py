@@ -35,8 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dse.design import Design, Schedule
-from dse.devices.protocol import Placement
 from dse.devices.link import token_bytes, transfer_s
+from dse.devices.protocol import Placement
 from dse.scenario import WorkloadSpec
 
 F64 = NDArray[np.float64]
