@@ -19,8 +19,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from _timing import best_of
 
-from dse.cost import fpga, gpu
-from dse.cost.shape import precision
+from dse.devices import fpga, gpu
+from dse.devices.shape import precision
 from dse.specs import Catalog
 
 

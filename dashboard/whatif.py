@@ -93,14 +93,14 @@ def controls(state: views.DesignState) -> views.DesignState:
             c1.selectbox("Precision", with_current(opts.precisions,
                                                    ss[wkey(f"{role}_precision")]),
                          key=wkey(f"{role}_precision"))
-            c2.selectbox("FPGA engine" if opts.is_fpga else "Serving",
+            c2.selectbox(opts.serving_label,
                          with_current(opts.servings, ss[wkey(f"{role}_serving")]),
                          key=wkey(f"{role}_serving"))
             if role == "target":
                 st.number_input("Tensor parallel GPUs", min_value=1, step=1,
                                 key=wkey("target_tp"))
-            if role == "draft" and opts.is_fpga:
-                r = views.fpga_knob_ranges(cat, dev)
+            if role == "draft" and opts.build_knobs:  # the system's fpga_* knob keys
+                r = views.build_knob_ranges(cat, dev)
                 st.number_input("FPGA clock (MHz, 0 = board default)", min_value=0.0,
                                 step=25.0, key=wkey("fpga_clock_MHz"),
                                 help=f"{dev}: {r['clock_min_mhz']:g}-{r['clock_max_mhz']:g} "

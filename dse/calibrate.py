@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq, least_squares
 
-from dse.cost import fpga as fpga_cost_mod
-from dse.cost import gpu as gpu_cost_mod
-from dse.cost.power import gpu_power_w
-from dse.cost.shape import precision
+from dse.devices import fpga as fpga_cost_mod
+from dse.devices import gpu as gpu_cost_mod
+from dse.devices.power import gpu_power_w
+from dse.devices.shape import precision
 from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec
 
 # Which serving profile models each measured framework. The Jetson build is assumed eager: its

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.cost.device import Placement, place
+from dse.devices.protocol import Placement
+from dse.devices.registry import board, kind_of, place, role_devices_label
 from dse.errors import InfeasibleError, SpecError, UnknownNameError
 from dse.scenario import SystemSpec
 from dse.schedules.registry import FLAGS, Schedule, schedule_for
 from dse.schedules.roles import DEVICE_ROLES
-from dse.specs import SCHEMAS, Catalog, FpgaSpec, LinkSpec, build_spec
+from dse.specs import SCHEMAS, Catalog, LinkSpec, build_spec
 
 
 @dataclass(frozen=True)
@@ -240,8 +241,9 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
                         f"target {models['target'].name} ({models['target'].tokenizer_family}) "
                         "do not share a tokenizer")
     for role in ("prm", "target"):
-        if isinstance(cat.device(getattr(s, f"{role}_device")), FpgaSpec):
-            raise SpecError(where, f"{role}_device", f"the {role} runs on a GPU in this model")
+        if role not in kind_of(cat, getattr(s, f"{role}_device")).roles:
+            raise SpecError(where, f"{role}_device",
+                            f"the {role} runs on {role_devices_label(role)} in this model")
     ctx = s.max_context_tokens
     knobs: dict[str, object] = {}
     if s.fpga_clock_hz > 0:
@@ -250,25 +252,24 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
         knobs["memory_channels"] = s.fpga_memory_channels
     if s.fpga_mac_lanes > 0:
         knobs["mac_lanes"] = s.fpga_mac_lanes
-    draft_dev = cat.device(s.draft_device)
-    is_fpga = isinstance(draft_dev, FpgaSpec)
+    draft_kind = kind_of(cat, s.draft_device)
     draft = place(cat, models["draft"], s.draft_device, precision_name=s.draft_precision,
-                  serving="vllm-cudagraph" if is_fpga else s.draft_serving,
-                  engine=s.draft_serving if is_fpga else "flexllm",
-                  context_tokens=ctx, fpga_knobs=knobs)
+                  software=s.draft_serving, context_tokens=ctx,
+                  knobs={k: v for k, v in knobs.items() if k in draft_kind.build_knobs})
     prm = place(cat, models["prm"], s.prm_device, precision_name=s.prm_precision,
-                serving=s.prm_serving, context_tokens=ctx, tp=s.prm_tp or 1)
+                software=s.prm_serving, context_tokens=ctx, tp=s.prm_tp or 1)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
-                   serving=s.target_serving, context_tokens=ctx, tp=s.target_tp)
-    links = {d: cat.link(cat.device(d).host_link) for d in
+                   software=s.target_serving, context_tokens=ctx, tp=s.target_tp)
+    links = {d: cat.link(board(cat, d).host_link) for d in
              (s.draft_device, s.prm_device, s.target_device)}
     slower = min(links[s.prm_device], links[s.target_device],
                  key=lambda ln: ln.effective_bytes_per_s)
     draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
     init_gpu = None
-    if is_fpga:  # HeteroReason Phase 1: a GPU prefills the prompt, the KV cache migrates
+    # HeteroReason Phase 1: the target GPU prefills the prompt, the KV cache migrates
+    if draft_kind.prompt_prefill_on_gpu:
         init_gpu = place(cat, models["draft"], s.target_device, precision_name="bf16",
-                         serving=s.target_serving, context_tokens=ctx)
+                         software=s.target_serving, context_tokens=ctx)
     d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
                s.backtrack_threshold, s.max_backtracks, s.backtrack_window, ctx, init_gpu)
     if check:
@@ -281,8 +282,6 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
 def _check_names(cat: Catalog, s: SystemSpec) -> None:
     """Every name the system refers to exists; an unknown one is reported with the file and
     the key that holds it (still an UnknownNameError, exit 2, listing the valid names)."""
-    from dse.cost.device import FPGA_PRECISIONS
-    from dse.cost.shape import precision
 
     def check(key: str, lookup: Any) -> None:
         try:
@@ -293,17 +292,15 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
 
     for role in DEVICE_ROLES:
         check(f"{role}_model", cat.model)
-        check(f"{role}_device", cat.device)
-    on_fpga = isinstance(cat.device(s.draft_device), FpgaSpec)
-    if on_fpga and s.draft_precision not in FPGA_PRECISIONS:
-        raise SpecError(s.path, "draft_precision", f"{s.draft_precision!r} not supported on "
-                        f"an FPGA; valid: {', '.join(FPGA_PRECISIONS)}")
-    for role in DEVICE_ROLES:
-        if role != "draft" or not on_fpga:
-            check(f"{role}_precision", precision)
-    check("draft_serving", cat.engine if on_fpga else cat.serving)
-    check("prm_serving", cat.serving)
-    check("target_serving", cat.serving)
+        check(f"{role}_device", lambda name: kind_of(cat, name))
+    # a role on a kind that cannot hold it: build_design says so, after the models' checks
+    kinds = {r: k for r in DEVICE_ROLES
+             if r in (k := kind_of(cat, getattr(s, f"{r}_device"))).roles}
+    for role, kind in kinds.items():
+        check(f"{role}_precision", lambda name, k=kind, r=role: k.check_precision(
+            name, where=s.path, key=f"{r}_precision"))
+    for role, kind in kinds.items():  # the serving profile, or the engine, of the role's kind
+        check(f"{role}_serving", lambda name, k=kind: cat.get(k.software_kind, name))
 
 
 def infeasibility(d: Design) -> list[str]:

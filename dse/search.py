@@ -35,12 +35,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.design import DesignFile, build_design, design_file_text, parse_design_text
+from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError, UsageError
 from dse.grid import METRICS, Evaluator, HardwareResult, feasible_mask, system_for, violation
 from dse.objectives import OBJECTIVES, check_objectives
 from dse.schedules import PRESETS
 from dse.space import Hardware, Placement, Space, hardware
-from dse.specs import Catalog, FpgaSpec
+from dse.specs import Catalog
 
 F64 = NDArray[np.float64]
 DEFAULT_STORAGE = "sqlite:///dse-studies.db"  # the `dse` command's; the library's is in memory
@@ -388,12 +389,12 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
     model = choose(f"{role}_model", [o.model for o in opts])
     sub = [o for o in opts if o.device == dev and o.model == model]
     if role == "draft":
-        is_fpga = isinstance(cat.device(dev), FpgaSpec)
-        pool = [o for o in opts if isinstance(cat.device(o.device), FpgaSpec) == is_fpga]
-        kind = "fpga" if is_fpga else "gpu"
-        prec = choose(f"draft_{kind}_precision", [o.precision for o in pool])
-        serv = choose(f"draft_{kind}_serving", [o.serving for o in pool])
-        if is_fpga:
+        # precision and software per device kind: their choices differ between kinds
+        kind = kind_of(cat, dev)
+        pool = [o for o in opts if kind_of(cat, o.device) is kind]
+        prec = choose(f"draft_{kind.name}_precision", [o.precision for o in pool])
+        serv = choose(f"draft_{kind.name}_serving", [o.serving for o in pool])
+        if kind.build_knobs:  # the space's build-knob columns (clock, channels, MAC lanes)
             clock = choose("fpga_clock_MHz", [o.clock_mhz for o in pool])
             ch = choose("fpga_memory_channels", [o.memory_channels for o in pool])
             lanes = choose("fpga_mac_lanes", [o.mac_lanes for o in pool])

@@ -190,7 +190,7 @@ class GpuServingSpec(Spec):
     """A GPU serving framework's batch-1 behaviour (vLLM with CUDA graphs, eager, HF, ...).
 
     Step time = max(roofline / efficiency + layers * layer_gap, layers * launch_per_layer)
-                + step_overhead; see dse.cost.gpu.
+                + step_overhead; see dse.devices.gpu.
     """
 
     mem_bw_efficiency: float

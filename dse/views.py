@@ -20,9 +20,6 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from dse.cost import gpu, shape
-from dse.cost.device import FPGA_PRECISIONS
-from dse.cost.fpga import effective_bw_bytes_per_s
 from dse.design import (
     Design,
     DesignFile,
@@ -31,22 +28,19 @@ from dse.design import (
     toml_value,
     with_overrides,
 )
+from dse.devices import shape
+from dse.devices.registry import device_names, kind_of, resolve
 from dse.engine.closed_form import DEVICES, Report
 from dse.errors import SpecError, UnknownNameError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS, Costs, Schedule, fields
-from dse.specs import Catalog, FpgaSpec
+from dse.specs import Catalog
 
 # The view a fresh dashboard opens on: the README's first example.
 DEFAULT_SYSTEM = "paper-config1-u280"
 DEFAULT_WORKLOAD = "math500"
 DEFAULT_SCHEDULE = "heteroreason"
 BASELINES = ("rsd", "brsd", "brsd_stepahead")
-
-# Defaults when a role moves to another kind of device (as dse.cost.device.place).
-GPU_DEFAULT_PRECISION = "bf16"
-FPGA_DEFAULT_PRECISION = "w8a8"
-GPU_DEFAULT_SERVING = "vllm-cudagraph"
 
 _META_KEYS = ("schema_version", "kind", "name", "description", "sources")
 
@@ -75,13 +69,15 @@ class DesignState:
     def gpu_baseline(self, cat: Catalog, name: str) -> DesignState:
         """The paper's homogeneous GPU baseline `name` (rsd, brsd, brsd_stepahead) of this
         design: the same models, PRM and target, thresholds and workload, with a draft that
-        is not on the PRM's GPU moved there (BF16, the default GPU serving profile), as the
-        paper's 3 x RTX 3090 baselines are to its FPGA systems."""
+        is not on the PRM's GPU moved there (the GPU kind's default precision and serving
+        profile: BF16, vLLM with CUDA graphs), as the paper's 3 x RTX 3090 baselines are to
+        its FPGA systems."""
         spec = self.spec(cat)
         over = dict(self.overrides)
         if spec.draft_device != spec.prm_device:
-            over |= {"draft_device": spec.prm_device, "draft_precision": GPU_DEFAULT_PRECISION,
-                     "draft_serving": GPU_DEFAULT_SERVING, "fpga_clock_MHz": 0.0,
+            gpu = kind_of(cat, spec.prm_device)
+            over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
+                     "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
                      "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
         return DesignState(self.system, self.workload, PRESETS[name], over)
 
@@ -181,31 +177,29 @@ class RoleOptions:
     servings: list[str]
     default_precision: str
     default_serving: str
-    is_fpga: bool
+    kind: str  # the device's kind (dse.devices.registry)
+    serving_label: str  # what its software is called: "Serving", "FPGA engine"
+    build_knobs: tuple[str, ...]  # the kind's build knobs (empty: none to show)
 
 
 def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
-    """Devices, models, precisions and serving profiles (FPGA engines) a role can use. The
-    PRM and target run on GPUs; the draft on a GPU or an FPGA."""
-    devices = cat.names("gpu") + (cat.names("fpga") if role == "draft" else [])
+    """Devices, models, precisions and serving profiles (FPGA engines) a role can use on a
+    device, from the device kind's capabilities (the PRM and target run on GPUs; the draft on
+    a GPU or an FPGA)."""
+    devices = device_names(cat, role)
     models = [n for n in cat.names("model") if role in cat.model(n).roles]
-    fpga = isinstance(cat.device(device), FpgaSpec)
-    if fpga:
-        engines = cat.names("fpga-engine")
-        return RoleOptions(devices, models, list(FPGA_PRECISIONS), engines,
-                           FPGA_DEFAULT_PRECISION, engines[0], True)
-    return RoleOptions(devices, models, list(shape.PRECISIONS), cat.names("gpu-serving"),
-                       GPU_DEFAULT_PRECISION, GPU_DEFAULT_SERVING, False)
+    k = kind_of(cat, device)
+    return RoleOptions(devices, models, list(k.precisions), cat.names(k.software_kind),
+                       k.default_precision, k.default_software, k.name, k.software_label,
+                       k.build_knobs)
 
 
-def fpga_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:
-    """Clock range (MHz) and memory channels of an FPGA board (0 in the system TOML means
-    the board default / every channel)."""
-    b = cat.device(device)
-    if not isinstance(b, FpgaSpec):
-        return {}
-    return {"clock_min_mhz": b.clock_min_hz / 1e6, "clock_max_mhz": b.clock_max_hz / 1e6,
-            "clock_default_mhz": b.clock_default_hz / 1e6, "channels_max": b.memory_channels}
+def build_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:
+    """The device kind's knob ranges for this board: for an FPGA, clock range and default
+    (MHz) and memory channels (0 in the system TOML means the board default / every
+    channel); empty for a kind without build knobs."""
+    b, k = resolve(cat, device)
+    return k.knob_ranges(b)
 
 
 # ------------------------------------------------------------------------ report figures
@@ -312,19 +306,8 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     for role in DEVICE_ROLES:
         pl = getattr(design, role)
         m, p = pl.model, pl.precision
-        if pl.fpga_build is not None:
-            b = pl.fpga_build
-            board = b.board
-            peak_f = 2 * b.mac_lanes * b.clock_hz
-            peak_b = board.hbm_bytes_per_s if board.uses_hbm else board.ddr_bytes_per_s
-            eff_f = peak_f * b.engine.achieved_efficiency
-            eff_b = effective_bw_bytes_per_s(b) * b.engine.achieved_efficiency
-        else:
-            assert pl.gpu_cost is not None and not isinstance(pl.device, FpgaSpec)
-            peak_f = gpu.peak_flops_per_s(pl.device, p) * pl.tp
-            peak_b = pl.device.mem_bw_bytes_per_s * pl.tp
-            eff_f = float(pl.gpu_cost.flops_per_s)
-            eff_b = float(pl.gpu_cost.mem_bw_bytes_per_s)
+        peak_f, peak_b = pl.peak_ops_per_s, pl.peak_bytes_per_s
+        eff_f, eff_b = pl.effective_ops_per_s, pl.effective_bytes_per_s
         kvb = pl.kv_bits
 
         def pt(op: str, n: float, k: float, t: float, heads: float = 1.0,

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dse import views
 from dse.design import build_design, with_overrides
+from dse.devices.registry import KINDS
 from dse.engine.closed_form import evaluate
 from dse.reproduce import _row
 from dse.schedules import PRESETS
@@ -120,13 +121,13 @@ def test_preset_resets_knobs_and_gpu_draft_drops_the_fpga_engine(cat):
     assert at.number_input(key="wi_fpga_clock_MHz").value == 300.0
     at.selectbox(key="wi_draft_device").set_value("rtx-4090")
     ok(at.run())
-    assert at.selectbox(key="wi_draft_serving").value == views.GPU_DEFAULT_SERVING
+    assert at.selectbox(key="wi_draft_serving").value == KINDS.get("gpu").default_software
     assert at.selectbox(key="wi_draft_precision").value == "w8a8"  # valid on a GPU too
     assert not [w for w in at.number_input if w.key == "wi_fpga_clock_MHz"]
     assert at.query_params["draft_device"] == "rtx-4090"
     rep = at.session_state["wi_report"]
     want = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, "heteroreason",
-                    draft_device="rtx-4090", draft_serving=views.GPU_DEFAULT_SERVING)
+                    draft_device="rtx-4090", draft_serving=KINDS.get("gpu").default_software)
     assert rep["latency_s_per_problem"] == want.latency_s_per_problem
 
 

@@ -205,7 +205,7 @@ def test_build_sh_is_valid_bash(bundles, tmp_path, system):
 def test_vllm_files_use_only_092_options(cat, bundles, system):
     design, files = bundles[system]
     opts = vllm_options()
-    roles = ["prm", "target"] + ([] if design.draft.is_fpga else ["draft"])
+    roles = ["prm", "target"] + ([] if design.draft.kind == "fpga" else ["draft"])
     assert sorted(p for p in files if p.startswith("gpu/")) == sorted(
         f"gpu/vllm_{r}.yaml" for r in roles)
     for role in roles:
@@ -254,7 +254,7 @@ def test_scheduler_carries_the_design(bundles, system):
     assert int(top["backtrack_window"]) == design.backtrack_window
     assert top["step_ahead"] == top["shadow_sync"] == "true"
     assert top["step_word"] == '"\\n\\n"'
-    assert ("draft" in nested) == (not design.draft.is_fpga)  # an HTTP draft endpoint
+    assert ("draft" in nested) == (design.draft.kind != "fpga")  # an HTTP draft endpoint
     assert nested["prm"].endswith('/pooling"') and nested["target"].endswith('/v1"')
 
 

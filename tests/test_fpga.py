@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.cost import fpga, shape
+from dse.devices import fpga, shape
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.cost import gpu, shape
-from dse.cost.power import gpu_power_w
-from dse.cost.shape import precision
+from dse.devices import gpu, shape
+from dse.devices.power import gpu_power_w
+from dse.devices.shape import precision
 
 from .conftest import make_gpu, make_serving
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dse.cost import shape
+from dse.devices import shape
 
 
 def test_qwen05_params_by_hand(cat):

@@ -102,15 +102,16 @@ def test_speedups_and_energy_split_sum_to_the_report(cat):
 
 def test_role_options(cat):
     fpga = views.role_options(cat, "draft", "u280")
-    assert fpga.is_fpga and fpga.servings == cat.names("fpga-engine")
+    assert fpga.kind == "fpga" and fpga.servings == cat.names("fpga-engine")
+    assert fpga.serving_label == "FPGA engine" and "clock_hz" in fpga.build_knobs
     assert fpga.default_precision in fpga.precisions and "u280" in fpga.devices
     prm = views.role_options(cat, "prm", "rtx-3090")
-    assert not prm.is_fpga and "u280" not in prm.devices
+    assert prm.kind == "gpu" and "u280" not in prm.devices and prm.build_knobs == ()
     assert prm.models and all("prm" in cat.model(m).roles for m in prm.models)
     assert prm.default_serving in prm.servings
-    r = views.fpga_knob_ranges(cat, "u280")
+    r = views.build_knob_ranges(cat, "u280")
     assert r["clock_min_mhz"] <= r["clock_default_mhz"] <= r["clock_max_mhz"]
-    assert views.fpga_knob_ranges(cat, "rtx-3090") == {}
+    assert views.build_knob_ranges(cat, "rtx-3090") == {}
 
 
 def test_timeline_is_one_seeded_problem(cat):

@@ -117,7 +117,7 @@ def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, cri
               problems: int | None = None) -> Report:
     idle_w = {r: float(getattr(d, r).power_w("idle")) for r in DEVICES}
     energy = {r: idle_w[r] * latency + dyn_j[r] for r in DEVICES}
-    init_dev = "target" if d.draft.is_fpga else "draft"  # a GPU prefills an FPGA draft
+    init_dev = "target" if d.init_gpu is not None else "draft"  # a GPU prefilled the prompt
     energy[init_dev] += init_j
     total_e = sum(energy.values())
     breakdown = {**crit, "init": init_s}

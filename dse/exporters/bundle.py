@@ -30,6 +30,7 @@ from typing import Any
 from dse import __version__
 from dse.atomic import write_new_dir
 from dse.design import Design, design_file_text, infeasibility
+from dse.devices.fpga import FpgaPlacement
 from dse.engine.closed_form import evaluate
 from dse.errors import DseError, InfeasibleError, UsageError
 from dse.exporters.hls import draft_config_h
@@ -75,7 +76,7 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec) -> dict[
                                   "device": design.draft.device.name}
     eng = None
     board_dir = None
-    build = design.draft.fpga_build
+    build = design.draft.fpga_build if isinstance(design.draft, FpgaPlacement) else None
     if build is not None:
         safe_token(build.board.part, build.board.path, "part")
         safe_token(build.board.vitis_platform, build.board.path, "vitis_platform",
@@ -124,7 +125,7 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec) -> dict[
 
 def _gpu_indices(design: Design) -> dict[str, str]:
     """One GPU per model, as in the paper: CUDA_VISIBLE_DEVICES per server."""
-    roles = (["draft"] if design.draft.fpga_build is None else []) + ["prm", "target"]
+    roles = ([] if isinstance(design.draft, FpgaPlacement) else ["draft"]) + ["prm", "target"]
     out: dict[str, str] = {}
     i = 0
     for r in roles:

@@ -11,7 +11,7 @@ Parallelism (FlexLLM's decode knobs, config_u280*.h):
 - DEC_HEAD_PARALLEL = KV heads processed at once, one K and one V port each;
 - DEC_K_PARALLEL = DEC_V_PARALLEL = K/V elements of one port word (FlexLLM: 32 int8).
 
-Memory map over the `memory_channels` banks the cost model streams from (dse.cost.fpga):
+Memory map over the `memory_channels` banks the cost model streams from (dse.devices.fpga):
 - `io_mmap` (token ids in, sampled token out, the KV cache migrated from the GPU at the start
   of a problem) on bank 0;
 - `k_caches_i`, `v_caches_i`: DEC_HEAD_PARALLEL ports each; their count follows the KV cache's
@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dse.cost import shape
-from dse.cost.fpga import FpgaBuild
+from dse.devices import shape
+from dse.devices.fpga import FpgaBuild
 from dse.errors import InfeasibleError
 from dse.specs import ModelSpec
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dse.cost.device import Placement
 from dse.design import Design
+from dse.devices.protocol import Placement
 from dse.exporters.text import yaml_text
 from dse.specs import Catalog
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost.device import Placement
-from dse.cost.link import token_bytes, transfer_s
+from dse.devices.link import token_bytes, transfer_s
+from dse.devices.protocol import Placement
 from dse.scenario import WorkloadSpec
 from dse.schedules.registry import Schedule
 

@@ -5,16 +5,19 @@ GPU:  P(state) = idle + (TDP - idle) x fraction(state) x busy, state in {idle, d
       kernels run (sourced from measured decode / prefill draws), busy the share of the pass
       the GPU runs kernels (launch-bound small models leave the GPU waiting on the CPU).
 FPGA: P = static + k_dsp x (DSPs / 1000) x (clock / GHz) + memory energy per bit x bit rate
-      (dse.cost.fpga.decode_power_w; boards/engines/flexllm.toml, fitted to the FlexLLM U280
+      (dse.devices.fpga.decode_power_w; boards/engines/flexllm.toml, fitted to the FlexLLM U280
       power log).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost.gpu import GpuCost
+if TYPE_CHECKING:  # dse.devices.gpu imports this module for its placed model
+    from dse.devices.gpu import GpuCost
 
 GPU_STATES = ("idle", "decode", "prefill")
 

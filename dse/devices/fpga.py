@@ -18,16 +18,26 @@ stream in, a forward pass per token without the LM head (logits are discarded).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost import shape
-from dse.specs import FpgaEngineSpec, FpgaSpec, ModelSpec
+from dse.devices import shape
+from dse.devices.protocol import Bound, PowerState, context_infeasibility
+from dse.devices.shape import Precision, precision
+from dse.specs import Catalog, FpgaEngineSpec, FpgaSpec, ModelSpec
 
 F64 = NDArray[np.float64]
 VALID_BITS = (4, 8, 16)
+
+# Which precisions an FPGA build supports: (weight bits, activation bits).
+FPGA_PRECISIONS = {"w8a8": (8, 8), "w4a16": (4, 16), "w8a16": (8, 16), "bf16": (16, 16),
+                   "fp16": (16, 16)}
+# The build knobs a system may set (FpgaBuild fields; the rest follow from the precision).
+BUILD_KNOBS = ("clock_hz", "memory_channels", "mac_lanes")
 
 
 @dataclass(frozen=True)
@@ -210,18 +220,22 @@ def memory_needed_bytes(model: ModelSpec, b: FpgaBuild) -> float:
     return weights + shape.kv_bytes_per_token(model, b.kv_bits) * b.max_seq_len
 
 
+def memory_infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
+    """Why weights + KV for max_seq_len do not fit the board's HBM (or DDR); empty if they do."""
+    board = b.board
+    need = memory_needed_bytes(model, b)
+    if need <= board.weight_memory_bytes:
+        return []
+    mem_name = "HBM" if board.uses_hbm else "DDR"
+    return [f"weights {shape.total_params(model) * b.weight_bits / 8 / 1e9:.2f} GB + KV for "
+            f"{b.max_seq_len} tokens = {need / 1e9:.2f} GB do not fit {board.name} {mem_name} "
+            f"{board.weight_memory_bytes / 1e9:.0f} GB"]
+
+
 def infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
     """Reasons the build cannot run the model on the board; empty when it can."""
     board = b.board
-    why: list[str] = []
-    mem_name = "HBM" if board.uses_hbm else "DDR"
-    need = memory_needed_bytes(model, b)
-    if need > board.weight_memory_bytes:
-        why.append(
-            f"weights {shape.total_params(model) * b.weight_bits / 8 / 1e9:.2f} GB + KV for "
-            f"{b.max_seq_len} tokens = {need / 1e9:.2f} GB do not fit {board.name} {mem_name} "
-            f"{board.weight_memory_bytes / 1e9:.0f} GB"
-        )
+    why = memory_infeasibility(model, b)
     if not 1 <= b.memory_channels <= board.memory_channels:
         why.append(f"{b.memory_channels} memory channels outside 1..{board.memory_channels}")
     if not board.clock_min_hz <= b.clock_hz <= board.clock_max_hz:
@@ -262,3 +276,150 @@ def decode_power_w(c: FpgaCost, ctx: ArrayLike = 0) -> F64:
 
 def idle_power_w(c: FpgaCost) -> F64:
     return np.asarray(c.static_w, dtype=float)
+
+
+def knob_ranges(board: FpgaSpec) -> dict[str, float]:
+    """Clock range and default (MHz) and memory channels of a board (0 in a system file means
+    the board default / every channel)."""
+    return {"clock_min_mhz": board.clock_min_hz / 1e6, "clock_max_mhz": board.clock_max_hz / 1e6,
+            "clock_default_mhz": board.clock_default_hz / 1e6,
+            "channels_max": board.memory_channels}
+
+
+# ---------------------------------------------------------------------------- placed model
+
+
+@dataclass(frozen=True)
+class FpgaPlacement:
+    """A model on one FPGA board under a streaming-decoder build (implements
+    dse.devices.protocol.Placement). `precision` names the scheme; the build holds the bit
+    widths the engine runs at (KV at kv_bits)."""
+
+    model: ModelSpec
+    device: FpgaSpec
+    precision: Precision
+    serving: str  # the FPGA engine's name
+    context_tokens: int  # the build's max_seq_len
+    fpga_build: FpgaBuild
+    fpga_cost: FpgaCost
+    usable_memory_bytes: float  # the board's HBM (or DDR): no runtime reserves it
+    tp: int = 1
+    prefix_caching: bool = True  # the KV cache stays on the board between calls
+
+    kind: ClassVar[str] = "fpga"
+
+    # ---- time
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        return decode_s(self.fpga_cost, n, ctx)
+
+    def decode_token_s(self, ctx: ArrayLike) -> F64:
+        return decode_token_s(self.fpga_cost, ctx)
+
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
+                  ) -> F64:
+        """all_positions is not modelled: an FPGA draft only ever needs the last logits."""
+        return prefill_s(self.fpga_cost, n_new, ctx)
+
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        return absorb_s(self.fpga_cost, n, ctx)
+
+    def decode_bound(self, ctx: float) -> tuple[float, Bound]:
+        """The decoder runs at achieved_efficiency of its bound; when more than half of the
+        time lies above the bound it is 'overhead' (pipeline stalls, fill), like launch
+        overhead on a GPU."""
+        t_mem, t_mac = (float(t) for t in token_bounds_s(self.fpga_cost, ctx))
+        roof = max(t_mem, t_mac)
+        bound: Bound = "memory" if t_mem >= t_mac else "compute"
+        if float(self.decode_token_s(ctx)) - roof > roof:
+            bound = "overhead"
+        return roof, bound
+
+    def prefill_bound(self, n_new: int) -> Bound:
+        """A pass shorter than prefill_token_parallel streams the weights for few tokens."""
+        return "memory" if n_new < self.fpga_build.engine.prefill_token_parallel else "compute"
+
+    # ---- power
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+        """Static when idle; decode power (static + fabric + memory traffic) while running,
+        for a prefill pass too."""
+        if state == "idle":
+            return idle_power_w(self.fpga_cost)
+        return decode_power_w(self.fpga_cost, ctx)
+
+    # ---- peaks
+    @property
+    def peak_bytes_per_s(self) -> float:
+        b = self.device
+        return b.hbm_bytes_per_s if b.uses_hbm else b.ddr_bytes_per_s
+
+    @property
+    def peak_ops_per_s(self) -> float:
+        return 2 * self.fpga_build.mac_lanes * self.fpga_build.clock_hz
+
+    @property
+    def effective_bytes_per_s(self) -> float:
+        b = self.fpga_build
+        return effective_bw_bytes_per_s(b) * b.engine.achieved_efficiency
+
+    @property
+    def effective_ops_per_s(self) -> float:
+        return self.peak_ops_per_s * self.fpga_build.engine.achieved_efficiency
+
+    @property
+    def clock_hz(self) -> float | None:
+        return self.fpga_build.clock_hz
+
+    # ---- memory and resources
+    @property
+    def weight_bits(self) -> int:
+        return self.fpga_build.weight_bits
+
+    @property
+    def kv_bits(self) -> int:
+        return self.fpga_build.kv_bits
+
+    @property
+    def weights_bytes(self) -> float:
+        return shape.total_params(self.model) * self.weight_bits / 8
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        return shape.kv_bytes_per_token(self.model, self.kv_bits)
+
+    @property
+    def memory_needed_bytes(self) -> float:
+        return (self.weights_bytes + self.kv_bytes_per_token * self.context_tokens) / self.tp
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.device.weight_memory_bytes
+
+    def resources(self) -> Mapping[str, tuple[float, float]]:
+        b = self.device
+        have = {"dsp": b.dsp, "lut": b.lut, "bram36": b.bram36, "uram": b.uram}
+        used = resources(self.fpga_build)
+        return {"memory_bytes": (self.memory_needed_bytes, self.usable_memory_bytes),
+                **{k: (used[k], float(have[k])) for k in used}}
+
+    def memory_infeasibility(self) -> list[str]:
+        return memory_infeasibility(self.model, self.fpga_build)
+
+    def infeasibility(self) -> list[str]:
+        """The context check, then the build's reasons (its max_seq_len check is the same
+        context check)."""
+        return context_infeasibility(self.model, self.context_tokens) + [
+            w for w in infeasibility(self.model, self.fpga_build)
+            if not w.startswith("max_seq_len")]
+
+
+def place(cat: Catalog, model: ModelSpec, board: FpgaSpec, *, precision_name: str,
+          software: str, context_tokens: int, tp: int | None,
+          knobs: Mapping[str, object]) -> FpgaPlacement:
+    """The FPGA kind's builder: the engine `software` on the board's default build at the
+    precision's bit widths, holding context_tokens; knobs (BUILD_KNOBS) override the build.
+    One board: tp is not used."""
+    wb, ab = FPGA_PRECISIONS[precision_name]
+    build = default_build(board, cat.engine(software), **{
+        "weight_bits": wb, "activation_bits": ab, "max_seq_len": context_tokens, **knobs})
+    return FpgaPlacement(model, board, precision(precision_name), software, build.max_seq_len,
+                         build, fpga_cost(model, build), board.weight_memory_bytes)

@@ -19,14 +19,18 @@ Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import ClassVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.cost import shape
-from dse.cost.shape import Precision
-from dse.specs import GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
+from dse.devices import shape
+from dse.devices.power import gpu_power_w
+from dse.devices.protocol import Bound, PowerState, context_infeasibility
+from dse.devices.shape import Precision, precision
+from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
 F64 = NDArray[np.float64]
 
@@ -225,3 +229,133 @@ def min_tp(model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec
             return tp
         tp *= 2
     return None
+
+
+# ---------------------------------------------------------------------------- placed model
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """A model on tp GPUs of one kind under a serving profile (implements
+    dse.devices.protocol.Placement)."""
+
+    model: ModelSpec
+    device: GpuSpec
+    precision: Precision
+    serving: str  # the GPU serving profile's name
+    tp: int
+    context_tokens: int
+    cost: GpuCost
+    prefix_caching: bool
+    usable_memory_bytes: float  # per GPU: memory x memory_utilization - runtime reserve
+
+    kind: ClassVar[str] = "gpu"
+
+    # ---- time
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        return decode_s(self.cost, n, ctx)
+
+    def decode_token_s(self, ctx: ArrayLike) -> F64:
+        return decode_token_s(self.cost, ctx)
+
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
+                  ) -> F64:
+        return prefill_s(self.cost, n_new, ctx, all_positions=all_positions)
+
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        """A GPU ingests streamed tokens in one prefill pass."""
+        return self.prefill_s(n, ctx)
+
+    def decode_bound(self, ctx: float) -> tuple[float, Bound]:
+        ft = forward(self.cost, 1, ctx)
+        return float(ft.roofline_s), _bound(ft)
+
+    def prefill_bound(self, n_new: int) -> Bound:
+        return _bound(forward(self.cost, n_new, 0))
+
+    # ---- power
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+        """All tp GPUs: idle, or the state's share of the dynamic range while kernels run."""
+        if state == "idle":
+            return gpu_power_w(self.cost, "idle")
+        ft = forward(self.cost, n_new if state == "prefill" else 1, ctx)
+        return gpu_power_w(self.cost, state, ft.busy_fraction)
+
+    # ---- peaks
+    @property
+    def peak_bytes_per_s(self) -> float:
+        return self.device.mem_bw_bytes_per_s * self.tp
+
+    @property
+    def peak_ops_per_s(self) -> float:
+        return peak_flops_per_s(self.device, self.precision) * self.tp
+
+    @property
+    def effective_bytes_per_s(self) -> float:
+        return float(self.cost.mem_bw_bytes_per_s)
+
+    @property
+    def effective_ops_per_s(self) -> float:
+        return float(self.cost.flops_per_s)
+
+    @property
+    def clock_hz(self) -> float | None:
+        return None
+
+    # ---- memory
+    @property
+    def weight_bits(self) -> int:
+        return self.precision.weight_bits
+
+    @property
+    def kv_bits(self) -> int:
+        return self.precision.kv_bits
+
+    @property
+    def weights_bytes(self) -> float:
+        return shape.total_params(self.model) * self.weight_bits / 8
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        return shape.kv_bytes_per_token(self.model, self.kv_bits)
+
+    @property
+    def memory_needed_bytes(self) -> float:
+        return (self.weights_bytes + self.kv_bytes_per_token * self.context_tokens) / self.tp
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.device.memory_bytes
+
+    def resources(self) -> Mapping[str, tuple[float, float]]:
+        return {"memory_bytes": (self.memory_needed_bytes, self.usable_memory_bytes)}
+
+    def memory_infeasibility(self) -> list[str]:
+        if self.memory_needed_bytes <= self.usable_memory_bytes:
+            return []
+        return [f"{self.model.name} needs {self.memory_needed_bytes / 1e9:.2f} GB per GPU "
+                f"(weights + KV for {self.context_tokens} tokens, tp={self.tp}) but "
+                f"{self.device.name} offers {self.usable_memory_bytes / 1e9:.2f} GB usable"]
+
+    def infeasibility(self) -> list[str]:
+        return context_infeasibility(self.model, self.context_tokens) + self.memory_infeasibility()
+
+
+def _bound(ft: ForwardTime) -> Bound:
+    return cast(Bound, str(ft.bound))
+
+
+def place(cat: Catalog, model: ModelSpec, board: GpuSpec, *, precision_name: str,
+          software: str, context_tokens: int, tp: int | None,
+          knobs: Mapping[str, object]) -> GpuPlacement:
+    """The GPU kind's builder. tp defaults to the smallest power of two that fits (1 if none
+    does; `infeasibility` then says why). GPUs have no build knobs."""
+    p = precision(precision_name)
+    s = cat.serving(software)
+    if tp is None:
+        tp = min_tp(model, board, p, s, context_tokens) or 1
+    link = cat.link(board.host_link)
+    cost = gpu_cost(model, board, p, s, tp=tp, tp_link=link)
+    usable = board.memory_bytes * s.memory_utilization - s.runtime_reserve_bytes
+    return GpuPlacement(model, board, p, software, tp, context_tokens, cost,
+                        prefix_caching=s.prefix_caching, usable_memory_bytes=usable)

@@ -40,7 +40,7 @@ class Precision:
 
 
 # KV stays 16-bit on GPUs for every scheme (vLLM's default kv_cache_dtype=auto); the FPGA
-# build sets its own KV width (dse.cost.fpga.FpgaBuild.kv_bits).
+# build sets its own KV width (dse.devices.fpga.FpgaBuild.kv_bits).
 PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (

@@ -1,1 +1,0 @@
-"""Pure, vectorised cost primitives: model shape, GPU, FPGA, link, power."""

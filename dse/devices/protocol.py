@@ -1,0 +1,192 @@
+"""The device-model protocol: a model placed on one kind of device.
+
+Every device kind (GPU, FPGA, ...) implements `Placement`; the workflow, the schedule timing,
+the reports, the search and the dashboard use only this interface and the kind's declared
+capabilities (`dse.devices.registry.DeviceKind`), never the concrete class. Each kind's
+`place` builder (registered in `dse.devices.registry`) returns one.
+
+Units: seconds, watts, bytes, operations per second. Token counts and contexts broadcast as
+numpy arrays; every method returns a float64 array of the broadcast shape.
+
+Invariants every implementation keeps (tests/test_device_conformance.py checks them for every
+registered kind and every shipped board of it):
+- decode, prefill and absorb times are non-decreasing in the context;
+- no time is below its bandwidth floor (bytes moved / `peak_bytes_per_s`) or its compute floor
+  (operations / `peak_ops_per_s`);
+- an array call equals the scalar calls element by element;
+- busy power (decode, prefill) >= idle power > 0, all finite;
+- `memory_needed_bytes <= usable_memory_bytes` exactly when `memory_infeasibility()` is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.devices.shape import Precision
+from dse.specs import ModelSpec, Spec
+
+F64 = NDArray[np.float64]
+PowerState = Literal["idle", "decode", "prefill"]
+POWER_STATES: tuple[PowerState, ...] = ("idle", "decode", "prefill")
+# What bounds one forward pass: bytes, operations, or neither (launch / pipeline overheads).
+Bound = Literal["memory", "compute", "overhead"]
+
+
+class Placement(Protocol):
+    """A model on a device (one board, or tp GPUs together), ready to be timed and powered."""
+
+    # Read-only attributes (fields of the frozen dataclasses that implement it).
+    @property
+    def model(self) -> ModelSpec: ...
+
+    @property
+    def device(self) -> Spec:
+        """The board's catalog spec (of the kind's catalog kind)."""
+        ...
+
+    @property
+    def precision(self) -> Precision:
+        """The precision scheme (name and bit widths; see weight_bits, kv_bits)."""
+        ...
+
+    @property
+    def serving(self) -> str:
+        """The software that runs it: a GPU serving profile, an FPGA engine, ..."""
+        ...
+
+    @property
+    def tp(self) -> int:
+        """Devices the model is split over (tensor parallel); 1 for a single board."""
+        ...
+
+    @property
+    def context_tokens(self) -> int:
+        """The largest context the deployment must hold."""
+        ...
+
+    @property
+    def prefix_caching(self) -> bool:
+        """A later call reuses the cached prefix (only new tokens are prefilled)."""
+        ...
+
+    @property
+    def usable_memory_bytes(self) -> float:
+        """Per device, after the software's reserve."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """The registered device kind (dse.devices.registry) this placement belongs to."""
+        ...
+
+    # ---- time (seconds)
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        """Decode n tokens one at a time after ctx cached tokens."""
+        ...
+
+    def decode_token_s(self, ctx: ArrayLike) -> F64:
+        """Decode one token whose context holds ctx tokens."""
+        ...
+
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
+                  ) -> F64:
+        """Prefill n_new tokens after ctx cached ones (0 s for n_new = 0); all_positions: the
+        head runs on every position (a reward model scoring each token)."""
+        ...
+
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        """Ingest n tokens another device wrote, as they stream in (shadow sync)."""
+        ...
+
+    def decode_bound(self, ctx: float) -> tuple[float, Bound]:
+        """(roofline seconds of one decoded token at ctx, what bounds it)."""
+        ...
+
+    def prefill_bound(self, n_new: int) -> Bound:
+        """What bounds a prompt prefill of n_new tokens into an empty cache."""
+        ...
+
+    # ---- power (watts)
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+        """Power of the whole placement (all tp devices) in a state; n_new is a prefill pass's
+        tokens (it sets how busy the device is)."""
+        ...
+
+    # ---- peaks: the floors no time may beat, and what the model reaches
+    @property
+    def peak_bytes_per_s(self) -> float:
+        """Datasheet memory bandwidth (x tp)."""
+        ...
+
+    @property
+    def peak_ops_per_s(self) -> float:
+        """Datasheet arithmetic peak at this precision (x tp), in operations (2 per MAC)."""
+        ...
+
+    @property
+    def effective_bytes_per_s(self) -> float:
+        """Bandwidth the model streams weights at (software or build efficiency applied)."""
+        ...
+
+    @property
+    def effective_ops_per_s(self) -> float:
+        ...
+
+    @property
+    def clock_hz(self) -> float | None:
+        """The build's clock where the kind has a clock knob; None otherwise."""
+        ...
+
+    # ---- memory (bytes) and resources
+    @property
+    def weight_bits(self) -> int:
+        ...
+
+    @property
+    def kv_bits(self) -> int:
+        ...
+
+    @property
+    def weights_bytes(self) -> float:
+        """All stored weights (every device together)."""
+        ...
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        ...
+
+    @property
+    def memory_needed_bytes(self) -> float:
+        """Per device: weights and KV at context_tokens, split over tp devices."""
+        ...
+
+    @property
+    def memory_bytes(self) -> float:
+        """Per device: the memory that holds weights and KV (datasheet)."""
+        ...
+
+    def resources(self) -> Mapping[str, tuple[float, float]]:
+        """Resource name -> (used, available) per device: memory bytes and, where the kind
+        has them, fabric resources (DSP, LUT, BRAM, URAM)."""
+        ...
+
+    def memory_infeasibility(self) -> list[str]:
+        """Why weights + KV do not fit; empty when they do."""
+        ...
+
+    def infeasibility(self) -> list[str]:
+        """Every reason this placement cannot run (memory, context, build, resources); empty
+        when it can."""
+        ...
+
+
+def context_infeasibility(model: ModelSpec, context_tokens: int) -> list[str]:
+    """A context beyond the model's position embeddings (a check every kind shares)."""
+    if context_tokens <= model.max_position_embeddings:
+        return []
+    return [f"context {context_tokens} beyond {model.name} max positions "
+            f"{model.max_position_embeddings}"]
