@@ -112,8 +112,9 @@ def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_conte
     m_c, s_mean, resp = pa_context(w, pa, max_context)
     bt_on = g.max_backtracks > 0
     pf = np.broadcast_to(np.asarray(pr.p_fail, dtype=float), (len(pa), len(g.backtrack)))
-    n_on, b_on, _ = expected_counts(s_mean[:, None], pa[:, None], pf, g.window[None, :],
-                                    np.maximum(g.max_backtracks, 1)[None, :], True)
+    n_on, b_on, _ = expected_counts(s_mean[:, None], pa[:, None], pf,
+                                    g.window[None, :].astype(float),
+                                    np.maximum(g.max_backtracks, 1)[None, :].astype(float), True)
     n = np.where(bt_on, n_on, s_mean[:, None])
     b = np.where(bt_on, b_on, 0.0)
     fails = n * (1 - pa[:, None]) * pf
@@ -190,8 +191,8 @@ class Evaluator:
     def evaluate(self, hw: Hardware) -> HardwareResult:
         try:
             d = self.design(hw)
-        except DseError as e:  # a placement the cost model refuses (e.g. a precision)
-            return HardwareResult(hw, (str(e),), {}, 0.0)
+        except DseError as err:  # a placement the cost model refuses (e.g. a precision)
+            return HardwareResult(hw, (str(err),), {}, 0.0)
         why = tuple(infeasibility(d))
         if why:
             return HardwareResult(hw, why, {}, 0.0)

@@ -20,6 +20,7 @@ execution time, `paper_energy`), and the speculation stall ratio is a share of s
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
@@ -370,7 +371,7 @@ def config2_target_sensitivity(cat: Catalog) -> list[Row]:
 
 
 def markdown(rs: list[Row], device_rows: list[Any],
-             sensitivity: list[Row] = ()) -> str:
+             sensitivity: Sequence[Row] = ()) -> str:
     s = summary(rs)
     lines = [
         "# Validation: the HeteroReason paper and published device measurements",

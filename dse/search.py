@@ -82,7 +82,7 @@ class Candidate:
     """A design the search reports, with its metrics and its design-file text."""
 
     design: DesignFile
-    metrics: dict[str, float]
+    metrics: dict[str, Any]  # metric -> value; "closed_form" -> its headline metrics
     toml: str
 
     @property
@@ -283,7 +283,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     front: list[Candidate] = []
     if len(objectives) == 1 and best_ref is not None:
         i, flat = best_ref
-        best = [candidate(ev, hws[i], results[i].metrics, *np.unravel_index(flat, shape),
+        fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+        best = [candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
                           name=f"{space.name}-best", closed_form=True)]
         front = best
     elif front_vals:
@@ -293,8 +294,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         order = np.flatnonzero(mask)[np.argsort(allv[mask, 0], kind="stable")]
         for n, o in enumerate(order):
             i, flat = refs[o]
-            front.append(candidate(ev, hws[i], results[i].metrics,
-                                   *np.unravel_index(flat, shape),
+            fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+            front.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
                                    name=f"{space.name}-pareto-{n}", closed_form=n == 0))
         best = front[:1]
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
@@ -527,7 +528,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         return vals[0] if single else vals
 
     remaining = max(trials - done, 0)
-    cbs = [optuna.study.MaxTrialsCallback(trials, states=(optuna.trial.TrialState.COMPLETE,))]
+    cbs: list[Callable[[Any, Any], None]] = [optuna.study.MaxTrialsCallback(
+        trials, states=(optuna.trial.TrialState.COMPLETE,))]
     if callback is not None:
         cbs.append(lambda st, tr: callback(len(_study_trials(st)), trials))
     n_before = len(study.trials)
@@ -538,7 +540,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     if best and best[0].design.workload is not None:
         b = best[0]
         b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
-                                                       b.design.workload)
+                                                       best[0].design.workload)
     return OptimizeResult(objectives, cons, name, url, len(_study_trials(study)),
                           len(study.trials) - n_before, best, time.perf_counter() - t0)
 

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from dse.arrays import Num
 from dse.design import (
     Design,
     DesignFile,
@@ -310,7 +311,7 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
         eff_f, eff_b = pl.effective_ops_per_s, pl.effective_bytes_per_s
         kvb = pl.kv_bits
 
-        def pt(op: str, n: float, k: float, t: float, heads: float = 1.0,
+        def pt(op: str, n: float, k: float, t: Num, heads: float = 1.0,
                m: Any = m, p: Any = p, kvb: int = kvb) -> RooflinePoint:
             return RooflinePoint(op, float(shape.forward_flops(m, n, k, head_positions=heads)),
                                  float(shape.forward_bytes(m, p, n, k, kv_bits=kvb)), float(t))

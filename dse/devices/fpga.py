@@ -23,14 +23,14 @@ from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from dse.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.protocol import Bound, PowerState, context_infeasibility
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, FpgaEngineSpec, FpgaSpec, ModelSpec
 
-F64 = NDArray[np.float64]
 VALID_BITS = (4, 8, 16)
 
 # Which precisions an FPGA build supports: (weight bits, activation bits).
@@ -100,22 +100,22 @@ def effective_bw_bytes_per_s(b: FpgaBuild) -> float:
 class FpgaCost:
     """Coefficients of one (model, build) pair; fields may be arrays (see `stack`)."""
 
-    layers: ArrayLike
-    body_weight_bytes: ArrayLike  # layers + final norm
-    head_weight_bytes: ArrayLike
-    kv_bytes_per_token: ArrayLike
-    body_macs_per_token: ArrayLike
-    head_macs: ArrayLike
-    attn_macs_per_pair: ArrayLike
-    bw_bytes_per_s: ArrayLike
-    macs_per_s: ArrayLike
-    achieved_efficiency: ArrayLike
-    layer_fill_s: ArrayLike  # all layers, per forward pass
-    head_fill_s: ArrayLike
-    prefill_token_parallel: ArrayLike
-    static_w: ArrayLike
-    fabric_w: ArrayLike  # dynamic fabric power while the pipeline runs
-    memory_j_per_byte: ArrayLike
+    layers: Num
+    body_weight_bytes: Num  # layers + final norm
+    head_weight_bytes: Num
+    kv_bytes_per_token: Num
+    body_macs_per_token: Num
+    head_macs: Num
+    attn_macs_per_pair: Num
+    bw_bytes_per_s: Num
+    macs_per_s: Num
+    achieved_efficiency: Num
+    layer_fill_s: Num  # all layers, per forward pass
+    head_fill_s: Num
+    prefill_token_parallel: Num
+    static_w: Num
+    fabric_w: Num  # dynamic fabric power while the pipeline runs
+    memory_j_per_byte: Num
 
 
 def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:

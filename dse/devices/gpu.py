@@ -26,38 +26,37 @@ from typing import ClassVar, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dse.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.power import gpu_power_w
 from dse.devices.protocol import Bound, PowerState, context_infeasibility
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
-F64 = NDArray[np.float64]
-
 
 @dataclass(frozen=True)
 class GpuCost:
     """Coefficients of one (model, GPU, precision, serving profile, TP degree) combination."""
 
-    layers: ArrayLike
-    weight_bytes: ArrayLike  # streamed once per forward pass
-    kv_bytes_per_token: ArrayLike
-    linear_flops_per_token: ArrayLike
-    head_flops_per_position: ArrayLike
-    attn_flops_per_pair: ArrayLike  # per (query, key) pair, all layers
-    mem_bw_bytes_per_s: ArrayLike  # weight streaming, effective: peak x efficiency x tp
-    kv_bw_bytes_per_s: ArrayLike  # KV-cache reads by the attention kernel, effective
-    flops_per_s: ArrayLike  # effective: peak x efficiency x tp
-    layer_gap_s: ArrayLike
-    launch_per_layer_s: ArrayLike
-    step_overhead_s: ArrayLike
-    allreduce_s_per_layer: ArrayLike  # fixed part of TP all-reduces per layer (0 if tp = 1)
-    allreduce_s_per_token_layer: ArrayLike  # size-proportional part, per token per layer
-    idle_w: ArrayLike  # all tp GPUs together
-    tdp_w: ArrayLike
-    decode_power_fraction: ArrayLike
-    prefill_power_fraction: ArrayLike
-    tp: ArrayLike
+    layers: Num
+    weight_bytes: Num  # streamed once per forward pass
+    kv_bytes_per_token: Num
+    linear_flops_per_token: Num
+    head_flops_per_position: Num
+    attn_flops_per_pair: Num  # per (query, key) pair, all layers
+    mem_bw_bytes_per_s: Num  # weight streaming, effective: peak x efficiency x tp
+    kv_bw_bytes_per_s: Num  # KV-cache reads by the attention kernel, effective
+    flops_per_s: Num  # effective: peak x efficiency x tp
+    layer_gap_s: Num
+    launch_per_layer_s: Num
+    step_overhead_s: Num
+    allreduce_s_per_layer: Num  # fixed part of TP all-reduces per layer (0 if tp = 1)
+    allreduce_s_per_token_layer: Num  # size-proportional part, per token per layer
+    idle_w: Num  # all tp GPUs together
+    tdp_w: Num
+    decode_power_fraction: Num
+    prefill_power_fraction: Num
+    tp: Num
 
 
 def peak_flops_per_s(gpu: GpuSpec, p: Precision) -> float:

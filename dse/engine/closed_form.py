@@ -459,7 +459,7 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
         inj = np.zeros((2, n_s, n_pos))
         if bt_on and b < max_bt:
             for j, pjj in zip(js, pj, strict=True):
-                n = n_pos - max(j, 2)  # sources t >= j whose target t - j + 2 < n_pos
+                n = n_pos - max(int(j), 2)  # sources t >= j whose target t - j + 2 < n_pos
                 if n > 0:
                     inj[1, :, 2:2 + n] += live[:, j:j + n] * (p_rej * pf * pjj)
     return tot, {"attempts": attempts, "backtracks": backtracks, "fails": fails}

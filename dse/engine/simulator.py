@@ -161,12 +161,12 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
         from_draft[rows[a], pos[a]] = acc[a]
         bad[rows[a], pos[a]] = np.where(acc, bad_d, np.where(bk, bad_alt, bad_t))[a]
         new_t = np.where(a, pos + 1, t)
-        used = used + (a & bk)
+        used = used + (a & bk).astype(np.int64)
         t = new_t
     # a problem is correct when no bad step stays in its committed chain
-    idx = np.arange(cap)[None, :] < steps[:, None]
-    correct = (~(bad & idx).any(axis=1)).astype(float)
-    last = int(valid.any(axis=0).nonzero()[0].max()) + 1
+    in_chain = np.arange(cap)[None, :] < steps[:, None]
+    correct = (~(bad & in_chain).any(axis=1)).astype(float)
+    last = int(np.flatnonzero(valid.any(axis=0)).max()) + 1
     return Trace(valid[:, :last], rec["x"][:, :last], rec["rd"][:, :last], rec["nt"][:, :last],
                  rec["rt"][:, :last], dec[:, :last], bto[:, :last], rec["alt"][:, :last], correct)
 
