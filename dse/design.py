@@ -21,9 +21,9 @@ from typing import Any
 from dse.devices.protocol import Placement
 from dse.devices.registry import board, kind_of, place, role_devices_label
 from dse.errors import InfeasibleError, SpecError, UnknownNameError
+from dse.roles import DEVICE_ROLES
 from dse.scenario import SystemSpec
 from dse.schedules.registry import FLAGS, Schedule, schedule_for
-from dse.schedules.roles import DEVICE_ROLES
 from dse.specs import SCHEMAS, Catalog, LinkSpec, build_spec
 
 

@@ -24,7 +24,6 @@ from dse.devices import shape
 from dse.devices.protocol import POWER_STATES, Placement
 from dse.devices.registry import (
     KINDS,
-    ROLES,
     DeviceRegistry,
     device_names,
     kind_of,
@@ -32,6 +31,7 @@ from dse.devices.registry import (
     resolve,
 )
 from dse.errors import SpecError, UnknownNameError
+from dse.roles import DEVICE_ROLES as ROLES
 from dse.specs import Catalog
 
 CAT = Catalog.load()

@@ -23,10 +23,8 @@ from dse.devices import fpga, gpu
 from dse.devices.protocol import Placement
 from dse.devices.shape import PRECISIONS
 from dse.errors import SpecError, UnknownNameError
+from dse.roles import DEVICE_ROLES, Role
 from dse.specs import Catalog, ModelSpec, Spec
-
-Role = Literal["draft", "prm", "target"]
-ROLES: tuple[Role, ...] = ("draft", "prm", "target")
 
 
 class Builder(Protocol):
@@ -119,13 +117,13 @@ class DeviceRegistry:
 KINDS = DeviceRegistry()
 
 KINDS.register(DeviceKind(
-    name="gpu", catalog_kind="gpu", label="GPU", article="a", roles=ROLES,
+    name="gpu", catalog_kind="gpu", label="GPU", article="a", roles=DEVICE_ROLES,
     precisions=tuple(PRECISIONS), default_precision="bf16", software_kind="gpu-serving",
     software_label="Serving", default_software="vllm-cudagraph", prompt_prefill_on_gpu=False,
     place=gpu.place,
 ))
 KINDS.register(DeviceKind(
-    name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=("draft",),
+    name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=(Role.DRAFT,),
     precisions=tuple(fpga.FPGA_PRECISIONS), default_precision="w8a8",
     software_kind="fpga-engine", software_label="FPGA engine", default_software="flexllm",
     prompt_prefill_on_gpu=True, place=fpga.place, build_knobs=fpga.BUILD_KNOBS,

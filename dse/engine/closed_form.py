@@ -24,6 +24,7 @@ from scipy import special
 
 from dse.design import Design
 from dse.errors import DseError
+from dse.roles import busy_field, crit_field, dyn_field
 from dse.scenario import WorkloadSpec
 from dse.schedules import (
     ACCEPT,
@@ -38,7 +39,6 @@ from dse.schedules import (
     step_costs,
 )
 from dse.schedules.fields import SUMMED_FIELDS
-from dse.schedules.roles import busy_field, crit_field, dyn_field
 from dse.workflow import (
     chain_bad_rate,
     lognormal_params,

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dse.errors import SpecError
+from dse.roles import busy_field, crit_field, dyn_field
 from dse.schedules import (
     ACCEPT,
     BACKTRACK,
@@ -39,7 +40,6 @@ from dse.schedules import (
     attempt,
 )
 from dse.schedules.fields import REPLAY_FIELDS
-from dse.schedules.roles import busy_field, crit_field, dyn_field
 from dse.workflow import (
     lognormal_params,
     max_steps,

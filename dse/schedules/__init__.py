@@ -9,6 +9,7 @@
 - `fields`: the attempt and report field lists derived from the roles.
 """
 
+from dse.roles import DEVICE_ROLES, PATH_ROLES, Role
 from dse.schedules.compose import Attempt, attempt, compose
 from dse.schedules.costs import VERDICT_BYTES, Costs, StepCosts, step_costs
 from dse.schedules.registry import (
@@ -20,7 +21,6 @@ from dse.schedules.registry import (
     schedule,
     schedule_for,
 )
-from dse.schedules.roles import DEVICE_ROLES, PATH_ROLES, Role
 from dse.schedules.rules import ACCEPT, BACKTRACK, OUTCOMES, REFINE
 
 __all__ = [
