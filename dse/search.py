@@ -406,7 +406,7 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
         pool = [o for o in opts if isinstance(cat.device(o.device), FpgaSpec) == is_fpga]
         kind = "fpga" if is_fpga else "gpu"
         prec = choose(f"draft_{kind}_precision", [o.precision for o in pool])
-        serv = choose(f"draft_{kind}_serving", [o.serving for o in pool])
+        serv = choose(f"draft_{kind}_serving", [_profile(o) for o in pool])
         if is_fpga:
             clock = choose("fpga_clock_MHz", [o.clock_mhz for o in pool])
             ch = choose("fpga_memory_channels", [o.memory_channels for o in pool])
@@ -418,8 +418,13 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
         serv = choose(f"{role}_serving", [o.serving for o in opts])
         tp = choose(f"{role}_tp", [o.tp for o in opts])
         sub = [o for o in sub if o.tp == tp]
-    sub = [o for o in sub if o.precision == prec and o.serving == serv]
+    sub = [o for o in sub if o.precision == prec and _profile(o) == serv]
     return sub[0] if sub else None
+
+
+def _profile(o: Placement) -> str | None:
+    """The option's serving profile (GPU) or engine (FPGA): one study parameter per kind."""
+    return o.engine if o.engine is not None else o.serving
 
 
 def _study_trials(study: Any) -> list[Any]:

@@ -31,7 +31,6 @@ from dse.design import (
     Schedule,
     parse_set,
     system_to_toml,
-    toml_value,
     with_overrides,
 )
 from dse.errors import SpecError, UnknownNameError
@@ -39,6 +38,7 @@ from dse.engine.closed_form import DEVICES, Report
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import Costs
 from dse.specs import Catalog, FpgaSpec
+from dse.specs.emit import toml_value
 
 # The view a fresh dashboard opens on: the README's first example.
 DEFAULT_SYSTEM = "paper-config1-u280"
