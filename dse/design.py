@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.cost.device import Placement, place
-from dse.errors import InfeasibleError, SpecError, UnknownNameError
+from dse.errors import FlagValueError, InfeasibleError, SpecError, UnknownNameError
 from dse.scenario import SystemSpec
 from dse.specs import (
     DEFAULT_FPGA_ENGINE,
@@ -129,13 +129,13 @@ def _set_number(key: Key, raw: str) -> int | float:
     """A `--set` number as written (an integer literal stays an int); within 2**53."""
     if _INT_LITERAL.fullmatch(raw):
         if len(raw.lstrip("+-").replace("_", "")) > _MAX_INT_DIGITS:
-            raise SpecError("--set", key.toml, f"must be at most 2**53 in magnitude, got a "
+            raise FlagValueError("--set", key.toml, f"must be at most 2**53 in magnitude, got a "
                             f"{len(raw)}-character integer")
         return int(raw)
     try:
         return float(raw)
     except ValueError:
-        raise SpecError("--set", key.toml, f"expected a number, got {raw[:60]!r}") from None
+        raise FlagValueError("--set", key.toml, f"expected a number, got {raw[:60]!r}") from None
 
 
 def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
@@ -147,20 +147,23 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
     flag_over: dict[str, bool] = {}
     for item in items:
         if "=" not in item:
-            raise SpecError("--set", item[:60], "expected key=value")
+            raise FlagValueError("--set", item[:60], "expected key=value")
         key, raw = (x.strip() for x in item.split("=", 1))
         key = ALIASES.get(key, key)
         if key in FLAGS:
             if raw.lower() not in _BOOL_WORDS:
-                raise SpecError("--set", key, f"expected true or false, got {raw[:60]!r}")
+                raise FlagValueError("--set", key, f"expected true or false, got {raw[:60]!r}")
             flag_over[key] = _BOOL_WORDS[raw.lower()]
             continue
         if key not in by_name:
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
-            raise SpecError("--set", key[:60], f"unknown key; valid: {valid}")
+            raise FlagValueError("--set", key[:60], f"unknown key; valid: {valid}")
         spec_key = by_name[key]
         value: Any = _set_number(spec_key, raw) if spec_key.kind in (int, float) else raw
-        check_value("--set", spec_key, value)
+        try:
+            check_value("--set", spec_key, value)
+        except SpecError as e:
+            raise FlagValueError("--set", key, e.reason) from None
         sys_over[key] = float(value) if spec_key.kind is float else value
     return sys_over, flag_over
 
