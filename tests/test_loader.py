@@ -169,6 +169,7 @@ def test_design_file_round_trip(cat):
 @pytest.mark.parametrize(("item", "words"), [
     (f"target_tp={10**400}", "--set: target_tp: must be at most 2**53"),
     ("accept_threshold=1e400", "--set: accept_threshold: must be finite"),
+    ("target_tp=1e308", "--set: target_tp: must be at most 2**53"),
     ("accept_threshold=nan", "--set: accept_threshold: must be finite"),
     ("max_backtracks=2.5", "--set: max_backtracks: expected an integer"),
     ("backtrack_window=0", "--set: backtrack_window: must be > 0"),

@@ -215,6 +215,8 @@ def check_value(path: object, key: Key, value: Any) -> Any:
         if key.kind is int and isinstance(value, float):
             if not value.is_integer():
                 raise SpecError(path, k, f"expected an integer, got {value!r}")
+            if abs(value) > MAX_INT:
+                raise SpecError(path, k, f"must be at most 2**53 in magnitude, got {value!r}")
             value = int(value)
         if key.legacy_zero and value == 0:
             return None
