@@ -18,7 +18,9 @@ from dse.specs import SCHEMAS
 
 cat = common.catalog()
 ss = st.session_state
-SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"][1]]
+SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"].keys]
+# FPGA knobs whose widget shows 0 for "the default" (the key absent from the system)
+DEFAULT_KNOBS = {k.toml for k in SCHEMAS["system"].keys if k.legacy_zero}
 
 
 def wkey(toml_key: str) -> str:
@@ -53,8 +55,9 @@ def on_device(role: str) -> None:
     opts = views.role_options(cat, role, ss[wkey(f"{role}_device")])
     if ss.get(wkey(f"{role}_precision")) not in opts.precisions:
         ss[wkey(f"{role}_precision")] = opts.default_precision
-    if ss.get(wkey(f"{role}_serving")) not in opts.servings:
-        ss[wkey(f"{role}_serving")] = opts.default_serving
+    serving = wkey(f"{role}_{opts.software_key}")
+    if ss.get(serving) not in opts.servings:
+        ss[serving] = opts.default_serving
 
 
 def with_current(options: list[str], current: str) -> list[str]:
@@ -93,9 +96,11 @@ def controls(state: views.DesignState) -> views.DesignState:
             c1.selectbox("Precision", with_current(opts.precisions,
                                                    ss[wkey(f"{role}_precision")]),
                          key=wkey(f"{role}_precision"))
-            c2.selectbox(opts.serving_label,
-                         with_current(opts.servings, ss[wkey(f"{role}_serving")]),
-                         key=wkey(f"{role}_serving"))
+            serving = wkey(f"{role}_{opts.software_key}")
+            if serving not in ss:  # a key the preset leaves at its default
+                ss[serving] = opts.default_serving
+            c2.selectbox(opts.serving_label, with_current(opts.servings, ss[serving]),
+                         key=serving)
             if role == "target":
                 st.number_input("Tensor parallel GPUs", min_value=1, step=1,
                                 key=wkey("target_tp"))
@@ -119,7 +124,8 @@ def controls(state: views.DesignState) -> views.DesignState:
     base = system_to_toml(cat.get("system", ss.wi_system))  # type: ignore[arg-type]
     values = {k: ss.get(wkey(k), cur.get(k)) for k in SYSTEM_KEYS}
     # optional keys (prm_tp) may be absent from both: no override
-    overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None}
+    overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
+                 and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
     sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
     return views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides)
 

@@ -9,22 +9,31 @@ loader as the catalog files.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from dse.devices.protocol import Placement
-from dse.devices.registry import board, kind_of, place, role_devices_label
-from dse.errors import InfeasibleError, SpecError, UnknownNameError
+from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
+from dse.errors import FlagValueError, InfeasibleError, SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES
 from dse.scenario import SystemSpec
 from dse.schedules.registry import FLAGS, Schedule, schedule_for
-from dse.specs import SCHEMAS, Catalog, LinkSpec, build_spec
+from dse.specs import (
+    MAX_INT,
+    SCHEMA_VERSION,
+    SCHEMAS,
+    Catalog,
+    Key,
+    LinkSpec,
+    build_spec,
+    check_value,
+)
+from dse.specs.emit import toml_text
+from dse.specs.schema import check_header, check_keys, parse_toml, read_text
 
 
 @dataclass(frozen=True)
@@ -53,86 +62,65 @@ ALIASES = {"fpga.clock_mhz": "fpga_clock_MHz", "fpga.channels": "fpga_memory_cha
 
 
 def system_to_toml(s: SystemSpec) -> dict[str, Any]:
-    """The TOML table of a system (inverse of the loader's unit conversion)."""
-    _, keys = SCHEMAS["system"]
+    """The TOML table of a system (inverse of the loader's unit conversion); optional keys the
+    system leaves at their default (None) are left out."""
     out: dict[str, Any] = {"schema_version": 1, "kind": "system", "name": s.name,
                            "description": s.description}
-    for k in keys:
+    for k in SCHEMAS["system"].keys:
         v = getattr(s, k.attr)
-        if v is None:  # an optional key the file left out (prm_tp: one GPU)
+        if v is None:
             continue
         out[k.toml] = v / k.scale if k.kind is float else v
     out["sources"] = dict(s.sources)
     return out
 
 
+_BOOL_WORDS = {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}
+_INT_LITERAL = re.compile(r"[+-]?[0-9][0-9_]*")
+_MAX_INT_DIGITS = len(str(MAX_INT))
+
+
+def _set_number(key: Key, raw: str) -> int | float:
+    """A `--set` number as written (an integer literal stays an int); within 2**53."""
+    if _INT_LITERAL.fullmatch(raw):
+        if len(raw.lstrip("+-").replace("_", "")) > _MAX_INT_DIGITS:
+            raise FlagValueError("--set", key.toml, f"must be at most 2**53 in magnitude, got a "
+                            f"{len(raw)}-character integer")
+        return int(raw)
+    try:
+        return float(raw)
+    except ValueError:
+        raise FlagValueError("--set", key.toml, f"expected a number, got {raw[:60]!r}") from None
+
+
 def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
-    """`key=value` strings -> (system key overrides, schedule flag overrides)."""
-    _, keys = SCHEMAS["system"]
-    by_name = {k.toml: k for k in keys}
+    """`key=value` strings -> (system key overrides in TOML units, schedule flag overrides).
+    Each value passes the catalog's checker (type, finite, range), `--set` named as the
+    source."""
+    by_name = {k.toml: k for k in SCHEMAS["system"].keys}
     sys_over: dict[str, Any] = {}
     flag_over: dict[str, bool] = {}
     for item in items:
         if "=" not in item:
-            raise SpecError("--set", item, "expected key=value")
+            raise FlagValueError("--set", item[:60], "expected key=value")
         key, raw = (x.strip() for x in item.split("=", 1))
         key = ALIASES.get(key, key)
         if key in FLAGS:
-            if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
-                raise SpecError("--set", key, f"expected true or false, got {raw!r}")
-            flag_over[key] = raw.lower() in ("true", "1", "on")
+            if raw.lower() not in _BOOL_WORDS:
+                raise FlagValueError("--set", key, f"expected true or false, got {raw[:60]!r}")
+            flag_over[key] = _BOOL_WORDS[raw.lower()]
             continue
         if key not in by_name:
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
-            raise SpecError("--set", key, f"unknown key; valid: {valid}")
-        kind = by_name[key].kind
+            raise FlagValueError("--set", key[:60], f"unknown key; valid: {valid}")
+        spec_key = by_name[key]
+        value: Any = _set_number(spec_key, raw) if spec_key.kind in (int, float) else raw
         try:
-            value: Any = (int(raw) if kind is int else float(raw) if kind is float else raw)
-        except ValueError:
-            raise SpecError("--set", key, f"expected a number, got {raw!r}") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise SpecError("--set", key, f"must be finite, got {raw!r}")
-        sys_over[key] = value
+            check_value("--set", spec_key, value)
+        except SpecError as e:
+            raise FlagValueError("--set", key, e.reason) from None
+        sys_over[key] = float(value) if spec_key.kind is float else value
     return sys_over, flag_over
-
-
-def toml_value(v: Any) -> str:
-    """One TOML value (strings, bools, ints, finite floats, flat lists)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(f"cannot write non-finite {v!r} to TOML")
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # JSON's escapes (\", \\, \n, \uXXXX) are TOML basic-string escapes
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-
-def toml_text(data: Mapping[str, Any], header: str = "") -> str:
-    """TOML for nested tables of scalars (scalars first, then each sub-table)."""
-    lines: list[str] = []
-
-    def emit(table: Mapping[str, Any], path: list[str]) -> None:
-        subs = [(k, v) for k, v in table.items() if isinstance(v, Mapping)]
-        for k, v in table.items():
-            if not isinstance(v, Mapping):
-                lines.append(f"{_toml_key(k)} = {toml_value(v)}")
-        for k, v in subs:
-            lines.append("")
-            lines.append("[" + ".".join(_toml_key(x) for x in [*path, k]) + "]")
-            emit(v, [*path, k])
-
-    emit(data, [])
-    return header + "\n".join(lines) + "\n"
-
-
-def _toml_key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
 
 
 @dataclass(frozen=True)
@@ -145,10 +133,14 @@ class DesignFile:
     workload: str | None
 
 
+DESIGN_KEYS = ("schema_version", "kind", "workload", "schedule", "system", "metrics")
+
+
 def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
                      metrics: Mapping[str, float] | None = None, header: str = "") -> str:
     """The TOML of a design file (`kind = "design"`); `read_design_file` reads it back."""
-    data: dict[str, Any] = {"schema_version": 1, "kind": "design", "workload": workload,
+    data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "design",
+                            "workload": workload,
                             "schedule": {"name": sched.name,
                                          **{f: getattr(sched, f) for f in FLAGS}},
                             "system": system_to_toml(s)}
@@ -161,41 +153,47 @@ def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
 def read_design_file(path: str | Path) -> DesignFile:
     """A design file, or a plain system TOML (schedule and workload then None)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(p, "", f"cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise SpecError(p, "", f"malformed TOML: {e}") from None
-    return parse_design_text(text, p)
+    return parse_design_text(read_text(p), p)
 
 
 def parse_design_text(text: str, where: str | Path) -> DesignFile:
-    """A design file's text (or a system TOML's); `where` names it in errors."""
+    """A design file's text (or a system TOML's); `where` names it in errors. Strict: unknown
+    top-level or [schedule] keys and a schema_version other than 1 are errors."""
     p = where
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(p, "", f"malformed TOML: {e}") from None
-    sched: Schedule | None = None
-    workload: str | None = None
-    if data.get("kind") == "design":
-        if not isinstance(data.get("system"), Mapping):
-            raise SpecError(p, "system", "a design file needs a [system] table")
-        sd = data.get("schedule", {})
-        if not isinstance(sd, Mapping) or any(not isinstance(sd.get(f), bool) for f in FLAGS):
-            raise SpecError(p, "schedule", "expected a [schedule] table with true/false "
-                            + ", ".join(FLAGS))
-        sched = schedule_for(**{f: sd[f] for f in FLAGS})
-        wl = data.get("workload")
-        if wl is not None and not isinstance(wl, str):
-            raise SpecError(p, "workload", "expected a workload name")
-        workload = wl
-        data = data["system"]
-    spec = build_spec(p, data)
+    data = parse_toml(text, p)
+    if data.get("kind") != "design":
+        spec = build_spec(p, data)
+        if not isinstance(spec, SystemSpec):
+            raise SpecError(p, "kind", 'expected kind = "system" or "design"')
+        return DesignFile(spec, None, None)
+    check_header(p, data, ("design",))
+    check_keys(p, data, DESIGN_KEYS, what='for kind "design"')
+    if not isinstance(data.get("system"), Mapping):
+        raise SpecError(p, "system", "a design file needs a [system] table")
+    sd = data.get("schedule")
+    if not isinstance(sd, Mapping):
+        raise SpecError(p, "schedule", "a design file needs a [schedule] table with true/false "
+                        + ", ".join(FLAGS))
+    check_keys(p, sd, ("name", *FLAGS), prefix="schedule.")
+    if "name" in sd and not isinstance(sd["name"], str):
+        raise SpecError(p, "schedule.name", "expected a string")
+    for f in FLAGS:
+        if not isinstance(sd.get(f), bool):
+            raise SpecError(p, f"schedule.{f}", "expected true or false")
+    sched = schedule_for(**{f: sd[f] for f in FLAGS})
+    wl = data.get("workload")
+    if wl is not None and not isinstance(wl, str):
+        raise SpecError(p, "workload", "expected a workload name")
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, Mapping):
+        raise SpecError(p, "metrics", "expected a table of numbers")
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise SpecError(p, f"metrics.{k}", f"expected a number, got {type(v).__name__}")
+    spec = build_spec(p, data["system"])
     if not isinstance(spec, SystemSpec):
-        raise SpecError(p, "kind", 'expected kind = "system" or "design"')
-    return DesignFile(spec, sched, workload)
+        raise SpecError(p, "system.kind", 'expected kind = "system"')
+    return DesignFile(spec, sched, wl)
 
 
 def load_system(cat: Catalog, system: str | None = None, design_file: str | None = None
@@ -225,10 +223,37 @@ def with_overrides(s: SystemSpec, overrides: Mapping[str, Any], *, source: str =
     return spec
 
 
+def legacy_draft_engine(cat: Catalog, s: SystemSpec) -> SystemSpec:
+    """An old system's `draft_serving` that names an FPGA engine on an FPGA draft is its
+    `draft_engine` (the two were one key before); a conflict with `draft_engine` is an
+    error."""
+    legacy = s.draft_serving
+    try:
+        kind = kind_of(cat, s.draft_device)
+    except UnknownNameError:  # _check_names reports it with the file and key
+        return s
+    if legacy is None or kind.software_key != "engine" or legacy not in cat.names(
+            kind.software_kind):
+        return s
+    if s.draft_engine is not None and s.draft_engine != legacy:
+        raise SpecError(s.path, "draft_serving", f"names the FPGA engine {legacy!r} but "
+                        f"draft_engine is {s.draft_engine!r}; give the engine as draft_engine")
+    return replace(s, draft_serving=None, draft_engine=legacy)
+
+
+def software_of(s: SystemSpec, role: str, kind: DeviceKind) -> str | None:
+    """The software a role's device runs, from the system key its kind names
+    (`<role>_serving` for a GPU serving profile, `<role>_engine` for an FPGA engine); None: the
+    kind's default."""
+    value = getattr(s, f"{role}_{kind.software_key}", None)
+    return value if isinstance(value, str) else None
+
+
 def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = True) -> Design:
     """Resolve a system against the catalog. check=True raises InfeasibleError with every reason
     the design cannot run."""
     where = s.path
+    s = legacy_draft_engine(cat, s)
     _check_names(cat, s)
     models = {r: cat.model(getattr(s, f"{r}_model")) for r in DEVICE_ROLES}
     for role, m in models.items():
@@ -245,21 +270,20 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
             raise SpecError(where, f"{role}_device",
                             f"the {role} runs on {role_devices_label(role)} in this model")
     ctx = s.max_context_tokens
-    knobs: dict[str, object] = {}
-    if s.fpga_clock_hz > 0:
-        knobs["clock_hz"] = s.fpga_clock_hz
-    if s.fpga_memory_channels > 0:
-        knobs["memory_channels"] = s.fpga_memory_channels
-    if s.fpga_mac_lanes > 0:
-        knobs["mac_lanes"] = s.fpga_mac_lanes
-    draft_kind = kind_of(cat, s.draft_device)
+    # build knobs the system sets (None: the board's or engine's default)
+    knobs = {k: v for k, v in (("clock_hz", s.fpga_clock_hz),
+                               ("memory_channels", s.fpga_memory_channels),
+                               ("mac_lanes", s.fpga_mac_lanes)) if v is not None}
+    kinds = {r: kind_of(cat, getattr(s, f"{r}_device")) for r in DEVICE_ROLES}
     draft = place(cat, models["draft"], s.draft_device, precision_name=s.draft_precision,
-                  software=s.draft_serving, context_tokens=ctx,
-                  knobs={k: v for k, v in knobs.items() if k in draft_kind.build_knobs})
+                  software=software_of(s, "draft", kinds["draft"]), context_tokens=ctx,
+                  knobs={k: v for k, v in knobs.items() if k in kinds["draft"].build_knobs})
     prm = place(cat, models["prm"], s.prm_device, precision_name=s.prm_precision,
-                software=s.prm_serving, context_tokens=ctx, tp=s.prm_tp or 1)
+                software=software_of(s, "prm", kinds["prm"]), context_tokens=ctx,
+                tp=s.prm_tp or 1)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
-                   software=s.target_serving, context_tokens=ctx, tp=s.target_tp)
+                   software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
+                   tp=s.target_tp)
     links = {d: cat.link(board(cat, d).host_link) for d in
              (s.draft_device, s.prm_device, s.target_device)}
     slower = min(links[s.prm_device], links[s.target_device],
@@ -267,7 +291,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
     init_gpu = None
     # HeteroReason Phase 1: the target GPU prefills the prompt, the KV cache migrates
-    if draft_kind.prompt_prefill_on_gpu:
+    if kinds["draft"].prompt_prefill_on_gpu:
         init_gpu = place(cat, models["draft"], s.target_device, precision_name="bf16",
                          software=s.target_serving, context_tokens=ctx)
     d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
@@ -284,6 +308,8 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
     the key that holds it (still an UnknownNameError, exit 2, listing the valid names)."""
 
     def check(key: str, lookup: Any) -> None:
+        if getattr(s, key, None) is None:  # an optional key left at its default
+            return
         try:
             lookup(getattr(s, key))
         except UnknownNameError as e:
@@ -300,7 +326,7 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
         check(f"{role}_precision", lambda name, k=kind, r=role: k.check_precision(
             name, where=s.path, key=f"{r}_precision"))
     for role, kind in kinds.items():  # the serving profile, or the engine, of the role's kind
-        check(f"{role}_serving", lambda name, k=kind: cat.get(k.software_kind, name))
+        check(f"{role}_{kind.software_key}", lambda name, k=kind: cat.get(k.software_kind, name))
 
 
 def infeasibility(d: Design) -> list[str]:

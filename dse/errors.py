@@ -17,8 +17,16 @@ class SpecError(DseError):
     def __init__(self, path: object, key: str, message: str) -> None:
         self.path = str(path)
         self.key = key
+        self.reason = message
         where = f"{self.path}: {key}" if key else self.path
         super().__init__(f"{where}: {message}")
+
+
+class FlagValueError(SpecError):
+    """A bad `--set key=value` (or a dashboard URL parameter of the same form): a flag, so the
+    exit code of a usage error; the message names `--set` and the key."""
+
+    exit_code = 2
 
 
 class UnknownNameError(DseError):

@@ -139,19 +139,22 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
         "draft_device": d.device, "prm_device": p.device, "target_device": t.device,
         "target_tp": t.tp, "prm_tp": p.tp, "draft_precision": d.precision,
         "prm_precision": p.precision,
-        "target_precision": t.precision, "draft_serving": d.serving,
+        "target_precision": t.precision, "draft_serving": d.serving, "draft_engine": d.engine,
         "prm_serving": p.serving, "target_serving": t.serving,
-        "fpga_clock_MHz": float(d.clock_mhz), "fpga_memory_channels": d.memory_channels,
+        "fpga_clock_MHz": None if d.clock_mhz is None else float(d.clock_mhz),
+        "fpga_memory_channels": d.memory_channels,
         "fpga_mac_lanes": d.mac_lanes, "accept_threshold": float(accept),
         "backtrack_threshold": float(backtrack), "max_backtracks": int(max_backtracks),
         "backtrack_window": int(window), "max_context_tokens": space.max_context_tokens,
     }
+    data = {k: v for k, v in data.items() if v is not None}  # a knob at its default: absent
     src = f"chosen by dse search over space {space.name!r} ({space.path})"
     data["sources"] = {k: src for k in ("target_tp", "prm_tp", "fpga_clock_MHz",
                                         "fpga_memory_channels",
                                         "fpga_mac_lanes", "accept_threshold",
                                         "backtrack_threshold", "max_backtracks",
-                                        "backtrack_window", "max_context_tokens")}
+                                        "backtrack_window", "max_context_tokens")
+                       if k in data}
     spec = build_spec(space.path, data)
     assert isinstance(spec, SystemSpec)
     return spec

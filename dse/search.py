@@ -394,7 +394,7 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
         kind = kind_of(cat, dev)
         pool = [o for o in opts if kind_of(cat, o.device) is kind]
         prec = choose(f"draft_{kind.name}_precision", [o.precision for o in pool])
-        serv = choose(f"draft_{kind.name}_serving", [o.serving for o in pool])
+        serv = choose(f"draft_{kind.name}_serving", [_profile(o) for o in pool])
         if kind.build_knobs:  # the space's build-knob columns (clock, channels, MAC lanes)
             clock = choose("fpga_clock_MHz", [o.clock_mhz for o in pool])
             ch = choose("fpga_memory_channels", [o.memory_channels for o in pool])
@@ -406,8 +406,13 @@ def _suggest_placement(trial: Any, role: str, opts: Sequence[Placement],
         serv = choose(f"{role}_serving", [o.serving for o in opts])
         tp = choose(f"{role}_tp", [o.tp for o in opts])
         sub = [o for o in sub if o.tp == tp]
-    sub = [o for o in sub if o.precision == prec and o.serving == serv]
+    sub = [o for o in sub if o.precision == prec and _profile(o) == serv]
     return sub[0] if sub else None
+
+
+def _profile(o: Placement) -> str | None:
+    """The option's serving profile (GPU) or engine (FPGA): one study parameter per kind."""
+    return o.engine if o.engine is not None else o.serving
 
 
 def _study_trials(study: Any) -> list[Any]:

@@ -8,14 +8,15 @@ loader is strict like the catalog's: every problem is one line naming the file a
 
 `hardware(space, cat)` enumerates the hardware choices (draft x PRM x target placements whose
 models can play their roles and share a tokenizer); the algorithm knobs form a grid on top.
-A max_backtracks of 0 means the forward-only schedule (no backtracking).
+A max_backtracks of 0 means the forward-only schedule (no backtracking). An FPGA build knob
+the space leaves out is the board's (clock, every channel) or the engine's (MAC lanes) default;
+an old file's 0 in its list means the same.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from dse.specs import (
     check_value,
     default_catalog_dirs,
 )
+from dse.specs.schema import check_depth, check_header, read_toml
 
 F64 = NDArray[np.float64]
 
@@ -45,18 +47,24 @@ class Placement:
     device: str
     model: str
     precision: str
-    serving: str  # GPU serving profile, or the FPGA engine
+    serving: str | None  # GPU serving profile (None on an FPGA)
     tp: int = 1
-    clock_mhz: float = 0.0  # FPGA only; 0: the board's default
-    memory_channels: int = 0  # FPGA only; 0: every channel
-    mac_lanes: int = 0  # FPGA only; 0: the engine's default
+    engine: str | None = None  # FPGA engine (None on a GPU)
+    clock_mhz: float | None = None  # FPGA only; None: the board's default
+    memory_channels: int | None = None  # FPGA only; None: every channel
+    mac_lanes: int | None = None  # FPGA only; None: the engine's default
 
     def label(self) -> str:
+        """`model@device/precision`, `xTP` when split, the FPGA knobs the design sets (a knob
+        left at its default is left out, never shown as 0)."""
         s = f"{self.model}@{self.device}/{self.precision}"
         if self.tp > 1:
             s += f"x{self.tp}"
-        if self.clock_mhz or self.memory_channels or self.mac_lanes:
-            s += f"[{self.clock_mhz:g}MHz,{self.memory_channels}ch,{self.mac_lanes}lanes]"
+        knobs = [f"{v:g}{unit}" for v, unit in ((self.clock_mhz, "MHz"),
+                                               (self.memory_channels, "ch"),
+                                               (self.mac_lanes, "lanes")) if v is not None]
+        if knobs:
+            s += "[" + ",".join(knobs) + "]"
         return s
 
 
@@ -149,9 +157,10 @@ class _Reader:
             r.done()
             if step <= 0 or stop < start:
                 raise self.err(k, "expected start <= stop and step > 0")
-            n = math.floor((stop - start) / step + 1e-9) + 1
-            if n > 10_000:
-                raise self.err(k, f"{n} grid points; at most 10000")
+            span = (stop - start) / step  # may be inf for a tiny step: no floor(inf)
+            if not span < 10_000:
+                raise self.err(k, f"{span + 1:.3g} grid points; at most 10000")
+            n = math.floor(span + 1e-9) + 1
             v = [round(start + i * step, 10) for i in range(n)]
         if not isinstance(v, list) or not v:
             raise self.err(k, "expected a non-empty list or {start, stop, step}")
@@ -185,13 +194,7 @@ def _check_number(r: _Reader, k: str, x: Any, kind: type, lo: float, hi: float) 
 def load_space(cat: Catalog, path: str | Path | None = None) -> Space:
     """A space file, or the default space shipped with the catalog."""
     p = Path(path) if path is not None else default_space_path()
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SpecError(p, "", f"cannot read: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise SpecError(p, "", f"malformed TOML: {e}") from None
-    return parse_space(cat, str(p), data)
+    return parse_space(cat, str(p), read_toml(p))
 
 
 def default_space_path() -> Path:
@@ -203,15 +206,16 @@ def default_space_path() -> Path:
 
 
 def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
+    check_depth(path, data)
+    check_header(path, data, ("space",))
     r = _Reader(path, data)
-    if r.get("schema_version") != 1:
-        raise r.err("schema_version", "expected 1")
-    if r.get("kind") != "space":
-        raise r.err("kind", 'expected "space"')
+    r.used |= {"schema_version", "kind"}
     name = r.get("name")
     if not isinstance(name, str) or not name:
         raise r.err("name", "expected a non-empty string")
     desc = r.get("description", "")
+    if not isinstance(desc, str):
+        raise r.err("description", "expected a string")
     sources = r.get("sources", {})
     if not isinstance(sources, Mapping) or not all(isinstance(v, str) for v in sources.values()):
         raise r.err("sources", "expected a table of strings")
@@ -299,13 +303,22 @@ def _draft_options(cat: Catalog, r: _Reader) -> tuple[Placement, ...]:
         precs = r.strs("fpga_precisions")
         engines = r.strs("fpga_engines")
         _check_names(r, "fpga_engines", engines, cat.names("fpga-engine"))
-        clocks = r.numbers("fpga_clock_MHz", float, 0.0, 2000.0, [0.0])
-        chans = r.numbers("fpga_memory_channels", int, 0, 1024, [0])
-        lanes = r.numbers("fpga_mac_lanes", int, 0, 1 << 20, [0])
-        out += [Placement(d, m, p, e, 1, c, ch, ln) for d, m, p, e, c, ch, ln in
+        clocks = _knob(r, "fpga_clock_MHz", float, 2000.0)
+        chans = _knob(r, "fpga_memory_channels", int, 1024)
+        lanes = _knob(r, "fpga_mac_lanes", int, 1 << 20)
+        out += [Placement(d, m, p, None, engine=e, clock_mhz=c, memory_channels=ch,
+                          mac_lanes=ln) for d, m, p, e, c, ch, ln in
                 itertools.product(fpgas, models, precs, engines, clocks, chans, lanes)]
     r.done()
     return tuple(out)
+
+
+def _knob(r: _Reader, k: str, kind: type, hi: float) -> tuple[Any, ...]:
+    """An FPGA build knob's values; absent (or an old file's 0): None, the default."""
+    if k not in r.data:
+        r.used.add(k)
+        return (None,)
+    return tuple(dict.fromkeys(None if v == 0 else v for v in r.numbers(k, kind, 0, hi)))
 
 
 def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:

@@ -26,7 +26,6 @@ from dse.design import (
     DesignFile,
     parse_set,
     system_to_toml,
-    toml_value,
     with_overrides,
 )
 from dse.devices import shape
@@ -36,6 +35,7 @@ from dse.errors import SpecError, UnknownNameError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS, Costs, Schedule, fields
 from dse.specs import Catalog
+from dse.specs.emit import toml_value
 
 # The view a fresh dashboard opens on: the README's first example.
 DEFAULT_SYSTEM = "paper-config1-u280"
@@ -180,6 +180,7 @@ class RoleOptions:
     default_serving: str
     kind: str  # the device's kind (dse.devices.registry)
     serving_label: str  # what its software is called: "Serving", "FPGA engine"
+    software_key: str  # the system key suffix naming it: "serving" (<role>_serving), "engine"
     build_knobs: tuple[str, ...]  # the kind's build knobs (empty: none to show)
 
 
@@ -192,7 +193,7 @@ def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
     k = kind_of(cat, device)
     return RoleOptions(devices, models, list(k.precisions), cat.names(k.software_kind),
                        k.default_precision, k.default_software, k.name, k.software_label,
-                       k.build_knobs)
+                       k.software_key, k.build_knobs)
 
 
 def build_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:

@@ -99,7 +99,7 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
         dev = cat.device(draft_dev)
         if isinstance(dev, FpgaSpec):
             over["draft_precision"] = rng.choice(FPGA_PRECISIONS)
-            over["draft_serving"] = "flexllm"
+            over["draft_engine"] = "flexllm"
             lo, hi = dev.clock_min_hz / 1e6, dev.clock_max_hz / 1e6
             over["fpga_clock_MHz"] = round(lo + (hi - lo) * rng.random(), 1)
             over["fpga_memory_channels"] = rng.choice([0, max(dev.memory_channels // 2, 1),
@@ -108,9 +108,6 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
         else:
             over["draft_precision"] = rng.choice(GPU_PRECISIONS)
             over["draft_serving"] = rng.choice(cat.names("gpu-serving"))
-            over["fpga_clock_MHz"] = 0.0
-            over["fpga_memory_channels"] = 0
-            over["fpga_mac_lanes"] = 0
     flags = {"backtracking": rng.random() < 0.7, "step_ahead": rng.random() < 0.5,
              "shadow_sync": rng.random() < 0.5}
     sched = rng.choice(list(PRESETS.values())).with_flags(**flags) if rng.random() < 0.5 \
@@ -417,7 +414,7 @@ def catalog_argv(m: Mutation, cat_dir: Path) -> list[str]:
         "gpu-serving": ["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "rtx-3090",
                         "--serving", "fuzz-gpu-serving", *c],
         "fpga-engine": [*ev, "--system", "paper-config1-u280", "--scenario", "math500",
-                        "--set", "draft_serving=fuzz-fpga-engine"],
+                        "--set", "draft_engine=fuzz-fpga-engine"],
         "model": ["roofline", "--model", "fuzz-model", "--device", "rtx-3090", *c],
         "workload": [*ev, "--system", "paper-config1-u280", "--scenario", "fuzz-workload"],
         "system": [*ev, "--system", "fuzz-system", "--scenario", "math500"],

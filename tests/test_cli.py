@@ -160,9 +160,9 @@ def test_evaluate_set_matches_design_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "code", "words"), [
-    (["--set", "accept_threshold=1.7"], 3, "accept_threshold: must be <= 1"),
-    (["--set", "warp_drive=1"], 3, "warp_drive: unknown key"),
-    (["--set", "backtracking=maybe"], 3, "expected true or false"),
+    (["--set", "accept_threshold=1.7"], 2, "--set: accept_threshold: must be <= 1"),
+    (["--set", "warp_drive=1"], 2, "--set: warp_drive: unknown key"),
+    (["--set", "backtracking=maybe"], 2, "expected true or false"),
     (["--set", "draft_device=rtx-9090"], 2, "unknown device 'rtx-9090'"),
     (["--set", "draft_model=llama-3.2-1b-instruct"], 3, "do not share a tokenizer"),
     (["--set", "draft_model=qwen2.5-7b-instruct", "--set", "draft_precision=bf16"], 4,

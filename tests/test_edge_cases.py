@@ -74,7 +74,7 @@ def test_backtrack_thresholds_0_and_1():
 def test_thresholds_outside_0_1_are_refused(value):
     res = run_cli([*EVAL, "--set", f"accept_threshold={value}"])
     line = one_error_line(res)
-    assert res.rc == 3 and line is not None and "accept_threshold" in line
+    assert res.rc == 2 and line is not None and "accept_threshold" in line
 
 
 # ---------------------------------------------------------------------- steps and tokens

@@ -53,6 +53,7 @@ class DeviceKind:
     precisions: tuple[str, ...]  # precision schemes it runs (names of dse.devices.shape)
     default_precision: str
     software_kind: str  # catalog kind of what runs on it: "gpu-serving", "fpga-engine"
+    software_key: str  # the system key that names it: "<role>_serving", "<role>_engine"
     software_label: str  # "Serving", "FPGA engine"
     default_software: str
     prompt_prefill_on_gpu: bool  # a GPU prefills its prompt and the KV cache migrates to it
@@ -119,13 +120,16 @@ KINDS = DeviceRegistry()
 KINDS.register(DeviceKind(
     name="gpu", catalog_kind="gpu", label="GPU", article="a", roles=DEVICE_ROLES,
     precisions=tuple(PRECISIONS), default_precision="bf16", software_kind="gpu-serving",
-    software_label="Serving", default_software="vllm-cudagraph", prompt_prefill_on_gpu=False,
+    software_key="serving", software_label="Serving",
+    default_software="vllm-cudagraph",  # the serving profile when a system names none
+    prompt_prefill_on_gpu=False,
     place=gpu.place,
 ))
 KINDS.register(DeviceKind(
     name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=(Role.DRAFT,),
     precisions=tuple(fpga.FPGA_PRECISIONS), default_precision="w8a8",
-    software_kind="fpga-engine", software_label="FPGA engine", default_software="flexllm",
+    software_kind="fpga-engine", software_key="engine", software_label="FPGA engine",
+    default_software="flexllm",  # the engine (draft_engine) when a system names none
     prompt_prefill_on_gpu=True, place=fpga.place, build_knobs=fpga.BUILD_KNOBS,
     knob_ranges=fpga.knob_ranges,
 ))

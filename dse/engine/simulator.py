@@ -40,6 +40,8 @@ from dse.schedules import (
     attempt,
 )
 from dse.schedules.fields import REPLAY_FIELDS
+from dse.specs import Key, check_value
+from dse.specs.schema import check_keys, parse_json, read_text
 from dse.workflow import (
     lognormal_params,
     max_steps,
@@ -201,42 +203,49 @@ def write_jsonl(tr: Trace, path: str | Path) -> None:
             f.write(json.dumps(r) + "\n")
 
 
-def _num(path: str, line: int, r: dict[str, Any], key: str, *, lo: float = 0.0,
-         optional: bool = False) -> float:
+# The fields of a trace record and their checks (dse.specs' checker): counts are integers,
+# rewards finite in [0, 1] or absent (null), the decision one of DECISIONS.
+TRACE_KEYS: dict[str, Key] = {k.toml: k for k in (
+    Key("problem", "problem", int, help="problem id"),
+    Key("step", "step", int, lo=0, optional=True, help="record order within the problem"),
+    Key("decision", "decision", str, choices=tuple(DECISIONS)),
+    Key("draft_tokens", "draft_tokens", int, lo=1),
+    Key("draft_reward", "draft_reward", float, lo=0.0, hi=1.0, optional=True),
+    Key("target_tokens", "target_tokens", int, lo=1),
+    Key("target_reward", "target_reward", float, lo=0.0, hi=1.0, optional=True),
+    Key("backtrack_to", "backtrack_to", int, lo=0),
+    Key("alt_tokens", "alt_tokens", int, lo=1),
+    Key("correct", "correct", bool, optional=True),
+)}
+
+
+def _field(where: str, r: dict[str, Any], key: str, *, optional: bool = False) -> Any:
+    """One checked record field; an absent or null optional one is None."""
     if key not in r or r[key] is None:
         if optional:
-            return float("nan")
-        raise SpecError(f"{path}:{line}", key, "missing")
-    v = r[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v) or v < lo:
-        raise SpecError(f"{path}:{line}", key, f"expected a finite number >= {lo:g}, got {v!r}")
-    return float(v)
+            return None
+        raise SpecError(where, key, "missing")
+    return check_value(where, TRACE_KEYS[key], r[key])
 
 
 def read_jsonl(path: str | Path) -> Trace:
-    """Parse a JSONL trace (data only: json.loads, no evaluation)."""
+    """Parse a JSONL trace (data only: json.loads, no evaluation). Every record is checked
+    by the catalog's checker; a problem is one line naming the file, the line and the key."""
     p = str(path)
-    by_problem: dict[Any, list[dict[str, Any]]] = {}
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(p, "", f"cannot read: {e}") from None
-    for i, line in enumerate(lines, 1):
+    by_problem: dict[int, list[dict[str, Any]]] = {}
+    for i, line in enumerate(read_text(Path(path)).splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SpecError(f"{p}:{i}", "", f"malformed JSON: {e.msg}") from None
+        where = f"{p}:{i}"
+        r = parse_json(line, where)
         if not isinstance(r, dict):
-            raise SpecError(f"{p}:{i}", "", "expected a JSON object per line")
-        if "problem" not in r:
-            raise SpecError(f"{p}:{i}", "problem", "missing")
-        if r.get("decision") not in DECISIONS:
-            raise SpecError(f"{p}:{i}", "decision",
-                            f"expected one of {', '.join(DECISIONS)}, got {r.get('decision')!r}")
+            raise SpecError(where, "", "expected a JSON object per line")
+        check_keys(where, r, TRACE_KEYS)
+        problem = _field(where, r, "problem")
+        _field(where, r, "decision")
+        r["step"] = _field(where, r, "step", optional=True)
         r["_line"] = i
-        by_problem.setdefault(r["problem"], []).append(r)
+        by_problem.setdefault(problem, []).append(r)
     if not by_problem:
         raise SpecError(p, "", "no records")
     n, k = len(by_problem), max(len(v) for v in by_problem.values())
@@ -247,33 +256,34 @@ def read_jsonl(path: str | Path) -> Trace:
     dec = np.zeros((n, k), dtype=np.int64)
     bto = np.full((n, k), -1, dtype=np.int64)
     correct = np.full(n, np.nan)
+    nan = float("nan")
     for pi, recs in enumerate(by_problem.values()):
-        recs.sort(key=lambda r: (r.get("step", 0), r["_line"]))
+        recs.sort(key=lambda r: (r["step"] or 0, r["_line"]))
         t = 0
         for ki, r in enumerate(recs):
-            ln = r["_line"]
+            where = f"{p}:{r['_line']}"
             valid[pi, ki] = True
-            tr["draft_tokens"][pi, ki] = _num(p, ln, r, "draft_tokens", lo=1)
-            tr["draft_reward"][pi, ki] = _num(p, ln, r, "draft_reward", optional=True)
+            tr["draft_tokens"][pi, ki] = _field(where, r, "draft_tokens")
+            reward = _field(where, r, "draft_reward", optional=True)
+            tr["draft_reward"][pi, ki] = nan if reward is None else reward
             dec[pi, ki] = DECISIONS[r["decision"]]
             if dec[pi, ki] != ACCEPT:
-                tr["target_tokens"][pi, ki] = _num(p, ln, r, "target_tokens", lo=1)
-                tr["target_reward"][pi, ki] = _num(p, ln, r, "target_reward", optional=True)
+                tr["target_tokens"][pi, ki] = _field(where, r, "target_tokens")
+                reward = _field(where, r, "target_reward", optional=True)
+                tr["target_reward"][pi, ki] = nan if reward is None else reward
             if dec[pi, ki] == BACKTRACK:
-                to = _num(p, ln, r, "backtrack_to")
-                if not float(to).is_integer() or to >= t:
-                    raise SpecError(f"{p}:{ln}", "backtrack_to",
-                                    f"must be a committed step index < {t}, "
-                                    f"got {r['backtrack_to']!r}")
-                bto[pi, ki] = int(to)
-                tr["alt_tokens"][pi, ki] = _num(p, ln, r, "alt_tokens", lo=1)
-                t = int(to) + 2
+                to = _field(where, r, "backtrack_to")
+                if to >= t:
+                    raise SpecError(where, "backtrack_to",
+                                    f"must be a committed step index < {t}, got {to!r}")
+                bto[pi, ki] = to
+                tr["alt_tokens"][pi, ki] = _field(where, r, "alt_tokens")
+                t = to + 2
             else:
                 t += 1
-            if "correct" in r:
-                if not isinstance(r["correct"], bool):
-                    raise SpecError(f"{p}:{ln}", "correct", "expected true or false")
-                correct[pi] = float(r["correct"])
+            ok = _field(where, r, "correct", optional=True)
+            if ok is not None:
+                correct[pi] = float(ok)
     return Trace(valid, tr["draft_tokens"], tr["draft_reward"], tr["target_tokens"],
                  tr["target_reward"], dec, bto, tr["alt_tokens"], correct)
 

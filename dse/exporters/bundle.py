@@ -36,11 +36,12 @@ from dse.errors import DseError, InfeasibleError, UsageError
 from dse.exporters.hls import draft_config_h
 from dse.exporters.host import scheduler_yaml
 from dse.exporters.memory import draft_engine
-from dse.exporters.text import SAFE_COMPONENT, json_text, safe_component, safe_token
+from dse.exporters.text import SAFE_COMPONENT, safe_component, safe_token
 from dse.exporters.vitis import build_sh, link_ini, vpp_link_cfg
 from dse.exporters.vllm import vllm_yaml
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.specs import Catalog, build_spec
+from dse.specs.emit import json_text
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"

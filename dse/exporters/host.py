@@ -13,10 +13,10 @@ from typing import Any
 
 from dse.design import Design
 from dse.exporters.memory import DraftEngine
-from dse.exporters.text import yaml_text
 from dse.exporters.vitis import xclbin_name
 from dse.exporters.vllm import SEED, endpoint
 from dse.scenario import WorkloadSpec
+from dse.specs.emit import yaml_text
 from dse.workflow import max_steps
 
 STEP_WORD = "\n\n"  # RSD's --step_word default; the drafts stop at it

@@ -22,8 +22,8 @@ from typing import Any
 
 from dse.design import Design
 from dse.devices.protocol import Placement
-from dse.exporters.text import yaml_text
 from dse.specs import Catalog
+from dse.specs.emit import yaml_text
 
 HOST = "127.0.0.1"
 PORTS = {"draft": 12340, "target": 12341, "prm": 12342}  # RSD's scripts/*.sh

@@ -1,0 +1,161 @@
+"""Hardware specs: host links, GPUs, FPGA boards, GPU serving profiles and FPGA engines.
+
+Each field carries its schema (`spec_field`: TOML key, range, help); `dse.specs.schema`
+derives the checker from it. TOML keys name their unit (`memory_GB`, `clock_MHz`); the
+attributes hold SI values (`memory_bytes`, `clock_min_hz`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dse.errors import SpecError
+from dse.specs.schema import Spec, frac, nonneg, pos, register_kind, spec_field
+
+
+@dataclass(frozen=True)
+class LinkSpec(Spec):
+    generation: int = pos(help="PCIe generation")
+    lanes: int = pos(help="PCIe lanes")
+    theoretical_bytes_per_s: float = pos("theoretical_GBps", help="signalling rate, GB/s")
+    effective_bytes_per_s: float = pos("effective_GBps", help="measured payload rate, GB/s")
+    latency_s: float = nonneg("latency_us", help="per-transfer latency, us")
+
+
+@dataclass(frozen=True)
+class GpuSpec(Spec):
+    memory_bytes: float = pos("memory_GB", help="device memory, GB")
+    memory_kind: str = spec_field(help="HBM2e, GDDR6X, LPDDR5, ...")
+    mem_bw_bytes_per_s: float = pos("mem_bw_GBps", help="peak memory bandwidth, GB/s")
+    bf16_flops_per_s: float = pos("bf16_TFLOPS", help="dense BF16 tensor peak, TFLOP/s")
+    fp16_flops_per_s: float = pos("fp16_TFLOPS", help="dense FP16 tensor peak, TFLOP/s")
+    int8_ops_per_s: float = pos("int8_TOPS", help="dense INT8 tensor peak, TOP/s")
+    tdp_w: float = pos("tdp_W", help="board power limit, W")
+    idle_w: float = nonneg("idle_W", help="idle power, W")
+    host_link: str = spec_field(help="the link kind it attaches with (boards/links)")
+    nvlink_bidir_bytes_per_s: float = nonneg("nvlink_bidir_GBps", help="0: no NVLink")
+    unified_memory: bool = spec_field(help="memory shared with the host CPU (Jetson)")
+    host_cpu_slowdown: float = pos(help="host-side overheads relative to a desktop CPU")
+    list_price_usd: float = nonneg(help="list price, USD")
+
+    kind = "gpu"
+
+
+@dataclass(frozen=True)
+class FpgaSpec(Spec):
+    part: str = spec_field(help="device part number")
+    vitis_platform: str = spec_field(help="Vitis platform name ('' when none)")
+    family: str = spec_field(choices=("ultrascale+", "versal"))
+    process_nm: int = pos()
+    hbm_bytes: float = nonneg("hbm_GB", help="0: no HBM (the decoder streams from DDR)")
+    hbm_pseudo_channels: int = nonneg()
+    hbm_channel_bytes_per_s: float = nonneg("hbm_channel_GBps")
+    hbm_bytes_per_s: float = nonneg("hbm_GBps")
+    hbm_measured_bytes_per_s: float = nonneg("hbm_measured_GBps", help="0: not measured")
+    axi_port_bits: int = pos()
+    ddr_bytes: float = nonneg("ddr_GB")
+    ddr_channels: int = nonneg()
+    ddr_bytes_per_s: float = nonneg("ddr_GBps")
+    lut: int = pos()
+    ff: int = pos()
+    dsp: int = pos()
+    dsp_kind: str = spec_field(choices=("dsp48e2", "dsp58"))
+    int8_macs_per_dsp: int = pos()
+    bram36: int = nonneg()
+    uram: int = nonneg()
+    clock_min_hz: float = pos("clock_min_MHz")
+    clock_max_hz: float = pos("clock_max_MHz")
+    clock_default_hz: float = pos("clock_default_MHz", help="the build clock when a system "
+                                  "gives none")
+    static_w: float = nonneg("static_W")
+    max_w: float = pos("max_W")
+    host_link: str = spec_field(help="the link kind it attaches with (boards/links)")
+    list_price_usd: float = nonneg()
+
+    kind = "fpga"
+
+    @property
+    def uses_hbm(self) -> bool:
+        return self.hbm_bytes > 0
+
+    @property
+    def weight_memory_bytes(self) -> float:
+        """Memory that holds weights and KV: HBM where the board has it, else DDR."""
+        return self.hbm_bytes if self.uses_hbm else self.ddr_bytes
+
+    @property
+    def memory_channels(self) -> int:
+        return self.hbm_pseudo_channels if self.uses_hbm else self.ddr_channels
+
+
+@dataclass(frozen=True)
+class GpuServingSpec(Spec):
+    """A GPU serving framework's batch-1 behaviour (vLLM with CUDA graphs, eager, HF, ...).
+
+    Step time = max(roofline / efficiency + layers * layer_gap, layers * launch_per_layer)
+                + step_overhead; see dse.devices.gpu.
+    """
+
+    mem_bw_efficiency: float = frac()
+    attention_bw_efficiency: float = frac()
+    compute_efficiency: float = frac()
+    decode_power_fraction: float = frac()
+    prefill_power_fraction: float = frac()
+    layer_gap_s: float = nonneg("layer_gap_us")
+    launch_per_layer_s: float = nonneg("launch_per_layer_us")
+    step_overhead_s: float = nonneg("step_overhead_us")
+    prefix_caching: bool = spec_field()
+    cuda_graphs: bool = spec_field()
+    memory_utilization: float = frac(help="fraction of device memory the framework may use")
+    runtime_reserve_bytes: float = nonneg("runtime_reserve_GB")
+    allreduce_latency_s: float = nonneg("allreduce_latency_us")
+
+    kind = "gpu-serving"
+
+
+@dataclass(frozen=True)
+class FpgaEngineSpec(Spec):
+    """A streaming FPGA decoder architecture (FlexLLM-style) and its achieved efficiency."""
+
+    achieved_efficiency: float = frac()
+    hbm_efficiency: float = frac()
+    fill_cycles_per_layer: float = nonneg()
+    lm_head_fill_cycles: float = nonneg()
+    prefill_token_parallel: int = pos()
+    dsp_per_mac_lane_overhead: float = nonneg()
+    lut_per_mac_lane: float = nonneg()
+    base_lut: float = nonneg()
+    base_dsp: float = nonneg()
+    bram36_per_channel: float = nonneg()
+    uram_base: float = nonneg()
+    dynamic_w_per_ghz_kdsp: float = nonneg()
+    memory_pj_per_bit: float = nonneg()
+
+    kind = "fpga-engine"
+
+
+def _check_fpga(path: object, v: dict[str, Any]) -> None:
+    """The memory the decoder streams from must have channels and bandwidth; clocks ordered."""
+    if v["hbm_bytes"] > 0:
+        need = (("hbm_pseudo_channels", "hbm_pseudo_channels"),
+                ("hbm_channel_GBps", "hbm_channel_bytes_per_s"), ("hbm_GBps", "hbm_bytes_per_s"))
+        what = "a board with HBM (hbm_GB > 0)"
+    else:
+        need = (("ddr_GB", "ddr_bytes"), ("ddr_channels", "ddr_channels"),
+                ("ddr_GBps", "ddr_bytes_per_s"))
+        what = "a board without HBM (hbm_GB = 0) streams from DDR, so it"
+    for toml_key, attr in need:
+        if not v[attr] > 0:
+            raise SpecError(path, toml_key, f"must be > 0 for {what}")
+    lo, hi, default = v["clock_min_hz"], v["clock_max_hz"], v["clock_default_hz"]
+    if not lo <= default <= hi:
+        raise SpecError(path, "clock_default_MHz", f"must lie in clock_min_MHz..clock_max_MHz "
+                        f"({lo / 1e6:g}..{hi / 1e6:g}), got {default / 1e6:g}")
+
+
+register_kind("link", LinkSpec)
+register_kind("gpu", GpuSpec)
+register_kind("fpga", FpgaSpec, check=_check_fpga)
+register_kind("gpu-serving", GpuServingSpec, extra_tables=("calibration",))
+register_kind("fpga-engine", FpgaEngineSpec, extra_tables=("calibration",))
