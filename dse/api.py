@@ -80,9 +80,7 @@ def load_workload(workload: str | PathLike | WorkloadSpec, *,
         if not isinstance(spec, WorkloadSpec):
             raise SpecError(p, "kind", 'expected kind = "workload"')
         return spec
-    spec = cat.get("workload", str(workload))
-    assert isinstance(spec, WorkloadSpec)
-    return spec
+    return cat.workload(str(workload))
 
 
 # -------------------------------------------------------------------------------- design
@@ -125,9 +123,7 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
         df = read_design_file(system)
         spec, default_schedule = df.system, df.schedule
     else:
-        got = cat.get("system", str(system))
-        assert isinstance(got, SystemSpec)
-        spec = got
+        spec = cat.system(str(system))
     sys_over: dict[str, Any] = {}
     flags: dict[str, bool] = {}
     for key, value in (overrides or {}).items():

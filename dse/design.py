@@ -29,6 +29,7 @@ from dse.specs import (
     Catalog,
     Key,
     LinkSpec,
+    ModelSpec,
     build_spec,
     check_value,
 )
@@ -255,7 +256,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     where = s.path
     s = legacy_draft_engine(cat, s)
     _check_names(cat, s)
-    models = {r: cat.model(getattr(s, f"{r}_model")) for r in DEVICE_ROLES}
+    models: dict[str, ModelSpec] = {r: cat.model(getattr(s, f"{r}_model")) for r in DEVICE_ROLES}
     for role, m in models.items():
         if role not in m.roles:
             raise SpecError(where, f"{role}_model",
@@ -274,7 +275,8 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     knobs = {k: v for k, v in (("clock_hz", s.fpga_clock_hz),
                                ("memory_channels", s.fpga_memory_channels),
                                ("mac_lanes", s.fpga_mac_lanes)) if v is not None}
-    kinds = {r: kind_of(cat, getattr(s, f"{r}_device")) for r in DEVICE_ROLES}
+    kinds: dict[str, DeviceKind] = {r: kind_of(cat, getattr(s, f"{r}_device"))
+                                    for r in DEVICE_ROLES}
     draft = place(cat, models["draft"], s.draft_device, precision_name=s.draft_precision,
                   software=software_of(s, "draft", kinds["draft"]), context_tokens=ctx,
                   knobs={k: v for k, v in knobs.items() if k in kinds["draft"].build_knobs})

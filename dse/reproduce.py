@@ -93,7 +93,7 @@ class _Runs:
             if not backtracking:
                 sched = sched.with_flags(backtracking=False)
             d = build_design(self.cat, load_system(self.cat, system), sched)
-            self.cache[key] = (d, evaluate(d, self.cat.get("workload", dataset)))
+            self.cache[key] = (d, evaluate(d, self.cat.workload(dataset)))
         return self.cache[key]
 
     def get(self, system: str, dataset: str, schedule: str, backtracking: bool = True
@@ -102,7 +102,7 @@ class _Runs:
 
     def paper_energy(self, system: str, dataset: str, schedule: str) -> PaperEnergy:
         d, r = self.run(system, dataset, schedule)
-        return paper_energy(d, self.cat.get("workload", dataset), r)
+        return paper_energy(d, self.cat.workload(dataset), r)
 
 
 @dataclass(frozen=True)
@@ -366,7 +366,7 @@ def config2_target_sensitivity(cat: Catalog) -> list[Row]:
             out.append(_row(f"accuracy.config2.{method}.{ds}",
                             f"Table III accuracy, config2, {method}, {ds} (%), target "
                             f"{CONFIG2_TARGET_ALTERNATIVE}", v, v,
-                            accuracy_only(d, cat.get("workload", ds)), "accuracy"))
+                            accuracy_only(d, cat.workload(ds)), "accuracy"))
     return out
 
 

@@ -11,14 +11,30 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dse.errors import SpecError, UnknownNameError
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
 from dse.specs.model import ModelSpec, model_from_hf_config
 from dse.specs.schema import SCHEMAS, Spec, build_spec, read_toml
 
+if TYPE_CHECKING:  # registered by dse.scenario, which imports this module
+    from dse.scenario import SystemSpec, WorkloadSpec
+
 SPACES_DIR = "spaces"
+
+
+class Board(Protocol):
+    """What every board spec (a kind with `is_board = True`: GpuSpec, FpgaSpec) has."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def host_link(self) -> str: ...  # the catalog link (PCIe generation x lanes) to its host
+    @property
+    def list_price_usd(self) -> float: ...
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -91,12 +107,30 @@ class Catalog:
     def engine(self, name: str) -> FpgaEngineSpec:
         return self.get("fpga-engine", name)  # type: ignore[return-value]
 
-    def device(self, name: str) -> GpuSpec | FpgaSpec:
-        """A GPU or FPGA board by name."""
-        for kind in ("gpu", "fpga"):
+    def device(self, name: str) -> Board:
+        """A board of any kind (a spec class with `is_board = True`: GPUs, FPGA boards) by
+        name; dse.devices.registry maps its kind to a device model."""
+        kinds = [k for k, schema in SCHEMAS.items() if getattr(schema.cls, "is_board", False)]
+        for kind in kinds:
             if name in self.items.get(kind, {}):
                 return self.items[kind][name]  # type: ignore[return-value]
-        raise UnknownNameError("device", name, self.names("gpu") + self.names("fpga"))
+        raise UnknownNameError("device", name, [n for k in kinds for n in self.names(k)])
+
+    def workload(self, name: str) -> WorkloadSpec:
+        """A workload by name (scenarios/workloads/)."""
+        from dse.scenario import WorkloadSpec
+
+        spec = self.get("workload", name)
+        assert isinstance(spec, WorkloadSpec)
+        return spec
+
+    def system(self, name: str) -> SystemSpec:
+        """A named system by name (scenarios/systems/)."""
+        from dse.scenario import SystemSpec
+
+        spec = self.get("system", name)
+        assert isinstance(spec, SystemSpec)
+        return spec
 
     def model(self, name_or_path: str) -> ModelSpec:
         """A model by catalog name, or a path to a model TOML or a HF config.json."""

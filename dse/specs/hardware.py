@@ -40,6 +40,7 @@ class GpuSpec(Spec):
     list_price_usd: float = nonneg(help="list price, USD")
 
     kind = "gpu"
+    is_board = True  # a device a role can be placed on (Catalog.device)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class FpgaSpec(Spec):
     list_price_usd: float = nonneg()
 
     kind = "fpga"
+    is_board = True
 
     @property
     def uses_hbm(self) -> bool:
