@@ -18,8 +18,8 @@ class SpecError(DseError):
         self.path = str(path)
         self.key = key
         self.reason = message
-        where = f"{self.path}: {key}" if key else self.path
-        super().__init__(f"{where}: {message}")
+        where = ": ".join(x for x in (self.path, key) if x)
+        super().__init__(f"{where}: {message}" if where else message)
 
 
 class FlagValueError(SpecError):

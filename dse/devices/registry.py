@@ -65,7 +65,7 @@ class DeviceKind:
     def a_label(self) -> str:
         return f"{self.article} {self.label}"
 
-    def check_precision(self, name: str, *, where: object = "--precision",
+    def check_precision(self, name: str, *, where: object = "",
                         key: str = "precision") -> None:
         """A precision this kind runs; a known precision it does not run is a SpecError, a
         name that is no precision at all an UnknownNameError."""

@@ -63,7 +63,7 @@ class Catalog:
         for d in extra_dirs:
             p = Path(d)
             if not p.is_dir():
-                raise SpecError(p, "", "--catalog: not a directory")
+                raise SpecError(p, "", "catalog directory: not a directory")
             dirs.append(p)
         by_kind: dict[str, dict[str, Spec]] = {k: {} for k in SCHEMAS}
         for d in dirs:
