@@ -1,0 +1,62 @@
+"""The README's example outputs are what the commands print today.
+
+Each ```-block in README.md that starts with `$ dse ...` is run (in-process, through dse.cli.main)
+and its output compared with the block's text, for the commands whose output is deterministic
+and quick (roofline, evaluate, simulate with a seed, export); a sweep's example is checked for
+its result lines (its timing varies). Regenerate a block by running its command and pasting the
+output."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from dse.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"^```\n(\$ dse .*?)^```", re.S | re.M)
+EXACT = ("roofline", "evaluate", "simulate", "export")
+
+
+def examples() -> list[tuple[str, str]]:
+    """(command line, expected output) for every `$ dse` example of README.md."""
+    out = []
+    for block in BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8")):
+        parts = re.split(r"^\$ ", block, flags=re.M)
+        for part in parts[1:]:
+            cmd, _, expected = part.partition("\n")
+            out.append((cmd, expected.rstrip("\n")))
+    return out
+
+
+def run(argv: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(argv) == 0
+    return buf.getvalue().rstrip("\n")
+
+
+def test_readme_has_examples() -> None:
+    assert {shlex.split(c)[1] for c, _ in examples()} >= {*EXACT, "sweep"}
+
+
+@pytest.mark.parametrize(("cmd", "expected"), examples(), ids=[c for c, _ in examples()])
+def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path) -> None:
+    argv = shlex.split(cmd)[1:]
+    if argv[0] == "export":  # write the bundle somewhere fresh; the text names the path
+        out = argv[argv.index("--out") + 1]
+        argv[argv.index("--out") + 1] = str(tmp_path / "bundle")
+        expected = expected.replace(out, str(tmp_path / "bundle"))
+    got = run(argv)
+    if argv[0] in EXACT:
+        assert [ln.rstrip() for ln in got.splitlines()] == [
+            ln.rstrip() for ln in expected.splitlines()]
+    else:  # a search: the designs and metrics, not the seconds it took
+        strip = re.compile(r" in [0-9.]+ s;")
+        assert [strip.sub("", ln).rstrip() for ln in got.splitlines()] == [
+            strip.sub("", ln).rstrip() for ln in expected.splitlines()]
