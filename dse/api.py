@@ -37,10 +37,6 @@ if TYPE_CHECKING:  # the heavy modules load when a function needs them
 EvaluatorName = Literal["closed-form", "simulator"]
 Objective = Literal["j_per_token", "latency", "goodput", "accuracy", "cost"]
 PathLike = str | Path
-# Largest synthetic trace `simulate` draws: its arrays are [problems, attempts] (about 10 fields,
-# up to a few hundred attempts), so 10**5 problems stay within a few GB; 5000 (the default)
-# already gives percentiles to well under 1% (see docs/python-api.md).
-MAX_PROBLEMS = 100_000
 
 
 # ------------------------------------------------------------------------------- catalog
@@ -172,6 +168,8 @@ class Simulation:
 
 
 def _check_problems(problems: int, seed: int) -> None:
+    from dse.engine.simulator import MAX_PROBLEMS
+
     if isinstance(problems, bool) or not isinstance(problems, int) or not (
             1 <= problems <= MAX_PROBLEMS):
         raise UsageError(f"problems: must be a whole number in 1..{MAX_PROBLEMS}, got "

@@ -20,6 +20,13 @@ MAX_CONTEXT_TOKENS = 10_000_000
 # Coefficients of variation of step counts and lengths: past ~100 the lognormal's sigma
 # overflows the quadrature (cv 1e308 gave NaN metrics); real workloads sit below 2.
 MAX_CV = 100.0
+# Backtracking budget and anchor window: the closed form propagates mass over (backtracks used x
+# step position) and the window's anchor distances, so both size its arrays. The paper runs one
+# backtrack within one step; a budget of 64 rewinds is far past where accuracy stops moving (each
+# backtrack needs a failed rewrite), and an anchor 64 steps back is beyond every workload's mean
+# step count (8-13 steps). The same caps hold in systems, design files, --set and space files.
+MAX_BACKTRACKS = 64
+MAX_BACKTRACK_WINDOW = 64
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,10 @@ class SystemSpec(Spec):
                                      help="INT8 MACs per cycle; absent: the engine's default")
     accept_threshold: float = spec_field(lo=0.0, hi=1.0)
     backtrack_threshold: float = spec_field(lo=0.0, hi=1.0)
-    max_backtracks: int = nonneg()
-    backtrack_window: int = pos()
+    max_backtracks: int = nonneg(hi=MAX_BACKTRACKS,
+                                 help="backtracks a problem may take (0: forward only)")
+    backtrack_window: int = pos(hi=MAX_BACKTRACK_WINDOW,
+                                help="how many steps back a backtrack's anchor may be")
     max_context_tokens: int = pos(hi=MAX_CONTEXT_TOKENS)
     prm_tp: int | None = pos(hi=64, help="GPUs the PRM is split over (tensor parallel); "
                              "absent: 1")

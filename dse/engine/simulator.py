@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dse.errors import SpecError
+from dse.errors import SpecError, UsageError
 from dse.roles import busy_field, crit_field, dyn_field
 from dse.schedules import (
     ACCEPT,
@@ -51,6 +51,9 @@ from dse.workflow import (
 )
 
 F64 = NDArray[np.float64]
+# Largest synthetic trace: its arrays are [problems, attempts] (about ten fields, up to a few
+# hundred attempts), so 10**5 problems stay within a few GB of memory.
+MAX_PROBLEMS = 100_000
 DECISIONS = OUTCOMES  # a trace record's decision -> outcome
 
 
@@ -94,6 +97,9 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     workflow rules (accept / refine / backtrack to the latest draft-accepted step in the
     window, at most max_backtracks per problem)."""
     from scipy import stats  # local: ~0.5 s to import, and only the PRM score quantiles need it
+
+    if not 1 <= problems <= MAX_PROBLEMS:
+        raise UsageError(f"problems: must be in 1..{MAX_PROBLEMS}, got {problems}")
 
     d, w, s = c.design, c.workload, c.design.schedule
     rng = np.random.default_rng(seed)
