@@ -17,7 +17,6 @@ seen, and the draft's head start carried from the previous attempt.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -182,17 +181,22 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
 # --------------------------------------------------------------------------- JSONL I/O
 
 
+def _reward(x: float) -> float | None:
+    """A reward as written to JSONL: 6 decimals, or null where the trace has none (NaN)."""
+    return None if np.isnan(x) else round(float(x), 6)
+
+
 def trace_to_records(tr: Trace) -> Iterable[dict[str, Any]]:
+    """The trace as JSONL records (`read_jsonl` reads them back to the same trace)."""
     names = {v: k for k, v in DECISIONS.items()}
     for p in range(tr.problems):
         ks = np.nonzero(tr.valid[p])[0]
         for i, k in enumerate(ks):
             r: dict[str, Any] = {
                 "problem": p, "step": int(k), "draft_tokens": int(tr.draft_tokens[p, k]),
-                "draft_reward": round(float(tr.draft_reward[p, k]), 6),
+                "draft_reward": _reward(tr.draft_reward[p, k]),
                 "target_tokens": int(tr.target_tokens[p, k]),
-                "target_reward": None if np.isnan(tr.target_reward[p, k])
-                else round(float(tr.target_reward[p, k]), 6),
+                "target_reward": _reward(tr.target_reward[p, k]),
                 "decision": names[int(tr.decision[p, k])],
             }
             if tr.decision[p, k] == BACKTRACK:
@@ -201,12 +205,6 @@ def trace_to_records(tr: Trace) -> Iterable[dict[str, Any]]:
             if i == len(ks) - 1 and not np.isnan(tr.correct[p]):
                 r["correct"] = bool(tr.correct[p])
             yield r
-
-
-def write_jsonl(tr: Trace, path: str | Path) -> None:
-    with Path(path).open("w", encoding="utf-8") as f:
-        for r in trace_to_records(tr):
-            f.write(json.dumps(r) + "\n")
 
 
 # The fields of a trace record and their checks (dse.specs' checker): counts are integers,
@@ -258,6 +256,8 @@ def read_jsonl(path: str | Path) -> Trace:
     z = np.zeros((n, k))
     tr = {f.name: z.copy() for f in fields(Trace) if f.name not in ("valid", "decision",
                                                                      "backtrack_to", "correct")}
+    for name in ("draft_reward", "target_reward"):  # NaN: no reward recorded (an accepted
+        tr[name][:] = np.nan                        # step has no target reward)
     valid = np.zeros((n, k), dtype=bool)
     dec = np.zeros((n, k), dtype=np.int64)
     bto = np.full((n, k), -1, dtype=np.int64)
