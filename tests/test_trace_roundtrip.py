@@ -59,3 +59,21 @@ def test_missing_rewards_round_trip_as_null(tmp_path: Path) -> None:
     r1 = dse.simulate(d, "gsm8k", trace=tmp_path / "a.jsonl").report
     r2 = dse.simulate(d, "gsm8k", trace=tmp_path / "b.jsonl").report
     assert r1 == r2
+
+
+def test_token_counts_beyond_any_context_are_refused(tmp_path: Path) -> None:
+    from dse.errors import SpecError
+    from dse.scenario import MAX_CONTEXT_TOKENS
+
+    d = dse.load_design("paper-config1-u280")
+    records = list(trace_to_records(synthetic_trace(Costs(d, dse.load_workload("gsm8k")), 5,
+                                                    2)))
+    for value in (MAX_CONTEXT_TOKENS + 1, 10**15, 10**400):
+        records[2]["draft_tokens"] = value
+        _write(records, tmp_path / "t.jsonl")
+        try:
+            read_jsonl(tmp_path / "t.jsonl")
+        except SpecError as e:
+            assert str(e).startswith(f"{tmp_path / 't.jsonl'}:3: draft_tokens: must be")
+        else:
+            raise AssertionError(f"draft_tokens {value} was accepted")

@@ -28,6 +28,7 @@ from scipy import special
 
 from dse.errors import SpecError, UsageError
 from dse.roles import busy_field, crit_field, dyn_field
+from dse.scenario import MAX_CONTEXT_TOKENS
 from dse.schedules import (
     ACCEPT,
     BACKTRACK,
@@ -207,18 +208,19 @@ def trace_to_records(tr: Trace) -> Iterable[dict[str, Any]]:
             yield r
 
 
-# The fields of a trace record and their checks (dse.specs' checker): counts are integers,
-# rewards finite in [0, 1] or absent (null), the decision one of DECISIONS.
+# The fields of a trace record and their checks (dse.specs' checker): counts are integers (a
+# step's tokens at most the largest context a system may have), rewards finite in [0, 1] or
+# absent (null), the decision one of DECISIONS.
 TRACE_KEYS: dict[str, Key] = {k.toml: k for k in (
     Key("problem", "problem", int, help="problem id"),
     Key("step", "step", int, lo=0, optional=True, help="record order within the problem"),
     Key("decision", "decision", str, choices=tuple(DECISIONS)),
-    Key("draft_tokens", "draft_tokens", int, lo=1),
+    Key("draft_tokens", "draft_tokens", int, lo=1, hi=MAX_CONTEXT_TOKENS),
     Key("draft_reward", "draft_reward", float, lo=0.0, hi=1.0, optional=True),
-    Key("target_tokens", "target_tokens", int, lo=1),
+    Key("target_tokens", "target_tokens", int, lo=1, hi=MAX_CONTEXT_TOKENS),
     Key("target_reward", "target_reward", float, lo=0.0, hi=1.0, optional=True),
     Key("backtrack_to", "backtrack_to", int, lo=0),
-    Key("alt_tokens", "alt_tokens", int, lo=1),
+    Key("alt_tokens", "alt_tokens", int, lo=1, hi=MAX_CONTEXT_TOKENS),
     Key("correct", "correct", bool, optional=True),
 )}
 
