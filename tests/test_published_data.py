@@ -1,0 +1,117 @@
+"""dse/data/published.toml: published batch-1 measurements (used in no fit yet) are well formed."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PATH = ROOT / "dse" / "data" / "published.toml"
+
+KINDS = {"gpu_decode", "gpu_prefill", "fpga_decode", "fpga_prefill", "power"}
+UNITS = {"tokens/s", "ms/token", "s", "W", "J/token"}
+REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precision": str,
+            "batch": int, "points": list, "unit": str, "source": str, "setting": str}
+OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
+            "quantization": str, "tp": int, "gpus": int, "simulated": bool}
+# A kind's allowed units: decode as a rate, prefill as a time or a prompt-token rate.
+KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token"}, "fpga_decode": {"tokens/s", "ms/token"},
+              "gpu_prefill": {"s", "tokens/s"}, "fpga_prefill": {"s", "tokens/s"},
+              "power": {"W", "J/token"}}
+
+
+@pytest.fixture(scope="module")
+def entries() -> list[dict]:
+    with PATH.open("rb") as f:
+        data = tomllib.load(f)
+    assert data.get("schema_version") == 1
+    rows = data["measurement"]
+    assert isinstance(rows, list)
+    return rows
+
+
+def _catalog_names(sub: str) -> set[str]:
+    return {p.stem for p in (ROOT / sub).rglob("*.toml")}
+
+
+def test_file_has_enough_entries(entries):
+    assert len(entries) >= 40
+    assert sum(len(e["points"]) for e in entries) >= 40
+
+
+def test_header_says_not_fitted():
+    head = PATH.read_text(encoding="utf-8").split("[[measurement]]", 1)[0]
+    assert "no entry in this file is used in any fit" in head
+
+
+def test_keys_and_types(entries):
+    for i, e in enumerate(entries):
+        where = f"entry {i} ({e.get('device')}, {e.get('model')})"
+        for key, typ in REQUIRED.items():
+            assert key in e, (where, key)
+            assert type(e[key]) is typ, (where, key, type(e[key]))
+        for key, typ in OPTIONAL.items():
+            if key in e:
+                assert type(e[key]) is typ, (where, key, type(e[key]))
+        extra = set(e) - set(REQUIRED) - set(OPTIONAL)
+        assert not extra, (where, extra)
+        for key in ("device", "model", "framework", "precision", "source", "setting"):
+            assert e[key].strip(), (where, key)
+        assert e["kind"] in KINDS, where
+        assert e["unit"] in UNITS, where
+        assert e["unit"] in KIND_UNITS[e["kind"]], (where, e["kind"], e["unit"])
+        assert e["batch"] == 1, where
+        for key in ("tp", "gpus"):
+            if key in e:
+                assert e[key] >= 1, (where, key)
+
+
+def test_points_finite_positive(entries):
+    for i, e in enumerate(entries):
+        pts = e["points"]
+        assert pts, i
+        lengths = []
+        for p in pts:
+            assert isinstance(p, list) and len(p) == 2, (i, p)
+            n, v = p
+            assert type(n) is int and n >= 0, (i, p)
+            assert type(v) in (int, float) and not isinstance(v, bool), (i, p)
+            assert math.isfinite(v) and v > 0, (i, p)
+            lengths.append(n)
+        assert len(set(lengths)) == len(lengths), (i, "repeated context length", lengths)
+
+
+def test_source_is_specific(entries):
+    """A source names a commit, a pull request / thread, or an arXiv id, not just a site."""
+    for i, e in enumerate(entries):
+        s = e["source"]
+        assert len(s) >= 20, (i, s)
+        assert (" @ " in s or "pull request" in s or "arXiv" in s), (i, s)
+
+
+def test_catalog_names_exist(entries):
+    boards = _catalog_names("boards")
+    models = _catalog_names("models")
+    assert boards and models
+    for i, e in enumerate(entries):
+        for key in ("catalog_device", "catalog_device_assumed"):
+            if key in e:
+                assert e[key] in boards, (i, key, e[key])
+        if "catalog_model" in e:
+            assert e["catalog_model"] in models, (i, e["catalog_model"])
+
+
+def test_catalog_device_matches_kind(entries):
+    gpus = {p.stem for p in (ROOT / "boards" / "gpus").glob("*.toml")}
+    fpgas = {p.stem for p in (ROOT / "boards" / "fpgas").glob("*.toml")}
+    for i, e in enumerate(entries):
+        name = e.get("catalog_device") or e.get("catalog_device_assumed")
+        if name is None:
+            continue
+        if e["kind"].startswith("gpu_"):
+            assert name in gpus, (i, name)
+        elif e["kind"].startswith("fpga_"):
+            assert name in fpgas, (i, name)
