@@ -544,7 +544,20 @@ def test_a_new_exporter_reaches_the_bundle_and_the_manifest(cat):
     assert man["files"]["host/scheduler.yaml"]["projection_only"] is False
     assert man["projection_only_reasons"] == {"gpu": "sglang: not a shipped runtime"}
     assert man["notes"] == ["sglang is a test exporter"]
-    assert man["draft"]["kind"] == "fpga" and man["draft"]["projection_only"] is False
+    # an FPGA draft, but no exporter here wrote its build directory
+    assert man["draft"]["kind"] == "fpga" and man["draft"]["build_dir"] is None
+    assert man["draft"]["projection_only"] is False
+
+
+def test_two_projection_reasons_for_one_directory_are_both_kept(cat):
+    reg = ExporterRegistry()
+    reg.register(_exporter("a", [("x/a.txt", "a", "a")], projection={"x": "reason a"}))
+    reg.register(_exporter("b", [("x/b.txt", "b", "b")], projection={"x": "reason b"}))
+    reg.register(_exporter("c", [("x/c.txt", "c", "c")], projection={"x": "reason b"}))
+    d = build_design(cat, cat.get("system", "paper-config2-3090"), PRESETS["heteroreason"])
+    man = json.loads(render_bundle(cat, d, cat.get("workload", "math500"),
+                                   exporters=reg)["manifest.json"])
+    assert man["projection_only_reasons"] == {"x": "reason a; reason b"}
 
 
 @pytest.mark.parametrize("path", ["host/scheduler.yaml", "design.toml", "manifest.json"])

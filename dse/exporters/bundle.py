@@ -78,13 +78,17 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec, *,
             files[f.path] = f.text
             purposes[f.path] = f.purpose
         notes += rendered.notes
-        projection.update(rendered.projection_only)
+        for d, reason in rendered.projection_only.items():  # two reasons for one directory: both
+            if reason not in projection.get(d, "").split("; "):
+                projection[d] = f"{projection[d]}; {reason}" if d in projection else reason
     fd = ctx.fpga_draft
+    written = fd is not None and any(p.startswith(fd.build_dir + "/") for p in files)
+    build_dir = fd.build_dir if fd is not None and written else None
     draft_info: dict[str, Any] = {"model": design.draft.model.name,
                                   "device": design.draft.device.name,
                                   "kind": design.draft.kind,
-                                  "build_dir": fd.build_dir if fd else None,
-                                  "projection_only": fd is not None and fd.build_dir in projection}
+                                  "build_dir": build_dir,
+                                  "projection_only": build_dir in projection}
     report = evaluate(design, workload).to_dict()
     files["design.toml"] = _design_toml(design, workload, report, v)
     files["report.json"] = json_text({"schema_version": SCHEMA_VERSION, "tool_version": v,
