@@ -26,8 +26,19 @@ from dse import atomic
 from dse.cli import main
 from dse.design import DesignFile, build_design, read_design_file
 from dse.engine.closed_form import evaluate
-from dse.errors import DseError, InfeasibleError, SpecError, UsageError
-from dse.exporters import bundle, check_relative, render_bundle, write_bundle
+from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
+from dse.exporters import (
+    EXPORTERS,
+    ExportContext,
+    Exporter,
+    ExporterRegistry,
+    ExportFile,
+    Rendered,
+    bundle,
+    check_relative,
+    render_bundle,
+    write_bundle,
+)
 from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
 from dse.schedules import PRESETS
 
@@ -468,3 +479,132 @@ def test_study_flags_call_the_search_module(cat, tmp_path, monkeypatch, capsys):
 def test_usage_error_type():
     with pytest.raises(UsageError):
         write_bundle({"a": b""}, Path(__file__))  # an existing file, not a directory
+
+
+# ------------------------------------------------------------------ the exporter table
+
+
+def _exporter(name, files=(), *, applies=lambda design: True, notes=(), projection=None):
+    """A test exporter writing `files` ((path, text, purpose) triples)."""
+
+    def render(ctx: ExportContext) -> Rendered:
+        return Rendered(files=tuple(ExportFile(p, t, u) for p, t, u in files), notes=notes,
+                        projection_only=projection or {})
+
+    return Exporter(name=name, description=f"test exporter {name}", applies=applies,
+                    render=render)
+
+
+def test_shipped_exporter_table():
+    assert EXPORTERS.names() == ["hls", "vitis", "vllm", "host"]
+    assert EXPORTERS.get("vllm").name == "vllm"
+
+
+def test_registry_refuses_a_duplicate_name():
+    reg = ExporterRegistry()
+    reg.register(_exporter("sglang"))
+    with pytest.raises(ValueError, match="exporter 'sglang' is already registered"):
+        reg.register(_exporter("sglang"))
+    with pytest.raises(ValueError, match="'hls' is already registered"):
+        EXPORTERS.register(EXPORTERS.get("hls"))
+
+
+def test_registry_unknown_name_lists_the_valid_ones():
+    with pytest.raises(UnknownNameError,
+                       match=r"unknown exporter 'tensorrt-llm'; valid: hls, host, vitis, vllm"):
+        EXPORTERS.get("tensorrt-llm")
+    with pytest.raises(UnknownNameError, match=r"valid: \(none\)"):
+        ExporterRegistry().get("hls")
+
+
+def test_a_new_exporter_reaches_the_bundle_and_the_manifest(cat):
+    """A fresh table: a test-local SGLang exporter beside the shipped host exporter, and one
+    that does not apply (its render would fail if it were called)."""
+    def never(ctx):
+        raise AssertionError("render called for an exporter that does not apply")
+
+    reg = ExporterRegistry()
+    reg.register(_exporter("sglang", [("gpu/sglang_target.yaml", "model: x\n",
+                                       "sglang launch_server config for the target")],
+                           notes=("sglang is a test exporter",),
+                           projection={"gpu": "sglang: not a shipped runtime"}))
+    reg.register(Exporter(name="off", description="never applies",
+                          applies=lambda design: False, render=never))
+    reg.register(EXPORTERS.get("host"))
+    d = build_design(cat, cat.get("system", "paper-config1-u280"), PRESETS["heteroreason"])
+    files = render_bundle(cat, d, cat.get("workload", "math500"), exporters=reg)
+    assert sorted(files) == ["design.toml", "gpu/sglang_target.yaml", "host/scheduler.yaml",
+                             "manifest.json", "report.json"]
+    assert files["gpu/sglang_target.yaml"] == b"model: x\n"
+    man = json.loads(files["manifest.json"])
+    entry = man["files"]["gpu/sglang_target.yaml"]
+    assert entry["purpose"] == "sglang launch_server config for the target"
+    assert entry["sha256"] == hashlib.sha256(b"model: x\n").hexdigest()
+    assert entry["projection_only"] is True
+    assert man["files"]["host/scheduler.yaml"]["projection_only"] is False
+    assert man["projection_only_reasons"] == {"gpu": "sglang: not a shipped runtime"}
+    assert man["notes"] == ["sglang is a test exporter"]
+    # an FPGA draft, but no exporter here wrote its build directory
+    assert man["draft"]["kind"] == "fpga" and man["draft"]["build_dir"] is None
+    assert man["draft"]["projection_only"] is False
+
+
+def test_two_projection_reasons_for_one_directory_are_both_kept(cat):
+    reg = ExporterRegistry()
+    reg.register(_exporter("a", [("x/a.txt", "a", "a")], projection={"x": "reason a"}))
+    reg.register(_exporter("b", [("x/b.txt", "b", "b")], projection={"x": "reason b"}))
+    reg.register(_exporter("c", [("x/c.txt", "c", "c")], projection={"x": "reason b"}))
+    d = build_design(cat, cat.get("system", "paper-config2-3090"), PRESETS["heteroreason"])
+    man = json.loads(render_bundle(cat, d, cat.get("workload", "math500"),
+                                   exporters=reg)["manifest.json"])
+    assert man["projection_only_reasons"] == {"x": "reason a; reason b"}
+
+
+@pytest.mark.parametrize("path", ["host/scheduler.yaml", "design.toml", "manifest.json"])
+def test_two_writers_of_one_path_raise(cat, path):
+    reg = ExporterRegistry()
+    reg.register(EXPORTERS.get("host"))
+    reg.register(_exporter("clash", [(path, "x", "clash")]))
+    d = build_design(cat, cat.get("system", "paper-config2-3090"), PRESETS["heteroreason"])
+    with pytest.raises(ValueError, match=f"exporter 'clash' writes {path}"):
+        render_bundle(cat, d, cat.get("workload", "math500"), exporters=reg)
+
+
+def _expected_files(design) -> dict[str, set[str]]:
+    """Today's rule, by hand: the FPGA build files only with an FPGA draft (vpp_link.cfg only
+    where the board has a Vitis platform), a vLLM file per GPU role, always the scheduler."""
+    fpga = design.draft.kind == "fpga"
+    out: dict[str, set[str]] = {"hls": set(), "vitis": set(), "vllm": set(),
+                                "host": {"host/scheduler.yaml"}}
+    if fpga:
+        board = design.draft.fpga_build.board
+        d = f"fpga/{board.name}"
+        out["hls"] = {f"{d}/draft_config.h"}
+        out["vitis"] = {f"{d}/link.ini", f"{d}/build.sh"} | (
+            {f"{d}/vpp_link.cfg"} if board.vitis_platform else set())
+    out["vllm"] = {f"gpu/vllm_{r}.yaml" for r in (("prm", "target") if fpga
+                                                   else ("draft", "prm", "target"))}
+    return out
+
+
+@pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config1-v80",
+                                    "paper-config1-3090", "paper-config1-jetson",
+                                    "paper-config2-u280", "paper-config2-v80",
+                                    "paper-config2-3090", "paper-config2-jetson"])
+def test_each_exporter_applies_where_it_did(cat, system):
+    d = build_design(cat, cat.get("system", system), PRESETS["heteroreason"])
+    expected = _expected_files(d)
+    assert [e.name for e in EXPORTERS.for_design(d)] == [n for n in EXPORTERS.names()
+                                                          if expected[n]]
+    ctx = ExportContext(cat=cat, design=d, workload=cat.get("workload", "math500"),
+                        version=dse.__version__)
+    files = render_bundle(cat, d, ctx.workload)
+    man = json.loads(files["manifest.json"])
+    for e in EXPORTERS.for_design(d):
+        rendered = e.render(ctx)
+        assert {f.path for f in rendered.files} == expected[e.name]
+        for f in rendered.files:  # the exporter's files are the bundle's, with their purpose
+            assert files[f.path] == f.text.encode("utf-8")
+            assert man["files"][f.path]["purpose"] == f.purpose != ""
+    assert set(files) == set().union(*expected.values()) | {"design.toml", "report.json",
+                                                            "manifest.json"}

@@ -1,19 +1,20 @@
 """The export bundle: `render_bundle` (pure: path -> bytes) and `write_bundle` (atomic).
 
-Bundle layout (paths relative to the output directory):
+render_bundle walks the exporter table (dse.exporters.registry.EXPORTERS) and adds the
+bundle's own files. Bundle layout (paths relative to the output directory; exporter in []):
 
-    fpga/<board>/draft_config.h   FPGA draft only: decoder compile-time constants
-    fpga/<board>/link.ini         [connectivity] sp= lines, one per AXI port
-    fpga/<board>/vpp_link.cfg     boards with a Vitis platform: platform, kernel_frequency
-    fpga/<board>/build.sh         tapa compile (+ v++ --link where a platform exists)
-    gpu/vllm_draft.yaml           GPU draft only, instead of fpga/
-    gpu/vllm_prm.yaml             vllm serve --config files (vLLM 0.9.2)
-    gpu/vllm_target.yaml
-    host/scheduler.yaml           host scheduler parameters
+    fpga/<board>/draft_config.h   [hls] FPGA draft only: decoder compile-time constants
+    fpga/<board>/link.ini         [vitis] [connectivity] sp= lines, one per AXI port
+    fpga/<board>/vpp_link.cfg     [vitis] boards with a Vitis platform: platform, clock
+    fpga/<board>/build.sh         [vitis] tapa compile (+ v++ --link where a platform exists)
+    gpu/vllm_draft.yaml           [vllm] GPU draft only, instead of fpga/
+    gpu/vllm_prm.yaml             [vllm] vllm serve --config files (vLLM 0.9.2)
+    gpu/vllm_target.yaml          [vllm]
+    host/scheduler.yaml           [host] host scheduler parameters
     design.toml                   the design (dse evaluate --design reads it back)
     report.json                   the predicted metrics (dse.engine.closed_form.evaluate)
-    manifest.json                 schema_version, tool version, sha256 of every other file,
-                                  projection-only flags, notes
+    manifest.json                 schema_version, tool version, sha256 and purpose of every
+                                  other file, projection-only flags, notes
 
 Same input, byte-identical output: no timestamps, no absolute paths, sorted JSON keys.
 """
@@ -30,15 +31,11 @@ from typing import Any
 from dse import __version__
 from dse.atomic import write_new_dir
 from dse.design import Design, design_file_text, infeasibility
-from dse.devices.fpga import FpgaPlacement
 from dse.engine.closed_form import evaluate
 from dse.errors import DseError, InfeasibleError, UsageError
-from dse.exporters.hls import draft_config_h
-from dse.exporters.host import scheduler_yaml
-from dse.exporters.memory import draft_engine
-from dse.exporters.text import SAFE_COMPONENT, safe_component, safe_token
-from dse.exporters.vitis import build_sh, link_ini, vpp_link_cfg
-from dse.exporters.vllm import vllm_yaml
+from dse.exporters.exporter import ExportContext, ExporterRegistry
+from dse.exporters.registry import EXPORTERS
+from dse.exporters.text import SAFE_COMPONENT
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.specs import Catalog, build_spec
 from dse.specs.emit import json_text
@@ -47,67 +44,51 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 HEADLINE = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token", "accuracy",
             "p_accept")
+# The bundle's own files; every other file and its purpose comes from an exporter.
 PURPOSE = {
-    "draft_config.h": "compile-time constants of the FlexLLM-style draft decoder",
-    "link.ini": "v++ / rapidstream-tapaopt [connectivity]: AXI port -> memory bank",
-    "vpp_link.cfg": "v++ --link settings: Vitis platform, kernel clock, compute unit",
-    "build.sh": "tapa compile to an .xo (and v++ --link to an .xclbin where a platform exists)",
-    "vllm_draft.yaml": "vllm serve --config for the draft (vLLM 0.9.2)",
-    "vllm_prm.yaml": "vllm serve --config for the PRM, a reward (pooling) model (vLLM 0.9.2)",
-    "vllm_target.yaml": "vllm serve --config for the target (vLLM 0.9.2)",
-    "scheduler.yaml": "host scheduler: thresholds, backtracking, step-ahead, endpoints",
     "design.toml": "the design; dse evaluate --design design.toml reproduces report.json",
     "report.json": "predicted metrics of the design (closed form), not measurements",
 }
 
 
-def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec) -> dict[str, bytes]:
+def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec, *,
+                  exporters: ExporterRegistry = EXPORTERS) -> dict[str, bytes]:
     """Every file of the bundle, relative POSIX path -> content. Pure and deterministic.
 
+    The files of every exporter in `exporters` (dse.exporters.registry.EXPORTERS unless given)
+    that applies to the design, then design.toml, report.json and manifest.json.
     `design` must come from `dse.design.build_design` (its placements follow its system).
-    Raises InfeasibleError for a design that cannot run or cannot be mapped onto its board."""
+    Raises InfeasibleError for a design that cannot run or cannot be mapped onto its board,
+    ValueError for two exporters that write the same path."""
     why = infeasibility(design)
     if why:
         raise InfeasibleError(f"{design.name} is infeasible: " + "; ".join(why))
     v = __version__
+    ctx = ExportContext(cat=cat, design=design, workload=workload, version=v)
     files: dict[str, str] = {}
+    purposes = dict(PURPOSE)
     notes: list[str] = []
     projection: dict[str, str] = {}
+    for exporter in exporters.for_design(design):
+        rendered = exporter.render(ctx)
+        for f in rendered.files:
+            if f.path in files or f.path in purposes or f.path == MANIFEST:
+                raise ValueError(f"exporter {exporter.name!r} writes {f.path}, which another "
+                                 "exporter or the bundle already writes")
+            files[f.path] = f.text
+            purposes[f.path] = f.purpose
+        notes += rendered.notes
+        for d, reason in rendered.projection_only.items():  # two reasons for one directory: both
+            if reason not in projection.get(d, "").split("; "):
+                projection[d] = f"{projection[d]}; {reason}" if d in projection else reason
+    fd = ctx.fpga_draft
+    written = fd is not None and any(p.startswith(fd.build_dir + "/") for p in files)
+    build_dir = fd.build_dir if fd is not None and written else None
     draft_info: dict[str, Any] = {"model": design.draft.model.name,
-                                  "device": design.draft.device.name}
-    eng = None
-    board_dir = None
-    build = design.draft.fpga_build if isinstance(design.draft, FpgaPlacement) else None
-    if build is not None:
-        safe_token(build.board.part, build.board.path, "part")
-        safe_token(build.board.vitis_platform, build.board.path, "vitis_platform",
-                   empty_ok=True)
-        eng = draft_engine(design.draft.model, build)
-        board_dir = "fpga/" + safe_component(build.board.name, "draft board")
-        files[f"{board_dir}/draft_config.h"] = draft_config_h(design, eng, v)
-        files[f"{board_dir}/link.ini"] = link_ini(design, eng, v)
-        if build.board.vitis_platform:
-            files[f"{board_dir}/vpp_link.cfg"] = vpp_link_cfg(design, eng, v)
-        else:
-            projection[board_dir] = (
-                f"{build.board.name} has no Vitis platform: build.sh stops at the .xo "
-                f"(tapa compile --part-num {build.board.part}); link.ini records the intended "
-                "memory binding, no bitstream can be linked from this bundle")
-        files[f"{board_dir}/build.sh"] = build_sh(design, eng, v)
-        draft_info.update({"kind": "fpga", "build_dir": board_dir,
-                           "projection_only": board_dir in projection})
-        notes.append("the FPGA draft's prompt prefill runs on the target GPU and its KV cache "
-                     "migrates over PCIe (HeteroReason phase 1); that runtime is not part of "
-                     "the vLLM files")
-    else:
-        draft_info.update({"kind": "gpu", "build_dir": None, "projection_only": False})
-        notes.append(f"the draft runs on a GPU ({design.draft.device.name}): "
-                     "gpu/vllm_draft.yaml instead of FPGA build files")
-    for role, gpus in _gpu_indices(design).items():
-        text, role_notes = vllm_yaml(cat, design, role, gpus, v)
-        files[f"gpu/vllm_{role}.yaml"] = text
-        notes += role_notes
-    files["host/scheduler.yaml"] = scheduler_yaml(design, workload, eng, board_dir, v)
+                                  "device": design.draft.device.name,
+                                  "kind": design.draft.kind,
+                                  "build_dir": build_dir,
+                                  "projection_only": build_dir in projection}
     report = evaluate(design, workload).to_dict()
     files["design.toml"] = _design_toml(design, workload, report, v)
     files["report.json"] = json_text({"schema_version": SCHEMA_VERSION, "tool_version": v,
@@ -117,22 +98,10 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec) -> dict[
         notes.append(f"workload {workload.name!r} is not the catalog's: re-evaluate "
                      "design.toml with --scenario pointing at its file")
     out = {p: t.encode("utf-8") for p, t in sorted(files.items())}
-    out[MANIFEST] = json_text(_manifest(design, workload, out, draft_info, projection,
-                                        notes)).encode("utf-8")
+    out[MANIFEST] = json_text(_manifest(design, workload, out, purposes, draft_info,
+                                        projection, notes)).encode("utf-8")
     for p in out:
         check_relative(p)
-    return out
-
-
-def _gpu_indices(design: Design) -> dict[str, str]:
-    """One GPU per model, as in the paper: CUDA_VISIBLE_DEVICES per server."""
-    roles = ([] if isinstance(design.draft, FpgaPlacement) else ["draft"]) + ["prm", "target"]
-    out: dict[str, str] = {}
-    i = 0
-    for r in roles:
-        n = getattr(design, r).tp
-        out[r] = ",".join(str(k) for k in range(i, i + n))
-        i += n
     return out
 
 
@@ -151,14 +120,14 @@ def _design_toml(design: Design, workload: WorkloadSpec, report: dict[str, Any],
 
 
 def _manifest(design: Design, workload: WorkloadSpec, files: dict[str, bytes],
-              draft: dict[str, Any], projection: dict[str, str], notes: list[str]
-              ) -> dict[str, Any]:
+              purposes: dict[str, str], draft: dict[str, Any], projection: dict[str, str],
+              notes: list[str]) -> dict[str, Any]:
     entries = {}
     for p, data in files.items():
         entries[p] = {
             "sha256": hashlib.sha256(data).hexdigest(),
             "bytes": len(data),
-            "purpose": PURPOSE[PurePosixPath(p).name],
+            "purpose": purposes[p],
             "projection_only": any(p.startswith(d + "/") for d in projection),
         }
     return {

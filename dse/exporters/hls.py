@@ -10,8 +10,22 @@ only (no tapa.h), so any C++17 compiler can check it.
 from __future__ import annotations
 
 from dse.design import Design
+from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
 from dse.exporters.text import comment_text
+
+PURPOSE = "compile-time constants of the FlexLLM-style draft decoder"
+PREFILL_NOTE = ("the FPGA draft's prompt prefill runs on the target GPU and its KV cache "
+                "migrates over PCIe (HeteroReason phase 1); that runtime is not part of the "
+                "vLLM files")
+
+
+def render(ctx: ExportContext) -> Rendered:
+    """The exporter "hls": fpga/<board>/draft_config.h of an FPGA draft."""
+    fd = need_fpga_draft(ctx, "hls")
+    text = draft_config_h(ctx.design, fd.engine, ctx.version)
+    return Rendered(files=(ExportFile(f"{fd.build_dir}/draft_config.h", text, PURPOSE),),
+                    notes=(PREFILL_NOTE,))
 
 
 def draft_config_h(design: Design, eng: DraftEngine, version: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dse.design import Design
+from dse.exporters.exporter import ExportContext, ExportFile, Rendered
 from dse.exporters.memory import DraftEngine
 from dse.exporters.vitis import xclbin_name
 from dse.exporters.vllm import SEED, endpoint
@@ -24,6 +25,15 @@ RSD_MAX_STEPS = 100  # RSD's --max_steps default
 # Qwen2.5-Math-PRM scores the token <extra_0> placed after each step (model card; vLLM 0.9.2's
 # STEP pooler default step_tag_id 151651 is that token).
 PRM_STEP_TAGS = {"Qwen/Qwen2.5-Math-PRM-7B": "<extra_0>"}
+PURPOSE = "host scheduler: thresholds, backtracking, step-ahead, endpoints"
+
+
+def render(ctx: ExportContext) -> Rendered:
+    """The exporter "host": host/scheduler.yaml, for every design."""
+    fd = ctx.fpga_draft
+    text = scheduler_yaml(ctx.design, ctx.workload, fd.engine if fd else None,
+                          fd.build_dir if fd else None, ctx.version)
+    return Rendered(files=(ExportFile("host/scheduler.yaml", text, PURPOSE),))
 
 
 def scheduler_yaml(design: Design, workload: WorkloadSpec, eng: DraftEngine | None,

@@ -16,7 +16,34 @@ Formats (shared/reference/build-and-host-formats.md 1-2):
 from __future__ import annotations
 
 from dse.design import Design
+from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine
+
+PURPOSE = {
+    "link.ini": "v++ / rapidstream-tapaopt [connectivity]: AXI port -> memory bank",
+    "vpp_link.cfg": "v++ --link settings: Vitis platform, kernel clock, compute unit",
+    "build.sh": "tapa compile to an .xo (and v++ --link to an .xclbin where a platform exists)",
+}
+
+
+def render(ctx: ExportContext) -> Rendered:
+    """The exporter "vitis": link.ini, vpp_link.cfg (boards with a Vitis platform) and build.sh
+    under fpga/<board>/; without a platform that directory is projection only."""
+    fd = need_fpga_draft(ctx, "vitis")
+    design, eng, v, board = ctx.design, fd.engine, ctx.version, fd.build.board
+    texts = {"link.ini": link_ini(design, eng, v)}
+    projection: dict[str, str] = {}
+    if board.vitis_platform:
+        texts["vpp_link.cfg"] = vpp_link_cfg(design, eng, v)
+    else:
+        projection[fd.build_dir] = (
+            f"{board.name} has no Vitis platform: build.sh stops at the .xo "
+            f"(tapa compile --part-num {board.part}); link.ini records the intended "
+            "memory binding, no bitstream can be linked from this bundle")
+    texts["build.sh"] = build_sh(design, eng, v)
+    return Rendered(files=tuple(ExportFile(f"{fd.build_dir}/{name}", text, PURPOSE[name])
+                                for name, text in texts.items()),
+                    projection_only=projection)
 
 
 def clock_period_ns(eng: DraftEngine) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 
 from dse.design import Design
 from dse.devices.protocol import Placement
+from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles
+from dse.roles import Role
 from dse.specs import Catalog
 from dse.specs.emit import yaml_text
 
@@ -29,6 +31,37 @@ HOST = "127.0.0.1"
 PORTS = {"draft": 12340, "target": 12341, "prm": 12342}  # RSD's scripts/*.sh
 SEED = 0
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "int8": "bfloat16"}
+PURPOSE = {
+    Role.DRAFT: "vllm serve --config for the draft (vLLM 0.9.2)",
+    Role.VERIFIER: "vllm serve --config for the PRM, a reward (pooling) model (vLLM 0.9.2)",
+    Role.TARGET: "vllm serve --config for the target (vLLM 0.9.2)",
+}
+
+
+def render(ctx: ExportContext) -> Rendered:
+    """The exporter "vllm": gpu/vllm_<role>.yaml for every role placed on GPUs."""
+    design = ctx.design
+    notes: list[str] = []
+    if Role.DRAFT in gpu_roles(design):
+        notes.append(f"the draft runs on a GPU ({design.draft.device.name}): "
+                     "gpu/vllm_draft.yaml instead of FPGA build files")
+    files = []
+    for role, gpus in gpu_indices(design).items():
+        text, role_notes = vllm_yaml(ctx.cat, design, role.value, gpus, ctx.version)
+        files.append(ExportFile(f"gpu/vllm_{role.value}.yaml", text, PURPOSE[role]))
+        notes += role_notes
+    return Rendered(files=tuple(files), notes=tuple(notes))
+
+
+def gpu_indices(design: Design) -> dict[Role, str]:
+    """One GPU per model, as in the paper: CUDA_VISIBLE_DEVICES per server."""
+    out: dict[Role, str] = {}
+    i = 0
+    for r in gpu_roles(design):
+        n = getattr(design, r.value).tp
+        out[r] = ",".join(str(k) for k in range(i, i + n))
+        i += n
+    return out
 
 
 def endpoint(role: str) -> str:
