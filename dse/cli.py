@@ -205,7 +205,7 @@ def _workload(cat: Catalog, name: str) -> Any:
 
 
 def _design_file(a: argparse.Namespace, cat: Catalog) -> Any:
-    from dse.design import DesignFile, read_design_file
+    from dse.design_files import DesignFile, read_design_file
 
     if a.design is not None:
         return read_design_file(a.design)
@@ -223,7 +223,8 @@ def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
 def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
     """The design under each named schedule; None: the design file's schedule, else all
     presets."""
-    from dse.design import build_design, parse_set, with_overrides
+    from dse.design import build_design
+    from dse.design_files import parse_set, with_overrides
     from dse.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
@@ -393,7 +394,7 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
-    from dse.design import DesignFile, read_design_file
+    from dse.design_files import DesignFile, read_design_file
 
     if a.study is None and (a.storage is not None or a.trial is not None):
         raise UsageError("--storage and --trial go with --study")
@@ -410,7 +411,8 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 
 
 def _run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design import build_design, parse_set, with_overrides
+    from dse.design import build_design
+    from dse.design_files import parse_set, with_overrides
     from dse.exporters import render_bundle, write_bundle
     from dse.schedules import PRESETS, schedule
 

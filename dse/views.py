@@ -21,13 +21,8 @@ from urllib.parse import unquote
 import numpy as np
 
 from dse.arrays import Num
-from dse.design import (
-    Design,
-    DesignFile,
-    parse_set,
-    system_to_toml,
-    with_overrides,
-)
+from dse.design import Design
+from dse.design_files import DesignFile, parse_set, system_to_toml, with_overrides
 from dse.devices import shape
 from dse.devices.registry import device_names, kind_of, resolve
 from dse.engine.closed_form import DEVICES, Report
