@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from dashboard import common
 from dse import views
-from dse.design import system_to_toml
+from dse.design_files import system_to_toml
 from dse.engine.closed_form import BREAKDOWN_KEYS, closed_form_caveats
 from dse.errors import DseError
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS

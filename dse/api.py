@@ -107,7 +107,8 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
     checked by the same strict loader as the catalog files.
     check: raise InfeasibleError (with every reason) when the design cannot run.
     """
-    from dse.design import ALIASES, build_design, read_design_file, with_overrides
+    from dse.design import build_design
+    from dse.design_files import ALIASES, read_design_file, with_overrides
     from dse.scenario import SystemSpec
     from dse.schedules import FLAGS
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.design import Design, build_design, load_system, with_overrides
+from dse.design import Design, build_design
+from dse.design_files import load_system, with_overrides
 from dse.engine.closed_form import Report, accuracy_only, evaluate
 from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS

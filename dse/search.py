@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import DesignFile, build_design, design_file_text, parse_design_text
+from dse.design import build_design
+from dse.design_files import DesignFile, design_file_text, parse_design_text
 from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError, UsageError
 from dse.grid import METRICS, Evaluator, HardwareResult, feasible_mask, system_for, violation
@@ -95,7 +96,7 @@ class Candidate:
         return f"{s.description} | {flags}: accept {s.accept_threshold:.2f}{bt}"
 
     def to_dict(self) -> dict[str, Any]:
-        from dse.design import system_to_toml
+        from dse.design_files import system_to_toml
         from dse.schedules import FLAGS
 
         s = system_to_toml(self.design.system)

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from dse.design import build_design, load_system
+from dse.design import build_design
+from dse.design_files import load_system
 from dse.engine.closed_form import accuracy_only
 from dse.reproduce import reported
 from dse.schedules import PRESETS

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.design import Design, build_design, infeasibility, with_overrides
+from dse.design import Design, build_design, infeasibility
+from dse.design_files import with_overrides
 from dse.engine.closed_form import Report
 from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS, Schedule

@@ -12,7 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import build_design, with_overrides
+from dse.design import build_design
+from dse.design_files import with_overrides
 from dse.devices.registry import KINDS
 from dse.engine.closed_form import evaluate
 from dse.reproduce import _row

@@ -10,7 +10,7 @@ import pytest
 
 import dse
 from dse.cli import main
-from dse.design import design_file_text
+from dse.design_files import design_file_text
 from dse.engine.simulator import MAX_PROBLEMS, synthetic_trace
 from dse.errors import SpecError, UsageError
 from dse.scenario import MAX_BACKTRACK_WINDOW, MAX_BACKTRACKS

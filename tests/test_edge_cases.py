@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dse.design import build_design, with_overrides
+from dse.design import build_design
+from dse.design_files import with_overrides
 from dse.engine.closed_form import evaluate
 from dse.errors import InfeasibleError
 from dse.schedules import PRESETS

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.design import build_design, load_system, with_overrides
+from dse.design import build_design
+from dse.design_files import load_system, with_overrides
 from dse.engine.closed_form import evaluate
 from dse.schedules import ACCEPT, PRESETS, REFINE, attempt
 

@@ -24,7 +24,8 @@ import pytest
 import dse
 from dse import atomic
 from dse.cli import main
-from dse.design import DesignFile, build_design, read_design_file
+from dse.design import build_design
+from dse.design_files import DesignFile, read_design_file
 from dse.engine.closed_form import evaluate
 from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
 from dse.exporters import (

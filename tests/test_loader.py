@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.design import (
-    build_design,
+from dse.design import build_design
+from dse.design_files import (
     design_file_text,
     parse_design_text,
     parse_set,

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from dse import calibrate, reproduce
 from dse.cli import main
-from dse.design import build_design, load_system, with_overrides
+from dse.design import build_design
+from dse.design_files import load_system, with_overrides
 from dse.engine.closed_form import accuracy_only
 from dse.schedules import PRESETS
 

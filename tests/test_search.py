@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dse.cli import main
-from dse.design import build_design, design_file_text, read_design_file
+from dse.design import build_design
+from dse.design_files import design_file_text, read_design_file
 from dse.engine.closed_form import accuracy_only
 from dse.errors import SpecError, UnknownNameError
 from dse.grid import Evaluator, feasible_mask, system_for

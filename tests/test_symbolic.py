@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dse.design import build_design, load_system
+from dse.design import build_design
+from dse.design_files import load_system
 from dse.engine.closed_form import evaluate
 from dse.schedules import PRESETS
 from dse.symbolic import expected_counts, mean_value, sensitivities, step_expressions

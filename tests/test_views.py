@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from dse import views
-from dse.design import DesignFile, build_design, system_to_toml, with_overrides
+from dse.design import build_design
+from dse.design_files import DesignFile, system_to_toml, with_overrides
 from dse.engine.closed_form import evaluate
 from dse.errors import SpecError, UnknownNameError
 from dse.schedules import PRESETS

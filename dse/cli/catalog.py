@@ -1,0 +1,95 @@
+"""`dse catalog` (the catalog's boards, models, serving profiles and engines, scenarios) and
+`dse roofline` (one model on one device)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dse.cli.common import nonneg_int, positive_float, positive_int, table
+from dse.specs import Catalog, spec_fields
+
+# The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
+CATALOG_GROUPS = ("boards", "models", "serving")
+
+
+def catalog_kinds() -> dict[str, tuple[str, ...]]:
+    """The catalog kinds each group lists, from the device registry: boards are every device
+    kind's board specs (registration order: gpu, fpga) and the host links they name; serving is
+    the software each kind runs (gpu-serving profiles, fpga-engine builds). Imported here, not
+    at parser-build time: the registry loads the device models, which `dse --help` does not
+    need."""
+    from dse.devices.registry import KINDS
+
+    return {"boards": (*(k.catalog_kind for k in KINDS), "link"),
+            "models": ("model",),
+            "serving": tuple(k.software_kind for k in KINDS)}
+
+
+def catalog_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=[*CATALOG_GROUPS, "scenarios"],
+                   help="which part of the catalog to list")
+
+
+def run_catalog(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    groups = catalog_kinds()
+    kinds = groups.get(a.what) or tuple(
+        k for k in cat.items if k not in {k for ks in groups.values() for k in ks})
+    payload: dict[str, list[dict[str, Any]]] = {}
+    text: list[str] = []
+    for kind in kinds:
+        specs = [cat.get(kind, n) for n in cat.names(kind)]
+        payload[kind] = [{**spec_fields(s), "path": s.path} for s in specs]
+        if not specs:
+            continue
+        text.append(f"{kind} ({len(specs)})")
+        text.append(table(["name", "description"], [[s.name, s.description] for s in specs]))
+        text.append("")
+    return payload, "\n".join(text).rstrip() or "(empty)"
+
+
+# ------------------------------------------------------------------------------ roofline
+
+
+def roofline_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="catalog name, model TOML or HF config.json")
+    p.add_argument("--device", required=True, help="GPU or FPGA board name")
+    p.add_argument("--precision", help="bf16, fp16, w8a16, w8a8, w4a16 (default: bf16 on GPUs, "
+                   "w8a8 on FPGAs)")
+    p.add_argument("--serving", default="vllm-cudagraph", help="GPU serving profile")
+    p.add_argument("--context", type=nonneg_int, default=1024,
+                   help="tokens already in context when decoding (default 1024)")
+    p.add_argument("--prompt-tokens", type=positive_int, default=128,
+                   help="tokens to prefill (default 128)")
+    p.add_argument("--clock-mhz", type=positive_float, help="FPGA kernel clock (default: board)")
+    p.add_argument("--tp", type=positive_int, help="GPU tensor-parallel degree (default: the "
+                   "smallest that fits)")
+
+
+def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.roofline import roofline  # local: keeps `dse --help` fast
+
+    r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
+                 serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
+                 clock_mhz=a.clock_mhz, tp=a.tp)
+    rows = [
+        ["decode", f"{r['decode_s_per_token'] * 1e3:.3f} ms/token",
+         f"{r['decode_tokens_per_s']:.1f} tokens/s", r["bound"]],
+        ["prefill", f"{r['prefill_s'] * 1e3:.3f} ms", f"{a.prompt_tokens} tokens",
+         r["prefill_bound"]],
+    ]
+    lines = [
+        f"{r['model']} on {r['device']} ({r['precision']}, {r['serving']}, tp={r['tp']}), "
+        f"context {a.context}",
+        table(["phase", "time", "rate", "bound"], rows),
+        "",
+        f"weights {r['weights_bytes'] / 1e9:.3f} GB, KV {r['kv_bytes_per_token'] / 1e3:.2f} "
+        f"kB/token, needs {r['memory_needed_bytes'] / 1e9:.2f} GB of "
+        f"{r['memory_bytes'] / 1e9:.1f} GB: {'fits' if r['fits'] else 'DOES NOT FIT'}",
+        f"roofline floor {r['roofline_s_per_token'] * 1e3:.3f} ms/token; power "
+        f"{r['power_w']:.1f} W decoding, {r['idle_w']:.1f} W idle; "
+        f"{r['j_per_token']:.3f} J/token",
+    ]
+    if r["infeasible"]:
+        lines.append("infeasible: " + "; ".join(r["infeasible"]))
+    return r, "\n".join(lines)

@@ -1,0 +1,144 @@
+"""`dse evaluate` (the closed form under each schedule) and `dse simulate` (the trace-driven
+simulator), with the design options they share."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dse.cli.common import nonneg_int, positive_int, read_workload, table, write_file
+from dse.errors import UsageError
+from dse.specs import Catalog
+
+
+def _design_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--system", help="a named system, e.g. paper-config1-u280")
+    g.add_argument("--design", help="a system or design TOML file (e.g. best.toml from "
+                   "dse optimize: its schedule and workload are the defaults)")
+    p.add_argument("--scenario", help="workload name (gsm8k, math500, gaokao2023en, "
+                   "olympiadbench) or a workload TOML file; a design file's by default")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
+                   "backtracking=false; repeatable")
+
+
+def _design_file(a: argparse.Namespace, cat: Catalog) -> Any:
+    from dse.design_files import DesignFile, load_system, read_design_file
+
+    if a.design is not None:
+        return read_design_file(a.design)
+    return DesignFile(load_system(cat, a.system), None, None)
+
+
+def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
+    """The workload of --scenario, else the design file's."""
+    name = a.scenario or _design_file(a, cat).workload
+    if name is None:
+        raise UsageError("--scenario: required (the design file names no workload)")
+    return read_workload(cat, name)
+
+
+def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
+    """The design under each named schedule; None: the design file's schedule, else all
+    presets."""
+    from dse.design import build_design
+    from dse.design_files import parse_set, with_overrides
+    from dse.schedules import PRESETS, schedule
+
+    sys_over, flags = parse_set(a.set)
+    df = _design_file(a, cat)
+    spec = with_overrides(df.system, sys_over)
+    if schedules is None:
+        scheds = [PRESETS[n] for n in PRESETS]
+        if df.schedule is not None and df.schedule.name not in PRESETS:
+            scheds.append(df.schedule)
+    else:
+        scheds = [schedule(n) for n in schedules]
+    return [build_design(cat, spec, s.with_flags(**flags)) for s in scheds]
+
+
+REPORT_COLUMNS = (
+    ("schedule", "schedule"), ("latency s", "latency_s_per_problem"),
+    ("goodput tok/s", "goodput_tokens_per_s"), ("J/token", "j_per_token"),
+    ("accuracy %", "accuracy"), ("p_accept", "p_accept"),
+)
+
+
+def evaluate_args(p: argparse.ArgumentParser) -> None:
+    _design_args(p)
+    p.add_argument("--schedule", action="append", metavar="S",
+                   help="rsd, brsd, brsd_stepahead, heteroreason (repeatable; default: all four)")
+
+
+def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.engine.closed_form import closed_form_caveats, evaluate
+
+    w = _scenario(a, cat)
+    reports, caveats = {}, []
+    for d in _designs(a, cat, a.schedule or None):
+        rep = evaluate(d, w)
+        notes = closed_form_caveats(rep)
+        reports[d.schedule.name] = rep.to_dict() | {"caveats": notes}
+        caveats += [f"note ({d.schedule.name}): {c}" for c in notes]
+    base = reports.get("brsd")
+    for r in reports.values():
+        if base is not None:
+            r["speedup_vs_brsd"] = base["latency_s_per_problem"] / r["latency_s_per_problem"]
+            r["energy_gain_vs_brsd"] = base["j_per_token"] / r["j_per_token"]
+    first = next(iter(reports.values()))
+    rows = [[r["schedule"], r["latency_s_per_problem"], r["goodput_tokens_per_s"],
+             r["j_per_token"], r["accuracy"], r["p_accept"], r.get("speedup_vs_brsd"),
+             r.get("energy_gain_vs_brsd"), r["speculation_stall_ratio"],
+             r["communication_share"]] for r in reports.values()]
+    head = [c for c, _ in REPORT_COLUMNS] + ["speedup vs brsd", "energy gain vs brsd",
+                                            "stall ratio", "comm share"]
+    text = (f"{first['system']} on {first['workload']} (closed form, per problem)\n"
+            + table(head, rows) + "".join(f"\n{c}" for c in caveats))
+    return {"system": first["system"], "workload": first["workload"],
+            "schedules": reports}, text
+
+
+def simulate_args(p: argparse.ArgumentParser) -> None:
+    _design_args(p)
+    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
+                   "design file's schedule, else heteroreason)")
+    p.add_argument("--problems", type=positive_int, default=5000,
+                   help="synthetic problems to draw (default 5000)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--trace", help="replay this JSONL trace instead of a synthetic one")
+    p.add_argument("--trace-out", help="write the (synthetic) trace replayed as JSONL")
+    p.add_argument("--timeline-out", help="write problem 0's device timeline as JSON")
+
+
+def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.engine.closed_form import report_from_replay
+    from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
+    from dse.schedules import Costs
+
+    if a.schedule is None:
+        df = _design_file(a, cat)
+        names = None if df.schedule is not None else ["heteroreason"]
+        ds = _designs(a, cat, names)
+        (d,) = [x for x in ds if df.schedule is None or x.schedule.name == df.schedule.name]
+    else:
+        (d,) = _designs(a, cat, [a.schedule])
+    c = Costs(d, _scenario(a, cat))
+    tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
+    rp = replay(c, tr, timeline_problem=0)
+    r = report_from_replay(c, rp).to_dict()
+    if a.trace_out:
+        write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
+    if a.timeline_out:
+        payload = {"schema_version": 1, "system": d.name, "schedule": d.schedule.name,
+                   "problem": 0, "intervals": rp.timeline}
+        write_file(a.timeline_out, json.dumps(payload, indent=1))
+    pct = r["percentiles"]
+    rows = [[r["schedule"], r["latency_s_per_problem"], pct["latency_p50_s"],
+             pct["latency_p95_s"], r["goodput_tokens_per_s"], r["j_per_token"], r["accuracy"],
+             r["backtracks_per_problem"], r["speculation_stall_ratio"]]]
+    text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated\n"
+            + table(["schedule", "mean latency s", "p50 s", "p95 s", "goodput tok/s",
+                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows))
+    return r, text

@@ -1,0 +1,74 @@
+"""`dse export`: a design's build and serving files as a bundle."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dse.cli.common import nonneg_int, quiet_optuna, read_workload
+from dse.errors import DseError, UsageError
+from dse.specs import Catalog
+
+
+def export_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--design", help="a system or design TOML file (its schedule and workload "
+                   "are the defaults)")
+    g.add_argument("--system", help="a named system, e.g. paper-config1-u280 (schedule "
+                   "heteroreason, workload math500 unless given)")
+    g.add_argument("--study", help="an optimisation study: its best feasible trial's design")
+    p.add_argument("--storage", help="study storage URL (with --study)")
+    p.add_argument("--trial", type=nonneg_int, help="export this trial number instead of the "
+                   "best (with --study)")
+    p.add_argument("--scenario", help="workload name or TOML file (default: the design's; "
+                   "math500 for --system)")
+    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
+                   "design's, else heteroreason)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a design knob, e.g. fpga.clock_mhz=200; repeatable")
+    p.add_argument("--out", required=True, metavar="DIR", help="bundle directory to write")
+    p.add_argument("--force", action="store_true",
+                   help="replace DIR if it holds a previous bundle")
+
+
+def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
+    from dse.design_files import DesignFile, load_system, read_design_file
+
+    if a.study is None and (a.storage is not None or a.trial is not None):
+        raise UsageError("--storage and --trial go with --study")
+    if a.design is not None:
+        return read_design_file(a.design)
+    if a.system is not None:
+        return DesignFile(load_system(cat, a.system), None, None)
+    try:
+        from dse.search import study_design_file
+    except ImportError as e:
+        raise DseError(f"--study: studies are not available in this build ({e})") from None
+    quiet_optuna()
+    return study_design_file(a.storage, a.study, a.trial)
+
+
+def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.design import build_design
+    from dse.design_files import parse_set, with_overrides
+    from dse.exporters import render_bundle, write_bundle
+    from dse.schedules import PRESETS, schedule
+
+    df = _export_design_file(a, cat)
+    sys_over, flags = parse_set(a.set)
+    sched = (schedule(a.schedule) if a.schedule else df.schedule or PRESETS["heteroreason"])
+    wl_name = a.scenario or df.workload or ("math500" if a.system is not None else None)
+    if wl_name is None:
+        raise UsageError("--scenario: required (the design file names no workload)")
+    design = build_design(cat, with_overrides(df.system, sys_over), sched.with_flags(**flags))
+    files = render_bundle(cat, design, read_workload(cat, wl_name))
+    out = write_bundle(files, a.out, a.force)
+    manifest = json.loads(files["manifest.json"])
+    lines = [f"wrote {len(files)} files to {out} ({design.name}, schedule "
+             f"{design.schedule.name}, workload {manifest['workload']})"]
+    lines += [f"  {p}" for p in sorted(files)]
+    for d, why in manifest["projection_only_reasons"].items():
+        lines.append(f"projection only: {d}: {why}")
+    lines += [f"note: {n}" for n in manifest["notes"]]
+    return {"out": str(out), "files": sorted(files), "manifest": manifest}, "\n".join(lines)

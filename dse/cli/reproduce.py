@@ -1,0 +1,43 @@
+"""`dse reproduce`: every number the HeteroReason paper reports beside the tool's."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dse.cli.common import table, write_file
+from dse.specs import Catalog
+
+
+def reproduce_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
+    p.add_argument("--html", metavar="FILE", help="also write a plotly chart (HTML)")
+
+
+def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse import calibrate, reproduce
+
+    rs = reproduce.rows(cat)
+    dev = calibrate.validation_rows(cat)
+    summ = reproduce.summary(rs)
+    if a.markdown:
+        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat))
+        write_file(a.markdown, md)
+    if a.html:
+        page = reproduce.html(rs)
+        write_file(a.html, page)
+    payload = {
+        "rows": [r.to_dict() for r in rs],
+        "summary": summ,
+        "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
+                         "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
+                         "fitted": d.fitted} for d in dev],
+    }
+    rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
+             else f"{r.paper_low:.4g}-{r.paper_high:.4g}", r.tool, "yes" if r.within else "NO",
+             "yes" if r.calibrated else ""] for r in rs]
+    text = (table(["id", "paper", "tool", "within", "calibrated"], rows) + "\n\n"
+            + f"{summ['within']}/{summ['rows']} within tolerance; calibrated "
+            f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
+            f"{summ['predicted_within']}/{summ['predicted']}")
+    return payload, text

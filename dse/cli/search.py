@@ -1,0 +1,203 @@
+"""`dse sweep` (exhaustive vectorised search), `dse optimize` (Optuna studies) and
+`dse studies` (a storage's studies), with the options and output files they share."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dse.cli.common import nonneg_int, positive_float, positive_int, quiet_optuna, table
+from dse.errors import InfeasibleError
+from dse.objectives import OBJECTIVES, check_objectives
+from dse.specs import Catalog
+
+
+def percent(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {s!r}") from None
+    if not math.isfinite(v) or not 0 <= v <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {s!r}")
+    return v
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+
+    p.add_argument("--objective", action="append", choices=list(OBJECTIVES), metavar="OBJ",
+                   help="j_per_token, latency, goodput, accuracy or cost ($/Mtoken); repeat "
+                   "for a Pareto front (default j_per_token)")
+    p.add_argument("--space", metavar="FILE", help="a design-space TOML (default: the shipped "
+                   "scenarios/spaces/default.toml)")
+    p.add_argument("--min-accuracy", type=percent, metavar="PCT",
+                   help="minimum accuracy, percent (default: the space's)")
+    p.add_argument("--max-latency", type=positive_float, metavar="S",
+                   help="maximum latency per problem, seconds")
+    p.add_argument("--max-power-w", type=positive_float, metavar="W",
+                   help="maximum average system power, watts")
+    p.add_argument("--out", metavar="DIR", help="write best.toml, pareto.csv, pareto.html "
+                   "(and trials.csv for optimize) into DIR")
+    p.add_argument("--force", action="store_true", help="replace files already in --out")
+
+
+def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
+    from dse.search import Constraints
+    from dse.space import load_space
+
+    space = load_space(cat, a.space)
+    objectives = check_objectives(a.objective or ["j_per_token"])
+    return space, objectives, Constraints(a.min_accuracy, a.max_latency, a.max_power_w)
+
+
+def _best_table(objectives: list[str], best: list[Any]) -> str:
+    metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
+                                 + ["j_per_token", "latency_s_per_problem", "accuracy"]))
+    rows = [[i + 1, *(c.metrics.get(m) for m in metrics), c.label]
+            for i, c in enumerate(best[:20])]
+    more = f"\n({len(best) - 20} more on the front)" if len(best) > 20 else ""
+    return table(["#", *metrics, "design"], rows) + more
+
+
+def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
+                  cloud: Any, title: str, trials_csv: str | None = None) -> list[str]:
+    from dse.search_files import candidate_row, csv_text, pareto_html, write_outputs
+
+    if not a.out or not best:  # no feasible design: the caller says so (exit 4)
+        return []
+    files = {"best.toml": best[0].toml,
+             "pareto.csv": csv_text([candidate_row(c) for c in best]),
+             "pareto.html": pareto_html(objectives, best, cloud, title)}
+    if trials_csv is not None:
+        files["trials.csv"] = trials_csv
+    return [str(p) for p in write_outputs(a.out, files, a.force)]
+
+
+def _closed_form_line(best: Any) -> str:
+    cf = best.metrics.get("closed_form")
+    if not cf:
+        return ""
+    return (f"\n#1 by the accurate closed form (dse evaluate): {cf['latency_s_per_problem']:.4g} "
+            f"s/problem, {cf['j_per_token']:.4g} J/token, accuracy {cf['accuracy']:.4g}%")
+
+
+def _constraint_text(cons: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in cons.items()) or "none"
+
+
+def sweep_args(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+
+
+def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import sweep
+
+    space, objectives, cons = _search_setup(a, cat)
+    show = sys.stderr.isatty() and not a.json
+
+    def progress(f: float) -> None:
+        if show:
+            print(f"\rsweep: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    r = sweep(cat, space, objectives, cons, progress=progress)
+    if show:
+        print(file=sys.stderr)
+    title = f"dse sweep over {space.name}: {', '.join(objectives)}"
+    files = _search_files(a, objectives, r.pareto, r.points, title)
+    payload = {"best": [c.to_dict() for c in r.best], "pareto": [c.to_dict() for c in r.pareto],
+               "n_designs": r.n_designs, "n_feasible": r.n_feasible,
+               "n_hardware": r.n_hardware, "seconds": r.seconds, "objectives": objectives,
+               "constraints": r.constraints, "space": space.name,
+               "infeasible_hardware": r.infeasible, "infeasible_examples": r.examples,
+               "files": files}
+    head = (f"swept {r.n_designs:,} designs ({r.n_hardware} hardware choices x "
+            f"{r.n_designs // max(r.n_hardware, 1):,} knob settings) of space {space.name} in "
+            f"{r.seconds:.2f} s; {r.n_feasible:,} feasible (constraints: "
+            f"{_constraint_text(r.constraints)})")
+    for k, v in sorted(r.infeasible.items()):
+        head += f"\ninfeasible: {k}: {v} hardware choices, e.g. {r.examples[k]}"
+    if not r.best:
+        raise InfeasibleError(f"no feasible design among {r.n_designs:,} (constraints: "
+                              f"{_constraint_text(r.constraints)}); relax the constraints")
+    text = head + "\n" + _best_table(objectives, r.pareto) + _closed_form_line(r.best[0])
+    if files:
+        text += "\nwrote " + ", ".join(files)
+    return payload, text
+
+
+def optimize_args(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+    p.add_argument("--trials", type=positive_int, default=300, metavar="N",
+                   help="run until the study holds N completed trials (default 300); a "
+                   "restarted or concurrent run shares the count")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="stop after S seconds")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="sampler seed (default 0)")
+    p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default "
+                   "sqlite:///dse-studies.db in the working directory; postgresql://... to "
+                   "share a study between machines)")
+    p.add_argument("--study-name", metavar="NAME",
+                   help="study to create or resume (default <space>-<objectives>)")
+
+
+def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import DEFAULT_STORAGE, load_study, optimize
+    from dse.search_files import csv_text, trials_rows
+
+    space, objectives, cons = _search_setup(a, cat)
+    url = a.storage or DEFAULT_STORAGE
+    if not a.json:
+        where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
+            "sqlite:///") else ""
+        print(f"storage: {url}{where}", file=sys.stderr, flush=True)
+    quiet_optuna()
+    # a resumed or shared study: each process samples its own designs (worker = its pid)
+    r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
+                 seed=a.seed, storage=url, study_name=a.study_name,
+                 progress=sys.stderr.isatty() and not a.json, worker=os.getpid())
+    study = load_study(url, r.study_name)
+    trials = trials_rows(study)
+    cloud: dict[str, list[float]] = {}
+    for t in study.trials:
+        if t.user_attrs.get("violation", 1.0) <= 0:
+            for k, v in t.user_attrs.get("metrics", {}).items():
+                cloud.setdefault(k, []).append(v)
+    title = f"dse optimize {r.study_name}: {', '.join(objectives)}"
+    files = _search_files(a, objectives, r.best, cloud, title, csv_text(trials))
+    n_feasible = sum(1 for t in trials if t["feasible"])
+    payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
+               "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
+               "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
+               "constraints": r.constraints, "seconds": r.seconds, "files": files}
+    head = (f"study {r.study_name} in {r.storage}: {r.n_trials} completed trials "
+            f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
+            f"{_constraint_text(r.constraints)}")
+    if not r.best:
+        raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
+                              f"trials (constraints: {_constraint_text(r.constraints)}); relax "
+                              "the constraints or run more trials")
+    text = head + "\n" + _best_table(objectives, r.best) + _closed_form_line(r.best[0])
+    if files:
+        text += "\nwrote " + ", ".join(files)
+    return payload, text
+
+
+def studies_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage", metavar="URL",
+                   help="Optuna storage URL (default sqlite:///dse-studies.db)")
+
+
+def run_studies(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.search import DEFAULT_STORAGE, list_studies
+
+    url = a.storage or DEFAULT_STORAGE
+    quiet_optuna()
+    studies = list_studies(url)
+    rows = [[s["name"], s["n_complete"], s["n_trials"], "+".join(s["objectives"]),
+             ", ".join(f"{v:.4g}" for v in s["best_values"]) if s["best_values"] else "-",
+             s["space"], s["created"]] for s in studies]
+    text = (table(["study", "completed", "trials", "objectives", "best", "space", "created"],
+                  rows) if studies else f"no studies in {url}")
+    return {"storage": url, "studies": studies}, text

@@ -1,0 +1,200 @@
+"""The file formats of a design: a system as its TOML table, design files (`dse optimize
+--out`, `dse export`, search candidates), and `--set key=value` overrides of a system.
+
+`--set key=value` overrides any system key (by its TOML name, e.g. `accept_threshold=0.8`,
+`fpga_clock_MHz=250`), the aliases `fpga.clock_mhz`, `fpga.channels`, `fpga.mac_lanes`, and the
+schedule flags `backtracking`, `step_ahead`, `shadow_sync`. Values are checked by the same strict
+loader as the catalog files.
+
+These sit beside dse/design.py, not in dse/specs: a design file carries a schedule and `--set`
+takes the schedule flags, and dse/specs (the bottom of the flow) does not import the schedules.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dse.errors import FlagValueError, SpecError
+from dse.scenario import SystemSpec
+from dse.schedules.registry import FLAGS, Schedule, schedule_for
+from dse.specs import (
+    MAX_INT,
+    SCHEMA_VERSION,
+    SCHEMAS,
+    Catalog,
+    Key,
+    build_spec,
+    check_value,
+)
+from dse.specs.emit import toml_text
+from dse.specs.schema import check_header, check_keys, parse_toml, read_text
+
+ALIASES = {"fpga.clock_mhz": "fpga_clock_MHz", "fpga.channels": "fpga_memory_channels",
+           "fpga.mac_lanes": "fpga_mac_lanes"}
+
+
+def system_to_toml(s: SystemSpec) -> dict[str, Any]:
+    """The TOML table of a system (inverse of the loader's unit conversion); optional keys the
+    system leaves at their default (None) are left out."""
+    out: dict[str, Any] = {"schema_version": 1, "kind": "system", "name": s.name,
+                           "description": s.description}
+    for k in SCHEMAS["system"].keys:
+        v = getattr(s, k.attr)
+        if v is None:
+            continue
+        out[k.toml] = v / k.scale if k.kind is float else v
+    out["sources"] = dict(s.sources)
+    return out
+
+
+_BOOL_WORDS = {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}
+_INT_LITERAL = re.compile(r"[+-]?[0-9][0-9_]*")
+_MAX_INT_DIGITS = len(str(MAX_INT))
+
+
+def _set_number(key: Key, raw: str) -> int | float:
+    """A `--set` number as written (an integer literal stays an int); within 2**53."""
+    if _INT_LITERAL.fullmatch(raw):
+        if len(raw.lstrip("+-").replace("_", "")) > _MAX_INT_DIGITS:
+            raise FlagValueError("--set", key.toml, f"must be at most 2**53 in magnitude, got a "
+                            f"{len(raw)}-character integer")
+        return int(raw)
+    try:
+        return float(raw)
+    except ValueError:
+        raise FlagValueError("--set", key.toml, f"expected a number, got {raw[:60]!r}") from None
+
+
+def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
+    """`key=value` strings -> (system key overrides in TOML units, schedule flag overrides).
+    Each value passes the catalog's checker (type, finite, range), `--set` named as the
+    source."""
+    by_name = {k.toml: k for k in SCHEMAS["system"].keys}
+    sys_over: dict[str, Any] = {}
+    flag_over: dict[str, bool] = {}
+    for item in items:
+        if "=" not in item:
+            raise FlagValueError("--set", item[:60], "expected key=value")
+        key, raw = (x.strip() for x in item.split("=", 1))
+        key = ALIASES.get(key, key)
+        if key in FLAGS:
+            if raw.lower() not in _BOOL_WORDS:
+                raise FlagValueError("--set", key, f"expected true or false, got {raw[:60]!r}")
+            flag_over[key] = _BOOL_WORDS[raw.lower()]
+            continue
+        if key not in by_name:
+            valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
+            raise FlagValueError("--set", key[:60], f"unknown key; valid: {valid}")
+        spec_key = by_name[key]
+        value: Any = _set_number(spec_key, raw) if spec_key.kind in (int, float) else raw
+        try:
+            check_value("--set", spec_key, value)
+        except SpecError as e:
+            raise FlagValueError("--set", key, e.reason) from None
+        sys_over[key] = float(value) if spec_key.kind is float else value
+    return sys_over, flag_over
+
+
+@dataclass(frozen=True)
+class DesignFile:
+    """A design as written by `dse optimize --out` and `dse export`: the system, the schedule
+    flags and the workload it was chosen for."""
+
+    system: SystemSpec
+    schedule: Schedule | None
+    workload: str | None
+
+
+DESIGN_KEYS = ("schema_version", "kind", "workload", "schedule", "system", "metrics")
+
+
+def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
+                     metrics: Mapping[str, float] | None = None, header: str = "") -> str:
+    """The TOML of a design file (`kind = "design"`); `read_design_file` reads it back."""
+    data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "design",
+                            "workload": workload,
+                            "schedule": {"name": sched.name,
+                                         **{f: getattr(sched, f) for f in FLAGS}},
+                            "system": system_to_toml(s)}
+    if metrics:
+        data["metrics"] = {k: float(v) for k, v in metrics.items()
+                           if v is not None and math.isfinite(float(v))}
+    return toml_text(data, header)
+
+
+def read_design_file(path: str | Path) -> DesignFile:
+    """A design file, or a plain system TOML (schedule and workload then None)."""
+    p = Path(path)
+    return parse_design_text(read_text(p), p)
+
+
+def parse_design_text(text: str, where: str | Path) -> DesignFile:
+    """A design file's text (or a system TOML's); `where` names it in errors. Strict: unknown
+    top-level or [schedule] keys and a schema_version other than 1 are errors."""
+    p = where
+    data = parse_toml(text, p)
+    if data.get("kind") != "design":
+        spec = build_spec(p, data)
+        if not isinstance(spec, SystemSpec):
+            raise SpecError(p, "kind", 'expected kind = "system" or "design"')
+        return DesignFile(spec, None, None)
+    check_header(p, data, ("design",))
+    check_keys(p, data, DESIGN_KEYS, what='for kind "design"')
+    if not isinstance(data.get("system"), Mapping):
+        raise SpecError(p, "system", "a design file needs a [system] table")
+    sd = data.get("schedule")
+    if not isinstance(sd, Mapping):
+        raise SpecError(p, "schedule", "a design file needs a [schedule] table with true/false "
+                        + ", ".join(FLAGS))
+    check_keys(p, sd, ("name", *FLAGS), prefix="schedule.")
+    if "name" in sd and not isinstance(sd["name"], str):
+        raise SpecError(p, "schedule.name", "expected a string")
+    for f in FLAGS:
+        if not isinstance(sd.get(f), bool):
+            raise SpecError(p, f"schedule.{f}", "expected true or false")
+    sched = schedule_for(**{f: sd[f] for f in FLAGS})
+    wl = data.get("workload")
+    if wl is not None and not isinstance(wl, str):
+        raise SpecError(p, "workload", "expected a workload name")
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, Mapping):
+        raise SpecError(p, "metrics", "expected a table of numbers")
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise SpecError(p, f"metrics.{k}", f"expected a number, got {type(v).__name__}")
+    spec = build_spec(p, data["system"])
+    if not isinstance(spec, SystemSpec):
+        raise SpecError(p, "system.kind", 'expected kind = "system"')
+    return DesignFile(spec, sched, wl)
+
+
+def load_system(cat: Catalog, system: str | None = None, design_file: str | None = None
+                ) -> SystemSpec:
+    if (system is None) == (design_file is None):
+        raise SpecError("--system/--design", "", "give exactly one of --system or --design")
+    if system is not None:
+        spec = cat.get("system", system)
+    else:
+        spec = read_design_file(design_file or "").system
+    if not isinstance(spec, SystemSpec):
+        raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
+    return spec
+
+
+def with_overrides(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = "--set"
+                   ) -> SystemSpec:
+    """The system with some keys replaced, checked by the strict loader; `source` names where
+    the values came from (in errors and in the spec's sources)."""
+    if not overrides:
+        return s
+    data = system_to_toml(s)
+    data.update(overrides)
+    data["sources"] = {**data["sources"], **{k: f"set by {source}" for k in overrides}}
+    spec = build_spec(f"{s.path} (with {source})", data)
+    assert isinstance(spec, SystemSpec)
+    return spec

@@ -1,0 +1,50 @@
+"""Figure data for the dashboard (app.py): pure functions over dse's designs and reports.
+
+The dashboard is a thin view: every number it draws comes from here or from `evaluate`. This
+package holds the small pieces of arithmetic and bookkeeping a figure needs and the round trip
+between a design and the URL's query parameters, so they are tested without Streamlit.
+Nothing here imports Streamlit or plotly. One module per concern:
+
+- `state`: the design state, its URL round trip, design files as states, design labels;
+- `choices`: widget choices (a role's devices, models, precisions, software; build knobs);
+- `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
+- `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
+"""
+
+from dse.views.choices import RoleOptions, build_knob_ranges, role_options
+from dse.views.figures import (
+    PROB_LABELS,
+    TIMELINE_DEVICES,
+    TIMELINE_KINDS,
+    RoleRoofline,
+    RooflinePoint,
+    Timeline,
+    energy_split,
+    operating_context,
+    problem_timeline,
+    rooflines,
+    speedups,
+    tornado,
+)
+from dse.views.pages import bundle_zip, candidate_rows, paper_points, sqlite_file
+from dse.views.state import (
+    BASELINES,
+    DEFAULT_SCHEDULE,
+    DEFAULT_SYSTEM,
+    DEFAULT_WORKLOAD,
+    DesignState,
+    default_state,
+    design_label,
+    state_from_design,
+    state_from_params,
+    system_diff,
+)
+
+__all__ = [
+    "BASELINES", "DEFAULT_SCHEDULE", "DEFAULT_SYSTEM", "DEFAULT_WORKLOAD", "PROB_LABELS",
+    "TIMELINE_DEVICES", "TIMELINE_KINDS", "DesignState", "RoleOptions", "RoleRoofline",
+    "RooflinePoint", "Timeline", "build_knob_ranges", "bundle_zip", "candidate_rows",
+    "default_state", "design_label", "energy_split", "operating_context", "paper_points",
+    "problem_timeline", "role_options", "rooflines", "speedups", "sqlite_file",
+    "state_from_design", "state_from_params", "system_diff", "tornado",
+]

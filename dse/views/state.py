@@ -1,0 +1,142 @@
+"""The dashboard's design state: a catalog system, overrides of its keys, a schedule and a
+workload, and its round trip through the URL's query parameters (the form `dse evaluate --set`
+takes); a design file (a search candidate) as a state; a one-line design label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dse.design_files import DesignFile, parse_set, system_to_toml, with_overrides
+from dse.devices.registry import kind_of
+from dse.errors import UnknownNameError
+from dse.scenario import SystemSpec
+from dse.schedules import FLAGS, PRESETS, Schedule
+from dse.specs import Catalog
+from dse.specs.emit import toml_value
+
+# The view a fresh dashboard opens on: the README's first example.
+DEFAULT_SYSTEM = "paper-config1-u280"
+DEFAULT_WORKLOAD = "math500"
+DEFAULT_SCHEDULE = "heteroreason"
+BASELINES = ("rsd", "brsd", "brsd_stepahead")
+
+_META_KEYS = ("schema_version", "kind", "name", "description", "sources")
+
+
+@dataclass(frozen=True)
+class DesignState:
+    """What the dashboard shows: a catalog system, overrides of its keys (TOML units, as
+    `dse evaluate --set`), a schedule and a workload."""
+
+    system: str
+    workload: str
+    schedule: Schedule
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def spec(self, cat: Catalog) -> SystemSpec:
+        base = cat.get("system", self.system)
+        assert isinstance(base, SystemSpec)
+        return with_overrides(base, dict(self.overrides))
+
+    def with_schedule(self, sched: Schedule) -> DesignState:
+        return DesignState(self.system, self.workload, sched, dict(self.overrides))
+
+    def gpu_baseline(self, cat: Catalog, name: str) -> DesignState:
+        """The paper's homogeneous GPU baseline `name` (rsd, brsd, brsd_stepahead) of this
+        design: the same models, PRM and target, thresholds and workload, with a draft that
+        is not on the PRM's GPU moved there (the GPU kind's default precision and serving
+        profile: BF16, vLLM with CUDA graphs), as the paper's 3 x RTX 3090 baselines are to
+        its FPGA systems."""
+        spec = self.spec(cat)
+        over = dict(self.overrides)
+        if spec.draft_device != spec.prm_device:
+            gpu = kind_of(cat, spec.prm_device)
+            over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
+                     "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
+                     "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
+        return DesignState(self.system, self.workload, PRESETS[name], over)
+
+    def params(self) -> dict[str, str]:
+        """Query parameters: system, workload, schedule, flags that differ from the schedule
+        preset, then the overridden keys (the form `dse evaluate --set` takes)."""
+        base = PRESETS.get(self.schedule.name) or _nearest_preset(self.schedule)
+        out = {"system": self.system, "workload": self.workload, "schedule": base.name}
+        for f in FLAGS:
+            if getattr(self.schedule, f) != getattr(base, f):
+                out[f] = toml_value(getattr(self.schedule, f))
+        for k in sorted(self.overrides):
+            v = self.overrides[k]
+            out[k] = v if isinstance(v, str) else toml_value(v)
+        return out
+
+    def set_args(self) -> list[str]:
+        """The same design as `dse evaluate --set` arguments."""
+        p = self.params()
+        return [f"{k}={v}" for k, v in p.items() if k not in ("system", "workload", "schedule")]
+
+
+def _nearest_preset(s: Schedule) -> Schedule:
+    return min(PRESETS.values(), key=lambda p: sum(getattr(p, f) != getattr(s, f) for f in FLAGS))
+
+
+def default_state() -> DesignState:
+    return DesignState(DEFAULT_SYSTEM, DEFAULT_WORKLOAD, PRESETS[DEFAULT_SCHEDULE])
+
+
+def state_from_params(cat: Catalog, params: Mapping[str, str]) -> DesignState:
+    """Parse query parameters (the inverse of `DesignState.params`); missing ones take the
+    defaults. Raises SpecError / UnknownNameError naming the bad parameter."""
+    d = default_state()
+    system = params.get("system", d.system)
+    workload = params.get("workload", d.workload)
+    cat.get("system", system)
+    cat.get("workload", workload)
+    sched_name = params.get("schedule", d.schedule.name)
+    if sched_name not in PRESETS:
+        raise UnknownNameError("schedule", sched_name, list(PRESETS))
+    rest = [f"{k}={v}" for k, v in params.items() if k not in ("system", "workload", "schedule")]
+    overrides, flags = parse_set(rest)
+    state = DesignState(system, workload, PRESETS[sched_name].with_flags(**flags), overrides)
+    state.spec(cat)  # validates the values with the catalog loader
+    return state
+
+
+def system_diff(base: SystemSpec, spec: SystemSpec) -> dict[str, Any]:
+    """The TOML keys whose values differ between two systems."""
+    a, b = system_to_toml(base), system_to_toml(spec)
+    return {k: v for k, v in b.items() if k not in _META_KEYS and a.get(k) != v}
+
+
+def state_from_design(cat: Catalog, df: DesignFile, workload: str | None = None
+                      ) -> DesignState:
+    """A design file (e.g. a search candidate) as a state: the catalog system it differs least
+    from, plus the differences."""
+    names = cat.names("system")
+    if df.system.name in names:
+        base_name = df.system.name
+    else:
+        base_name = min(names, key=lambda n: (len(system_diff(_system(cat, n), df.system)), n))
+    return DesignState(base_name, df.workload or workload or DEFAULT_WORKLOAD,
+                       df.schedule or PRESETS[DEFAULT_SCHEDULE],
+                       system_diff(_system(cat, base_name), df.system))
+
+
+def _system(cat: Catalog, name: str) -> SystemSpec:
+    s = cat.get("system", name)
+    assert isinstance(s, SystemSpec)
+    return s
+
+
+def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
+    """One line naming the hardware split, the models and the knobs."""
+    tp = f" x{s.target_tp}" if s.target_tp > 1 else ""
+    parts = [f"draft {s.draft_model} on {s.draft_device} ({s.draft_precision})",
+             f"PRM {s.prm_model} on {s.prm_device}",
+             f"target {s.target_model} on {s.target_device}{tp}",
+             f"accept {s.accept_threshold:g}, backtrack {s.backtrack_threshold:g}"]
+    if sched is not None:
+        parts.append(sched.name)
+    return " | ".join(parts)
