@@ -59,11 +59,10 @@ def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -
     return [build_design(cat, spec, s.with_flags(**flags)) for s in scheds]
 
 
-REPORT_COLUMNS = (
-    ("schedule", "schedule"), ("latency s", "latency_s_per_problem"),
-    ("goodput tok/s", "goodput_tokens_per_s"), ("J/token", "j_per_token"),
-    ("accuracy %", "accuracy"), ("p_accept", "p_accept"),
-)
+# columns after the report's headline ones (dse.engine.closed_form.REPORT_COLUMNS)
+EXTRA_COLUMNS = (("speedup vs brsd", "speedup_vs_brsd"),
+                 ("energy gain vs brsd", "energy_gain_vs_brsd"),
+                 ("stall ratio", "speculation_stall_ratio"), ("comm share", "communication_share"))
 
 
 def evaluate_args(p: argparse.ArgumentParser) -> None:
@@ -73,7 +72,7 @@ def evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.engine.closed_form import closed_form_caveats, evaluate
+    from dse.engine.closed_form import REPORT_COLUMNS, closed_form_caveats, evaluate
 
     w = _scenario(a, cat)
     reports, caveats = {}, []
@@ -88,12 +87,9 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             r["speedup_vs_brsd"] = base["latency_s_per_problem"] / r["latency_s_per_problem"]
             r["energy_gain_vs_brsd"] = base["j_per_token"] / r["j_per_token"]
     first = next(iter(reports.values()))
-    rows = [[r["schedule"], r["latency_s_per_problem"], r["goodput_tokens_per_s"],
-             r["j_per_token"], r["accuracy"], r["p_accept"], r.get("speedup_vs_brsd"),
-             r.get("energy_gain_vs_brsd"), r["speculation_stall_ratio"],
-             r["communication_share"]] for r in reports.values()]
-    head = [c for c, _ in REPORT_COLUMNS] + ["speedup vs brsd", "energy gain vs brsd",
-                                            "stall ratio", "comm share"]
+    columns = (*REPORT_COLUMNS, *EXTRA_COLUMNS)
+    rows = [[r.get(key) for _, key in columns] for r in reports.values()]
+    head = [label for label, _ in columns]
     text = (f"{first['system']} on {first['workload']} (closed form, per problem)\n"
             + table(head, rows) + "".join(f"\n{c}" for c in caveats))
     return {"system": first["system"], "workload": first["workload"],
