@@ -169,7 +169,7 @@ class Simulation:
 
 
 def _check_problems(problems: int, seed: int) -> None:
-    from dse.engine.simulator import MAX_PROBLEMS
+    from dse.limits import MAX_PROBLEMS
 
     if isinstance(problems, bool) or not isinstance(problems, int) or not (
             1 <= problems <= MAX_PROBLEMS):
@@ -184,7 +184,7 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
              catalog: Catalog | None = None) -> Simulation:
     """Trace-driven simulation: `problems` synthetic problems drawn with `seed` from the
     workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace)."""
-    from dse.engine.closed_form import report_from_replay
+    from dse.engine.closed_form import finite, report_from_replay
     from dse.engine.simulator import Trace, read_jsonl, replay, synthetic_trace
     from dse.schedules import Costs
 
@@ -197,9 +197,7 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
     else:
         tr = read_jsonl(trace)
     rp = replay(c, tr, timeline_problem=0)
-    from dse.engine.closed_form import _finite
-
-    return Simulation(_finite(report_from_replay(c, rp)), tr, list(rp.timeline or []))
+    return Simulation(finite(report_from_replay(c, rp)), tr, list(rp.timeline or []))
 
 
 # -------------------------------------------------------------------------------- search

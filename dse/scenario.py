@@ -12,21 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dse.limits import (
+    MAX_BACKTRACK_WINDOW,
+    MAX_BACKTRACKS,
+    MAX_CONTEXT_TOKENS,
+    MAX_CV,
+    MAX_TP,
+)
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
-
-# A generation budget beyond any model's positions (the longest in the catalog is 131072);
-# the bound keeps the step arrays of the evaluators allocatable.
-MAX_CONTEXT_TOKENS = 10_000_000
-# Coefficients of variation of step counts and lengths: past ~100 the lognormal's sigma
-# overflows the quadrature (cv 1e308 gave NaN metrics); real workloads sit below 2.
-MAX_CV = 100.0
-# Backtracking budget and anchor window: the closed form propagates mass over (backtracks used x
-# step position) and the window's anchor distances, so both size its arrays. The paper runs one
-# backtrack within one step; a budget of 64 rewinds is far past where accuracy stops moving (each
-# backtrack needs a failed rewrite), and an anchor 64 steps back is beyond every workload's mean
-# step count (8-13 steps). The same caps hold in systems, design files, --set and space files.
-MAX_BACKTRACKS = 64
-MAX_BACKTRACK_WINDOW = 64
 
 
 @dataclass(frozen=True)
@@ -62,7 +55,7 @@ class SystemSpec(Spec):
     draft_device: str = spec_field(help="a GPU or an FPGA board")
     prm_device: str = spec_field(help="a GPU")
     target_device: str = spec_field(help="a GPU")
-    target_tp: int = pos(help="GPUs the target is split over (tensor parallel)")
+    target_tp: int = pos(hi=MAX_TP, help="GPUs the target is split over (tensor parallel)")
     draft_precision: str = spec_field()
     prm_precision: str = spec_field()
     target_precision: str = spec_field()
@@ -85,7 +78,7 @@ class SystemSpec(Spec):
     backtrack_window: int = pos(hi=MAX_BACKTRACK_WINDOW,
                                 help="how many steps back a backtrack's anchor may be")
     max_context_tokens: int = pos(hi=MAX_CONTEXT_TOKENS)
-    prm_tp: int | None = pos(hi=64, help="GPUs the PRM is split over (tensor parallel); "
+    prm_tp: int | None = pos(hi=MAX_TP, help="GPUs the PRM is split over (tensor parallel); "
                              "absent: 1")
 
     kind = "system"

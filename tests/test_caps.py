@@ -11,9 +11,9 @@ import pytest
 import dse
 from dse.cli import main
 from dse.design_files import design_file_text
-from dse.engine.simulator import MAX_PROBLEMS, synthetic_trace
+from dse.engine.simulator import synthetic_trace
 from dse.errors import SpecError, UsageError
-from dse.scenario import MAX_BACKTRACK_WINDOW, MAX_BACKTRACKS
+from dse.limits import MAX_BACKTRACK_WINDOW, MAX_BACKTRACKS, MAX_PROBLEMS
 from dse.schedules import Costs
 
 SYSTEM = "paper-config1-u280"

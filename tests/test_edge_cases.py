@@ -157,7 +157,7 @@ def test_evaluate_refuses_non_finite_results(cat):
     r = evaluate(d, cat.get("workload", "math500"))
     bad = ev.Report(**{**r.to_dict(), "j_per_token": float("nan")})
     with pytest.raises(DseError, match="j_per_token = nan"):
-        ev._finite(bad)
+        ev.finite(bad)
 
 
 # ------------------------------------------------------------------------- search spaces

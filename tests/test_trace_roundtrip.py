@@ -63,7 +63,7 @@ def test_missing_rewards_round_trip_as_null(tmp_path: Path) -> None:
 
 def test_token_counts_beyond_any_context_are_refused(tmp_path: Path) -> None:
     from dse.errors import SpecError
-    from dse.scenario import MAX_CONTEXT_TOKENS
+    from dse.limits import MAX_CONTEXT_TOKENS
 
     d = dse.load_design("paper-config1-u280")
     records = list(trace_to_records(synthetic_trace(Costs(d, dse.load_workload("gsm8k")), 5,

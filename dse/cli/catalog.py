@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import nonneg_int, positive_float, positive_int, table
+from dse.cli.common import positive_float, table, whole_number
+from dse.limits import MAX_CONTEXT_TOKENS, MAX_TP
 from dse.specs import Catalog, spec_fields
 
 # The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
@@ -57,13 +58,13 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", help="bf16, fp16, w8a16, w8a8, w4a16 (default: bf16 on GPUs, "
                    "w8a8 on FPGAs)")
     p.add_argument("--serving", default="vllm-cudagraph", help="GPU serving profile")
-    p.add_argument("--context", type=nonneg_int, default=1024,
+    p.add_argument("--context", type=whole_number(0, MAX_CONTEXT_TOKENS), default=1024,
                    help="tokens already in context when decoding (default 1024)")
-    p.add_argument("--prompt-tokens", type=positive_int, default=128,
+    p.add_argument("--prompt-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS), default=128,
                    help="tokens to prefill (default 128)")
     p.add_argument("--clock-mhz", type=positive_float, help="FPGA kernel clock (default: board)")
-    p.add_argument("--tp", type=positive_int, help="GPU tensor-parallel degree (default: the "
-                   "smallest that fits)")
+    p.add_argument("--tp", type=whole_number(1, MAX_TP),
+                   help="GPU tensor-parallel degree (default: the smallest that fits)")
 
 
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:

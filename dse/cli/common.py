@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dse.errors import DseError
+from dse.errors import DseError, UsageError
+from dse.limits import MAX_INT
 from dse.specs import Catalog
 
 
@@ -42,24 +44,27 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def positive_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:
+    """An argparse type: a whole number in lo..hi (hi: a cap of dse.limits)."""
+
+    def parse(s: str) -> int:
+        text = s.strip().replace("_", "")
+        if len(text) > 40:  # never int() a thousand-digit string (hi has at most 16 digits)
+            raise argparse.ArgumentTypeError(f"must be at most {hi}, got a {len(text)}-digit "
+                                             "number")
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {s[:40]!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be in {lo}..{hi}, got {v}")
+        return v
+
+    return parse
 
 
-def nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+positive_int = whole_number(1)
+nonneg_int = whole_number(0)
 
 
 def positive_float(s: str) -> float:
@@ -70,6 +75,35 @@ def positive_float(s: str) -> float:
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {s!r}")
     return v
+
+
+def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
+                              inputs: Mapping[str, str | Sequence[str] | None], *,
+                              catalogs: Sequence[str] = (), dir_outputs: Sequence[str] = ()
+                              ) -> None:
+    """Refuse, before anything is written, an output path that is one of the command's inputs
+    (files, or catalog directories) or a directory that holds one; two outputs on one path; and
+    a directory output (a bundle, search results: design TOML files) inside a catalog directory,
+    which the catalog would then try to load. Keys are the flags, for the messages."""
+    ins = [(flag, p) for flag, given in inputs.items()
+           for p in ([given] if isinstance(given, str) else (given or ()))]
+    ins += [("--catalog", c) for c in catalogs]
+    seen: dict[Path, str] = {}
+    for oflag, out in outputs.items():
+        if not out:
+            continue
+        o = Path(out).resolve()
+        if o in seen:
+            raise UsageError(f"{oflag} {out}: the same path as {seen[o]}")
+        seen[o] = oflag
+        for iflag, inp in ins:
+            i = Path(inp).resolve()
+            if i == o or o in i.parents:
+                raise UsageError(f"{oflag} {out}: would overwrite the {iflag} input {inp}; "
+                                 "write the output elsewhere")
+            if oflag in dir_outputs and iflag == "--catalog" and i in o.parents:
+                raise UsageError(f"{oflag} {out}: inside the catalog directory {inp}, whose "
+                                 "loader would read the design files written there")
 
 
 def read_workload(cat: Catalog, name: str) -> Any:

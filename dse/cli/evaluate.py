@@ -7,8 +7,16 @@ import argparse
 import json
 from typing import Any
 
-from dse.cli.common import nonneg_int, positive_int, read_workload, table, write_file
+from dse.cli.common import (
+    nonneg_int,
+    read_workload,
+    refuse_overwriting_inputs,
+    table,
+    whole_number,
+    write_file,
+)
 from dse.errors import UsageError
+from dse.limits import MAX_PROBLEMS
 from dse.specs import Catalog
 
 
@@ -100,7 +108,7 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
     _design_args(p)
     p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
                    "design file's schedule, else heteroreason)")
-    p.add_argument("--problems", type=positive_int, default=5000,
+    p.add_argument("--problems", type=whole_number(1, MAX_PROBLEMS), default=5000,
                    help="synthetic problems to draw (default 5000)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
     p.add_argument("--trace", help="replay this JSONL trace instead of a synthetic one")
@@ -109,10 +117,14 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.engine.closed_form import report_from_replay
+    from dse.engine.closed_form import finite, report_from_replay
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
     from dse.schedules import Costs
 
+    refuse_overwriting_inputs({"--trace-out": a.trace_out, "--timeline-out": a.timeline_out},
+                              {"--trace": a.trace, "--design": a.design,
+                               "--scenario": a.scenario if a.scenario and a.scenario.endswith(
+                                   ".toml") else None}, catalogs=a.catalog)
     if a.schedule is None:
         df = _design_file(a, cat)
         names = None if df.schedule is not None else ["heteroreason"]
@@ -123,7 +135,7 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     c = Costs(d, _scenario(a, cat))
     tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
     rp = replay(c, tr, timeline_problem=0)
-    r = report_from_replay(c, rp).to_dict()
+    r = finite(report_from_replay(c, rp)).to_dict()
     if a.trace_out:
         write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
     if a.timeline_out:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from dse.cli.common import nonneg_int, quiet_optuna, read_workload
+from dse.cli.common import nonneg_int, quiet_optuna, read_workload, refuse_overwriting_inputs
 from dse.errors import DseError, UsageError
 from dse.specs import Catalog
 
@@ -55,6 +55,10 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.exporters import render_bundle, write_bundle
     from dse.schedules import PRESETS, schedule
 
+    refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
+                                                  if a.scenario and a.scenario.endswith(".toml")
+                                                  else None}, catalogs=a.catalog,
+                              dir_outputs=("--out",))
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)
     sched = (schedule(a.schedule) if a.schedule else df.schedule or PRESETS["heteroreason"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import table, write_file
+from dse.cli.common import refuse_overwriting_inputs, table, write_file
 from dse.specs import Catalog
 
 
@@ -17,6 +17,8 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
 
+    refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
+                              catalogs=a.catalog)
     rs = reproduce.rows(cat)
     dev = calibrate.validation_rows(cat)
     summ = reproduce.summary(rs)

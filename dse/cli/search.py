@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dse.cli.common import nonneg_int, positive_float, positive_int, quiet_optuna, table
+from dse.cli.common import (
+    nonneg_int,
+    positive_float,
+    positive_int,
+    quiet_optuna,
+    refuse_overwriting_inputs,
+    table,
+)
 from dse.errors import InfeasibleError
 from dse.objectives import OBJECTIVES, check_objectives
 from dse.specs import Catalog
@@ -48,6 +55,8 @@ def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], 
     from dse.search import Constraints
     from dse.space import load_space
 
+    refuse_overwriting_inputs({"--out": a.out}, {"--space": a.space}, catalogs=a.catalog,
+                              dir_outputs=("--out",))
     space = load_space(cat, a.space)
     objectives = check_objectives(a.objective or ["j_per_token"])
     return space, objectives, Constraints(a.min_accuracy, a.max_latency, a.max_power_w)

@@ -187,11 +187,11 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
     """
     c = Costs(design, workload)
     if evaluator == "closed-form":
-        return _finite(closed_form(c))
+        return finite(closed_form(c))
     if evaluator == "simulator":
         from dse.engine.simulator import replay, synthetic_trace
 
-        return _finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
+        return finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
                                                     timeline_problem=None)))
     raise ValueError(f"unknown evaluator {evaluator!r}; valid: closed-form, simulator")
 
@@ -210,7 +210,7 @@ def closed_form_caveats(r: Report) -> list[str]:
     return out
 
 
-def _finite(r: Report) -> Report:
+def finite(r: Report) -> Report:
     """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
     the edge of the model's range must not come out as silent NaNs)."""
     def walk(prefix: str, v: Any) -> str | None:

@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dse.errors import SpecError, UsageError
+from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS
 from dse.roles import busy_field, crit_field, dyn_field
-from dse.scenario import MAX_CONTEXT_TOKENS
 from dse.schedules import (
     ACCEPT,
     BACKTRACK,
@@ -51,9 +51,6 @@ from dse.workflow import (
 )
 
 F64 = NDArray[np.float64]
-# Largest synthetic trace: its arrays are [problems, attempts] (about ten fields, up to a few
-# hundred attempts), so 10**5 problems stay within a few GB of memory.
-MAX_PROBLEMS = 100_000
 DECISIONS = OUTCOMES  # a trace record's decision -> outcome
 
 

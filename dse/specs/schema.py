@@ -27,11 +27,10 @@ from types import MappingProxyType
 from typing import Any
 
 from dse.errors import SpecError
+from dse.limits import MAX_INT  # the largest integer any input may hold (2**53)
 
 SCHEMA_VERSION = 1
-# Largest integer any input may hold: 2**53, the last one a float64 represents exactly (numpy
-# arithmetic on larger ones loses precision; float(10**400) overflows).
-MAX_INT = 2**53
+
 # Largest magnitude of any catalog number (in the file's units): far above every physical
 # quantity the catalogs hold (FLOP/s ~1e15, bytes ~1e12), far below where products overflow.
 MAX_ABS = 1e18

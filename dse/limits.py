@@ -1,0 +1,27 @@
+"""Caps that follow from the model, in one place (docs/cli.md lists them). Every input a knob
+can come from (catalog, system and design files, `--set`, the Python API, space files, command
+flags, trace records) is checked against these before it reaches a model, so that every result
+is finite and every evaluation allocates bounded memory. No imports: the command-line parser
+uses them."""
+
+# Integers the loader accepts: 2**53, the last a float64 represents exactly.
+MAX_INT = 2**53
+# A generation budget beyond any model's positions (the longest in the catalog is 131072);
+# the bound keeps the step arrays of the evaluators allocatable. A step's token count (in a
+# trace) and a context or prompt (`dse roofline`) are bounded by it too.
+MAX_CONTEXT_TOKENS = 10_000_000
+# Coefficients of variation of step counts and lengths: past ~100 the lognormal's sigma
+# overflows the quadrature (cv 1e308 gave NaN metrics); real workloads sit below 2.
+MAX_CV = 100.0
+# Backtracking budget and anchor window: the closed form propagates mass over (backtracks used x
+# step position) and the window's anchor distances, so both size its arrays. The paper runs one
+# backtrack within one step; a budget of 64 rewinds is far past where accuracy stops moving (each
+# backtrack needs a failed rewrite), and an anchor 64 steps back is beyond every workload's mean
+# step count (8-13 steps).
+MAX_BACKTRACKS = 64
+MAX_BACKTRACK_WINDOW = 64
+# Largest synthetic trace the simulator draws: its arrays are [problems, attempts] (about ten
+# fields, up to a few hundred attempts), so 10**5 problems stay within a few GB of memory.
+MAX_PROBLEMS = 100_000
+# GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
+MAX_TP = 64
