@@ -6,6 +6,8 @@ Campaigns (generators in tests/fuzzing.py, fault injection in tests/faults.py):
 - random well-formed designs through `dse.engine.closed_form.evaluate` and the report invariants;
 - malformed catalog files through the CLI (one error line naming the file, exit 2 or 3);
 - random command lines through the CLI (usage error exit 2 or one clean line);
+- hostile and extreme inputs by class (huge integers, wrong structures, deep nesting, caps,
+  out-of-range trace values, round trips, outputs over inputs, extreme valid knobs);
 - SIGKILL of `dse optimize` on SQLite (and PostgreSQL when DSE_TEST_POSTGRES_URL is set);
 - SIGKILL of `dse export`, and two exports racing for one directory.
 Each row counts inputs tried, faults injected, crashes (tracebacks or violated invariants) and
@@ -51,6 +53,7 @@ from tests.fuzzing import (  # noqa: E402
     run_random_argv,
     write_small_space,
 )
+from tests.hostile import hostile_case, run_case, verdict  # noqa: E402
 
 SEED = 8
 
@@ -119,6 +122,22 @@ def argvs(n: int, tmp: Path) -> dict:
         if not ok:
             crashes.append(f"{argv}: exit {res.rc}: {res.err.strip()[-200:]}")
     return {"name": "random command lines (CLI)", "inputs": n, "faults": 0,
+            "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
+
+
+def hostile(n: int, tmp: Path) -> dict:
+    """Hostile and extreme inputs, by class (tests/hostile.py)."""
+    rng = random.Random(SEED)
+    by = Counter()
+    crashes: list[str] = []
+    for _ in range(n):
+        d = fresh_dir(tmp / "hostile")
+        case = hostile_case(rng, d)
+        why = verdict(case, run_case(case, d), d)
+        by[case.cls] += why is None
+        if why is not None:
+            crashes.append(f"{case.cls} [{case.detail}]: {why}")
+    return {"name": "hostile inputs (CLI, by class)", "inputs": n, "faults": 0,
             "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
 
 
@@ -273,7 +292,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dse-reliability-") as t:
         tmp = Path(t)
         rows = [designs(round(60 * a.scale)), catalogs(round(300 * a.scale), tmp),
-                argvs(round(600 * a.scale), tmp)]
+                argvs(round(600 * a.scale), tmp), hostile(round(600 * a.scale), tmp)]
         rows += faults(fresh_dir(tmp / "faults"), a.kills)
     write_doc(Path(a.out), rows, time.perf_counter() - t0, a.scale)
     print(f"wrote {a.out}")

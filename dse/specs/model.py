@@ -120,9 +120,19 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
         "sources": {"*": f"Hugging Face config.json at {p}"},
         **raw,
     }
-    spec = build_spec(p, data)
+    try:
+        spec = build_spec(p, data)
+    except SpecError as e:  # name the key as the user's file spells it
+        key = _HF_KEYS.get(e.key, e.key)
+        if key == e.key:
+            raise
+        raise SpecError(p, key, e.reason) from None
     assert isinstance(spec, ModelSpec)
     return spec
+
+
+# catalog key -> the config.json key it is read from, where the two differ
+_HF_KEYS = {"num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads"}
 
 
 def _is_int(v: Any) -> bool:

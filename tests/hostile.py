@@ -1,0 +1,309 @@
+"""Generators of hostile and extreme inputs, one class each of the Reliability issue's list, and
+the verdict every CLI run on them must meet. Shared by tests/test_hostile.py and
+scripts/reliability_report.py.
+
+A case is a command line (and the files it reads, written into a fresh directory) with the exit
+codes it may end with: a refused input is one stderr line, exit 2 (a flag) or 3 (a file), naming
+the flag or the file (with its line, for JSONL) and the key; an accepted one exits 0 with finite
+JSON output. Nothing may end in a traceback, and no input file may change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.fuzzing import (
+    CATALOG_FILES,
+    HF_CONFIG,
+    ROOT,
+    CliResult,
+    _numeric_keys,
+    _set_key,
+    one_error_line,
+    run_cli,
+    strict_json,
+    write_small_space,
+)
+
+SYSTEM = "paper-config1-u280"
+EVAL = ["evaluate", "--system", SYSTEM, "--scenario", "gsm8k", "--schedule", "heteroreason",
+        "--json"]
+SIM = ["simulate", "--system", SYSTEM, "--scenario", "gsm8k", "--problems", "30", "--json"]
+SET_KEYS = ("accept_threshold", "backtrack_threshold", "max_backtracks", "backtrack_window",
+            "max_context_tokens", "fpga_clock_MHz", "fpga_memory_channels", "fpga_mac_lanes",
+            "target_tp", "prm_tp")
+WRONG_VALUES: tuple[Any, ...] = ([1, 2], {"a": 1}, None, "many", True, [], {})
+
+
+@dataclass
+class Case:
+    cls: str  # the input class
+    argv: list[str]
+    expect: frozenset[int]  # exit codes allowed
+    names: tuple[str, ...] = ()  # what the error line must name (file, key), when refused
+    inputs: tuple[Path, ...] = ()  # files that must be unchanged afterwards
+    then: list[str] | None = None  # a second command that must succeed (round trips)
+    detail: str = ""
+    snapshot: dict[Path, bytes] = field(default_factory=dict)
+
+
+def _huge_int(rng: Any) -> str:
+    return "1" + "0" * rng.choice([19, 30, 54, 308, 400, 1000, 4000])
+
+
+def _deep(depth: int, leaf: str, open_: str, close: str) -> str:
+    return open_ * depth + leaf + close * depth
+
+
+def _catalog_copy(rng: Any, d: Path) -> tuple[str, str, Path]:
+    kind = rng.choice(sorted(CATALOG_FILES))
+    src = ROOT / CATALOG_FILES[kind]
+    text = _set_key(src.read_text(encoding="utf-8"), "name", json.dumps(f"hostile-{kind}"))
+    return kind, text, d / f"hostile-{kind}.toml"
+
+
+def huge_int_catalog(rng: Any, d: Path) -> Case:
+    kind, text, path = _catalog_copy(rng, d)
+    key = rng.choice(_numeric_keys(text))
+    path.write_text(_set_key(text, key, _huge_int(rng)), encoding="utf-8")
+    return Case("huge integer: catalog TOML", ["catalog", "boards", "--catalog", str(d)],
+                frozenset({3}), (path.name, key), (path,), detail=f"{kind}.{key}")
+
+
+def huge_int_config(rng: Any, d: Path) -> Case:
+    cfg = dict(HF_CONFIG)
+    key = rng.choice(["hidden_size", "num_attention_heads", "num_hidden_layers",
+                      "intermediate_size", "vocab_size", "max_position_embeddings"])
+    path = d / "config.json"
+    path.write_text(json.dumps(cfg).replace(f'"{key}": {cfg[key]}', f'"{key}": {_huge_int(rng)}'),
+                    encoding="utf-8")
+    return Case("huge integer: config.json", ["roofline", "--model", str(path), "--device",
+                                              "rtx-3090", "--json"],
+                frozenset({3}), ("config.json", key), (path,), detail=key)
+
+
+def huge_int_set(rng: Any, d: Path) -> Case:
+    key = rng.choice(SET_KEYS)
+    value = rng.choice([_huge_int(rng), "-" + _huge_int(rng), "1e400", "-1e400", "1e308"])
+    return Case("huge number: --set", [*EVAL, "--set", f"{key}={value}"], frozenset({2}),
+                ("--set", key), detail=f"{key}={value[:12]}")
+
+
+def huge_int_flag(rng: Any, d: Path) -> Case:
+    big = rng.choice([_huge_int(rng), "1e400", "-" + _huge_int(rng)])
+    argv, flag = rng.choice([
+        (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--context", big],
+         "--context"),
+        (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--prompt-tokens",
+          big], "--prompt-tokens"),
+        (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "rtx-3090", "--tp", big],
+         "--tp"),
+        (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--clock-mhz",
+          big], "--clock-mhz"),
+        ([*SIM[:-3], "--problems", big], "--problems"),
+        ([*SIM, "--seed", big], "--seed"),
+        (["sweep", "--max-latency", big], "--max-latency"),
+        (["sweep", "--max-power-w", big], "--max-power-w"),
+        (["sweep", "--min-accuracy", big], "--min-accuracy"),
+    ])
+    # a clock of 10**k MHz is a valid number outside every board's range: refused as
+    # infeasible or printed with its infeasibility, never as inf
+    allowed = {0, 2} if flag == "--clock-mhz" else {2}
+    return Case("huge number: flag", argv, frozenset(allowed), (flag,), detail=flag)
+
+
+def wrong_structure_catalog(rng: Any, d: Path) -> Case:
+    kind, text, path = _catalog_copy(rng, d)
+    key = rng.choice(["kind", "name", "description", "schema_version", *_numeric_keys(text)])
+    value = rng.choice(['["gpu"]', "{ a = 1 }", "[1, 2]", '"x"' if key not in (
+        "kind", "name", "description") else "[]", "true"])
+    path.write_text(_set_key(text, key, value), encoding="utf-8")
+    return Case("wrong structure: catalog TOML", ["catalog", "boards", "--catalog", str(d)],
+                frozenset({3}), (path.name,), (path,), detail=f"{kind}.{key}={value}")
+
+
+def wrong_structure_config(rng: Any, d: Path) -> Case:
+    cfg: dict[str, Any] = dict(HF_CONFIG)
+    key = rng.choice(["architectures", "model_type", "hidden_size", "num_key_value_heads",
+                      "tie_word_embeddings", "head_dim"])
+    cfg[key] = rng.choice([v for v in ("Qwen2ForCausalLM", [1, 2], {"a": 1}, [["x"]], 3.5,
+                                       "many", None) if v != cfg.get(key)])
+    path = d / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    # some types are legal for some keys (a null head_dim is derived): then it must run cleanly
+    return Case("wrong structure: config.json", ["roofline", "--model", str(path), "--device",
+                                                 "rtx-3090", "--json"],
+                frozenset({0, 3}), ("config.json",), (path,), detail=f"{key}={cfg[key]!r}")
+
+
+def _trace(d: Path) -> tuple[Path, list[dict[str, Any]]]:
+    path = d / "trace.jsonl"
+    res = run_cli([*SIM, "--trace-out", str(path)])
+    assert res.rc == 0, res.err
+    return path, [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write_records(path: Path, records: list[Any]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def wrong_structure_trace(rng: Any, d: Path) -> Case:
+    path, records = _trace(d)
+    i = rng.randrange(len(records))
+    key = rng.choice(["problem", "step", "decision", "draft_tokens", "draft_reward"])
+    records[i][key] = rng.choice([v for v in WRONG_VALUES if not (
+        v is None and key in ("step", "draft_reward"))])
+    _write_records(path, records)
+    return Case("wrong structure: trace field", [*SIM, "--trace", str(path)], frozenset({3}),
+                (f"{path}:{i + 1}", key), (path,), detail=f"{key}={records[i][key]!r}")
+
+
+def deep_nesting(rng: Any, d: Path) -> Case:
+    depth = rng.choice([17, 50, 300, 2000, 20000])
+    where = rng.choice(["toml", "json", "trace"])
+    if where == "toml":
+        _, text, path = _catalog_copy(rng, d)
+        path.write_text(text.replace("\n[sources]", f"\ndeep = {_deep(depth, '1', '[', ']')}"
+                                     "\n[sources]", 1), encoding="utf-8")
+        return Case("deep nesting", ["catalog", "boards", "--catalog", str(d)], frozenset({3}),
+                    (path.name,), (path,), detail=f"toml {depth}")
+    if where == "json":
+        path = d / "config.json"
+        path.write_text(json.dumps(HF_CONFIG)[:-1] + f', "deep": {_deep(depth, "1", "[", "]")}}}',
+                        encoding="utf-8")
+        return Case("deep nesting", ["roofline", "--model", str(path), "--device", "rtx-3090"],
+                    frozenset({3}), ("config.json",), (path,), detail=f"json {depth}")
+    path, records = _trace(d)
+    lines = [json.dumps(r) for r in records]
+    lines[0] = lines[0][:-1] + f', "deep": {_deep(depth, "1", "[", "]")}}}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Case("deep nesting", [*SIM, "--trace", str(path)], frozenset({3}), (f"{path}:1",),
+                (path,), detail=f"trace {depth}")
+
+
+def caps(rng: Any, d: Path) -> Case:
+    key = rng.choice(["max_backtracks", "backtrack_window"])
+    value = rng.choice([65, 100, 10**6, 10**12, 2**53])
+    where = rng.choice(["set", "design", "space"])
+    if where == "set":
+        return Case("cap: backtracks and window", [*EVAL, "--set", f"{key}={value}"],
+                    frozenset({2}), ("--set", key), detail=f"--set {key}={value}")
+    if where == "design":
+        src = (ROOT / "scenarios/systems" / f"{SYSTEM}.toml").read_text(encoding="utf-8")
+        path = d / "system.toml"
+        path.write_text(_set_key(src, key, str(value)), encoding="utf-8")
+        return Case("cap: backtracks and window", ["evaluate", "--design", str(path),
+                                                   "--scenario", "gsm8k", "--json"],
+                    frozenset({3}), ("system.toml", key), (path,), detail=f"file {key}={value}")
+    path = write_small_space(d / "space.toml")
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(rf"(?m)^{key}\s*=.*$", f"{key} = [{value}]", text, count=1)
+    path.write_text(text, encoding="utf-8")
+    return Case("cap: backtracks and window", ["sweep", "--space", str(path), "--json"],
+                frozenset({3}), ("space.toml", key), (path,), detail=f"space {key}={value}")
+
+
+def trace_values(rng: Any, d: Path) -> Case:
+    path, records = _trace(d)
+    i = rng.randrange(len(records))
+    key, value = rng.choice([("draft_reward", 1.5), ("draft_reward", -0.2),
+                             ("draft_reward", 1e308), ("draft_tokens", 10**15),
+                             ("draft_tokens", 0), ("draft_tokens", -3), ("problem", -1),
+                             ("decision", "maybe"), ("step", -1)])
+    records[i][key] = value
+    _write_records(path, records)
+    return Case("trace: values out of range", [*SIM, "--trace", str(path)], frozenset({3}),
+                (f"{path}:{i + 1}", key), (path,), detail=f"{key}={value}")
+
+
+def trace_round_trip(rng: Any, d: Path) -> Case:
+    path, records = _trace(d)
+    for r in rng.sample(records, k=min(len(records), rng.randrange(1, 8))):
+        r.pop("draft_reward", None)
+        if "target_reward" in r:
+            r["target_reward"] = None
+    _write_records(path, records)
+    out = d / "again.jsonl"
+    return Case("round trip: --trace-out of a replayed trace", [*SIM, "--trace", str(path),
+                                                                "--trace-out", str(out)],
+                frozenset({0}), inputs=(path,), then=[*SIM, "--trace", str(out)])
+
+
+def outputs_over_inputs(rng: Any, d: Path) -> Case:
+    path, _ = _trace(d)
+    flag = rng.choice(["--trace-out", "--timeline-out"])
+    return Case("writes over an input", [*SIM, "--trace", str(path), flag, str(path)],
+                frozenset({2}), (flag,), (path,), detail=flag)
+
+
+def extreme_values(rng: Any, d: Path) -> Case:
+    """Valid but extreme knobs: the report is finite, or the design refused in one line."""
+    sets = rng.sample([
+        f"accept_threshold={rng.choice(['0', '1', '1e-12', '0.999999'])}",
+        f"backtrack_threshold={rng.choice(['0', '1', '1e-300'])}",
+        f"max_backtracks={rng.choice(['0', '64'])}",
+        f"backtrack_window={rng.choice(['1', '64'])}",
+        f"max_context_tokens={rng.choice(['1', '2', '10000000'])}",
+        f"fpga.clock_mhz={rng.choice(['50', '500', '1e-9', '1e18'])}",
+        f"fpga.mac_lanes={rng.choice(['1', '4096', '1000000'])}",
+        f"fpga.channels={rng.choice(['1', '32', '1000'])}",
+    ], k=rng.randrange(1, 4))
+    argv = [*rng.choice([EVAL, SIM]), *(x for s in sets for x in ("--set", s))]
+    return Case("extreme valid values", argv, frozenset({0, 1, 2, 4}), detail=" ".join(sets))
+
+
+GENERATORS: tuple[Callable[[Any, Path], Case], ...] = (
+    huge_int_catalog, huge_int_config, huge_int_set, huge_int_flag, wrong_structure_catalog,
+    wrong_structure_config, wrong_structure_trace, deep_nesting, caps, trace_values,
+    trace_round_trip, outputs_over_inputs, extreme_values)
+
+
+def hostile_case(rng: Any, d: Path) -> Case:
+    """One case of a random class, its files written into the (empty) directory d."""
+    case = rng.choice(GENERATORS)(rng, d)
+    case.snapshot = {p: p.read_bytes() for p in case.inputs}
+    return case
+
+
+def run_case(case: Case, d: Path) -> CliResult:
+    return run_cli(case.argv, cwd=d)
+
+
+def verdict(case: Case, res: CliResult, d: Path) -> str | None:
+    """What is wrong with a run of a case, or None."""
+    if res.traceback or res.rc == -1:
+        return f"traceback: {res.err.strip()[-300:]}"
+    for p, before in case.snapshot.items():
+        if not p.exists() or p.read_bytes() != before:
+            return f"input {p.name} changed"
+    if res.rc not in case.expect:
+        return f"exit {res.rc} (expected {sorted(case.expect)}): {res.err.strip()[-200:]}"
+    if res.rc == 0:
+        if "--json" in case.argv:
+            try:
+                strict_json(res.out)
+            except ValueError as e:
+                return f"exit 0 with {e}"
+        if case.then is not None:
+            again = run_cli(case.then, cwd=d)
+            if again.rc != 0 or again.traceback:
+                return f"written output does not read back: {again.err.strip()[-200:]}"
+            if "--json" in case.argv and strict_json(again.out) != strict_json(res.out):
+                return "round trip changed the report"
+        return None
+    line = one_error_line(res)
+    if line is None:
+        # argparse prints its usage before the one error line: that is the flag's error
+        lines = res.err.strip("\n").split("\n")
+        if res.rc == 2 and lines and lines[-1].startswith("dse ") and lines[0].startswith(
+                "usage:"):
+            line = lines[-1]
+        else:
+            return f"not one error line: {res.err.strip()[-300:]}"
+    missing = [n for n in case.names if n not in line]
+    return f"does not name {missing}: {line}" if missing else None
