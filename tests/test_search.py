@@ -23,7 +23,6 @@ from dse.cli import main
 from dse.design import build_design, design_file_text, read_design_file
 from dse.engine.closed_form import accuracy_only
 from dse.errors import SpecError, UnknownNameError
-from dse.grid import Evaluator, feasible_mask, system_for
 from dse.schedules import PRESETS
 from dse.search import (
     Constraints,
@@ -33,7 +32,8 @@ from dse.search import (
     study_design_file,
     sweep,
 )
-from dse.space import hardware, load_space, n_designs
+from dse.search.grid import Evaluator, feasible_mask, system_for
+from dse.search.space import hardware, load_space, n_designs
 from dse.symbolic import mean_value
 
 TINY = str(Path(__file__).parent / "data" / "tiny-space.toml")

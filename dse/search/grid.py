@@ -30,7 +30,8 @@ from dse.design import Design, build_design, infeasibility
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import PRESETS, Costs
-from dse.space import Hardware, Space
+from dse.search.objectives import active
+from dse.search.space import Hardware, Space
 from dse.specs import Catalog, build_spec
 from dse.symbolic import (
     COMPONENTS,
@@ -45,19 +46,6 @@ from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_di
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 SECONDS_PER_YEAR = 365.25 * 86400.0
-
-# metric name -> (unit, direction for objectives: +1 minimise, -1 maximise)
-METRICS: dict[str, tuple[str, int]] = {
-    "latency_s_per_problem": ("s", 1),
-    "energy_j_per_problem": ("J", 1),
-    "tokens_per_problem": ("tokens", -1),
-    "j_per_token": ("J/token", 1),
-    "goodput_tokens_per_s": ("tokens/s", -1),
-    "accuracy": ("%", -1),
-    "power_w": ("W", 1),
-    "cost_usd_per_mtok": ("$/Mtoken", 1),
-}
-
 
 @dataclass(frozen=True)
 class KnobGrid:
@@ -160,6 +148,13 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
     return spec
 
 
+def workload_spec(cat: Catalog, name: str) -> WorkloadSpec:
+    """A workload of the catalog, typed."""
+    w = cat.get("workload", name)
+    assert isinstance(w, WorkloadSpec)
+    return w
+
+
 @dataclass(frozen=True)
 class HardwareResult:
     hw: Hardware
@@ -173,13 +168,12 @@ class Evaluator:
 
     def __init__(self, cat: Catalog, space: Space) -> None:
         self.cat, self.space, self.grid = cat, space, knob_grid(space)
-        self.workloads = [(cat.get("workload", n), wt) for n, wt in space.workloads]
+        self.workloads = [(workload_spec(cat, n), wt) for n, wt in space.workloads]
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
     def pair(self, wname: str, draft: str, target: str) -> PairTables:
-        w = self.cat.get("workload", wname)
-        assert isinstance(w, WorkloadSpec)
-        return pair_tables(w, draft, target, self.grid, self.space.max_context_tokens)
+        return pair_tables(workload_spec(self.cat, wname), draft, target, self.grid,
+                           self.space.max_context_tokens)
 
     def design(self, hw: Hardware) -> Design:
         return build_design(self.cat, system_for(self.space, hw), PRESETS["heteroreason"],
@@ -255,29 +249,20 @@ class Evaluator:
 
 
 def feasible_mask(metrics: dict[str, F64], constraints: dict[str, float]) -> NDArray[np.bool_]:
-    """Designs meeting the constraints (min_accuracy, max_latency_s, max_power_w)."""
+    """Designs with every metric finite that meet the constraints given (CONSTRAINT_TABLE
+    names -> bounds)."""
     ok = np.ones(next(iter(metrics.values())).shape, dtype=bool)
     for m in metrics.values():
         ok &= np.isfinite(m)
-    if "min_accuracy" in constraints:
-        ok &= metrics["accuracy"] >= constraints["min_accuracy"] - 1e-9
-    if "max_latency_s" in constraints:
-        ok &= metrics["latency_s_per_problem"] <= constraints["max_latency_s"]
-    if "max_power_w" in constraints:
-        ok &= metrics["power_w"] <= constraints["max_power_w"]
+    for c, bound in active(constraints):
+        ok &= c.met(metrics[c.metric], bound)
     return ok
 
 
 def violation(metrics: dict[str, F64], constraints: dict[str, float]) -> F64:
-    """How far each design is from the constraints (relative; <= 0 when met)."""
+    """How far each design is from the constraints: the largest relative excess
+    (Constraint.excess; <= 0 when every one is met, -1 when none is given)."""
     v = np.full(next(iter(metrics.values())).shape, -math.inf)
-    if "min_accuracy" in constraints:
-        c = constraints["min_accuracy"]
-        v = np.maximum(v, (c - metrics["accuracy"]) / max(c, 1.0))
-    if "max_latency_s" in constraints:
-        c = constraints["max_latency_s"]
-        v = np.maximum(v, metrics["latency_s_per_problem"] / c - 1)
-    if "max_power_w" in constraints:
-        c = constraints["max_power_w"]
-        v = np.maximum(v, metrics["power_w"] / c - 1)
+    for c, bound in active(constraints):
+        v = np.maximum(v, c.excess(metrics[c.metric], bound))
     return np.where(np.isfinite(v), v, -1.0)
