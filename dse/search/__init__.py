@@ -7,8 +7,9 @@ design is re-evaluated with the accurate closed form (`closed_form` in its metri
 Modules, along the flow:
     objectives.py  metrics, objectives and constraints, one declared table each (no numpy)
     space.py       the space file (strict loader), Placement options, hardware enumeration
-    grid.py        the vectorised evaluator of one hardware choice over its knob grid
-    candidates.py  Candidate: a reported design, its metrics and design-file text
+    grid.py        the vectorised evaluator of one hardware choice over its knob grid, and
+                   the Candidate of one grid point
+    candidates.py  Candidate: a reported design, its metrics and design-file text (light)
     pareto.py      exact Pareto fronts
     exhaustive.py  sweep: every design of the grid
     parameters.py  the study's parameters (Optuna distributions) built from the space
@@ -32,7 +33,7 @@ _LAZY = {
                      "check_objectives", "direction"), "dse.search.objectives"),
     **dict.fromkeys(("Space", "Placement", "Hardware", "load_space", "hardware", "n_designs"),
                     "dse.search.space"),
-    **dict.fromkeys(("Evaluator", "feasible_mask", "violation", "system_for"),
+    **dict.fromkeys(("Evaluator", "candidate", "feasible_mask", "violation", "system_for"),
                     "dse.search.grid"),
     **dict.fromkeys(("Candidate", "closed_form_metrics"), "dse.search.candidates"),
     "pareto_mask": "dse.search.pareto",
@@ -47,7 +48,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from dse.search.candidates import Candidate, closed_form_metrics
     from dse.search.exhaustive import SweepResult, sweep
-    from dse.search.grid import Evaluator, feasible_mask, system_for, violation
+    from dse.search.grid import Evaluator, candidate, feasible_mask, system_for, violation
     from dse.search.objectives import (
         CONSTRAINT_TABLE,
         METRIC_TABLE,
@@ -110,6 +111,7 @@ __all__ = [
     "Space",
     "SweepResult",
     "best_candidates",
+    "candidate",
     "check_objectives",
     "closed_form_metrics",
     "direction",

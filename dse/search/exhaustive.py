@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 
 from dse.arrays import F64
 from dse.errors import DseError
-from dse.search.candidates import Candidate, candidate
-from dse.search.grid import Evaluator, HardwareResult, feasible_mask
+from dse.search.candidates import Candidate
+from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
     METRICS,
     NO_CONSTRAINTS,

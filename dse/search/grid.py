@@ -19,6 +19,8 @@ others are (backtrack threshold, max_backtracks > 0, window) combinations.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -26,12 +28,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import Design, build_design, infeasibility
+from dse.design import Design, DesignFile, build_design, design_file_text, infeasibility
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import PRESETS, Costs
+from dse.search.candidates import Candidate, closed_form_metrics
 from dse.search.objectives import active
-from dse.search.space import Hardware, Space
+from dse.search.space import Hardware, Space, workload_spec
 from dse.specs import Catalog, build_spec
 from dse.symbolic import (
     COMPONENTS,
@@ -148,13 +151,6 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
     return spec
 
 
-def workload_spec(cat: Catalog, name: str) -> WorkloadSpec:
-    """A workload of the catalog, typed."""
-    w = cat.get("workload", name)
-    assert isinstance(w, WorkloadSpec)
-    return w
-
-
 @dataclass(frozen=True)
 class HardwareResult:
     hw: Hardware
@@ -266,3 +262,33 @@ def violation(metrics: dict[str, F64], constraints: dict[str, float]) -> F64:
     for c, bound in active(constraints):
         v = np.maximum(v, c.excess(metrics[c.metric], bound))
     return np.where(np.isfinite(v), v, -1.0)
+
+
+def spec_name(text: str) -> str:
+    """A catalog-valid name (lowercase letters, digits, '.', '-') made from any text."""
+    out = re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")
+    return out[:80] or "design"
+
+
+def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a: int, k: int,
+              name: str, closed_form: bool = False) -> Candidate:
+    kn = ev.knobs(f, a, k)
+    spec = system_for(ev.space, hw, accept=kn["accept_threshold"],
+                      backtrack=kn["backtrack_threshold"],
+                      max_backtracks=kn["max_backtracks"], window=kn["backtrack_window"],
+                      name=spec_name(name))
+    sched = PRESETS["rsd"].with_flags(backtracking=kn["backtracking"],
+                                      step_ahead=kn["step_ahead"],
+                                      shadow_sync=kn["shadow_sync"])
+    wl = ev.space.workloads[0][0] if len(ev.space.workloads) == 1 else None
+    m = {k_: float(v[f, a, k]) for k_, v in metrics.items()}
+    m["capex_usd"] = ev.capex_usd(hw)
+    out_metrics: dict[str, Any] = dict(m)
+    if closed_form and wl is not None:
+        out_metrics["closed_form"] = closed_form_metrics(ev.cat, spec, sched, wl)
+    mix = ", ".join(f"{n} {w:.2f}" for n, w in ev.space.workloads)
+    header = (f"# Chosen by hetero-dse over space {ev.space.name!r} (workloads: {mix}).\n"
+              "# Metrics are the mean-value model's; `dse evaluate --design` gives the "
+              "accurate closed form.\n")
+    text = design_file_text(spec, sched, wl or ev.space.workloads[0][0], m, header=header)
+    return Candidate(DesignFile(spec, sched, wl), out_metrics, text)

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from dse.errors import UsageError
-from dse.search.candidates import Candidate, candidate, closed_form_metrics
-from dse.search.grid import Evaluator, feasible_mask, violation
+from dse.search.candidates import Candidate, closed_form_metrics
+from dse.search.grid import Evaluator, candidate, feasible_mask, violation
 from dse.search.objectives import (
     NO_CONSTRAINTS,
     OBJECTIVES,
