@@ -20,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dse.search import optimize, sweep
-from dse.space import load_space
+from dse.search import load_space, optimize, sweep
 from dse.specs import Catalog
 
 

@@ -13,7 +13,7 @@ from dse.errors import DseError
 st.title("Design space")
 try:
     from dse import search
-    from dse.space import load_space
+    from dse.search import load_space
 except ImportError as e:  # the search module is not in this build
     st.info(f"The design-space search is not available in this build ({e}).")
     st.stop()

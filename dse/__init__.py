@@ -33,7 +33,7 @@ _LAZY = {
     "Design": "dse.design", "Schedule": "dse.schedules",
     "Report": "dse.engine.closed_form", "Trace": "dse.engine.simulator",
     "SweepResult": "dse.search", "OptimizeResult": "dse.search", "Candidate": "dse.search",
-    "Space": "dse.space", "SystemSpec": "dse.scenario", "WorkloadSpec": "dse.scenario",
+    "Space": "dse.search", "SystemSpec": "dse.scenario", "WorkloadSpec": "dse.scenario",
 }
 
 if TYPE_CHECKING:
@@ -57,8 +57,7 @@ if TYPE_CHECKING:
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
     from dse.schedules import Schedule
-    from dse.search import Candidate, OptimizeResult, SweepResult
-    from dse.space import Space
+    from dse.search import Candidate, OptimizeResult, Space, SweepResult
 
 
 def __getattr__(name: str) -> Any:

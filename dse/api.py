@@ -31,8 +31,7 @@ if TYPE_CHECKING:  # the heavy modules load when a function needs them
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
     from dse.schedules import Schedule
-    from dse.search import OptimizeResult, SweepResult
-    from dse.space import Space
+    from dse.search import OptimizeResult, Space, SweepResult
 
 EvaluatorName = Literal["closed-form", "simulator"]
 Objective = Literal["j_per_token", "latency", "goodput", "accuracy", "cost"]
@@ -206,8 +205,8 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
 def load_space(space: PathLike | Space | None = None, *,
                catalog: Catalog | None = None) -> Space:
     """A design space: a space TOML file, or the shipped default (None)."""
-    from dse.space import Space
-    from dse.space import load_space as _load_space
+    from dse.search import Space
+    from dse.search import load_space as _load_space
 
     if isinstance(space, Space):
         return space

@@ -47,7 +47,7 @@ def test_beyond_the_cap_is_refused_everywhere(key: str, value: int, tmp_path: Pa
 
 
 def test_space_files_share_the_caps() -> None:
-    from dse.space import load_space  # the space's algorithm table is checked at load
+    from dse.search import load_space  # the space's algorithm table is checked at load
 
     space = load_space(dse.load_catalog())
     assert max(space.max_backtracks) <= MAX_BACKTRACKS

@@ -24,6 +24,9 @@ with contextlib.redirect_stdout(io.StringIO()):
 print(json.dumps({"rc": rc, "modules": sorted(sys.modules)}))
 """
 NEVER = ("sympy", "optuna", "plotly", "streamlit", "scipy.stats", "scipy.optimize")
+# the parser's --objective choices and constraint flags come from the search's tables, a module
+# that imports neither numpy nor the engine; nothing else of dse.search loads
+SEARCH_VOCABULARY = {"dse.search", "dse.search.objectives"}
 EVALUATE = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500"]
 ROOFLINE = ["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280"]
 
@@ -45,8 +48,9 @@ def test_parser_catalog_and_roofline_import_no_scipy(argv):
     rc, mods = loaded(argv)
     assert rc == 0
     assert "dse.cli" in mods and "numpy" in mods
-    for top in (*NEVER, "scipy", "dse.search", "dse.engine"):
+    for top in (*NEVER, "scipy", "dse.engine"):
         assert not under(mods, top), f"dse {' '.join(argv)} imported {under(mods, top)[:5]}"
+    assert set(under(mods, "dse.search")) <= SEARCH_VOCABULARY, under(mods, "dse.search")
 
 
 def test_evaluate_imports_no_sympy_optuna_plotly_streamlit_or_scipy_stats():
@@ -55,3 +59,14 @@ def test_evaluate_imports_no_sympy_optuna_plotly_streamlit_or_scipy_stats():
     assert "dse.engine.closed_form" in mods  # it did evaluate
     for top in NEVER:
         assert not under(mods, top), f"dse evaluate imported {under(mods, top)[:5]}"
+
+
+def test_search_vocabulary_imports_no_numpy():
+    """The tables the parser is built from load without numpy (and without the engine)."""
+    code = ("import json, sys; import dse.search.objectives as o; assert o.CONSTRAINT_TABLE; "
+            "print(json.dumps(sorted(sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=120)
+    mods = set(json.loads(p.stdout))
+    assert not under(mods, "numpy") and not under(mods, "dse.engine")
+    assert set(under(mods, "dse.search")) == SEARCH_VOCABULARY

@@ -270,7 +270,7 @@ def test_old_draft_serving_conflicting_with_draft_engine(cat):
 
 
 def test_space_labels_never_show_zero_knobs(cat, tmp_path):
-    from dse.space import hardware, load_space
+    from dse.search.space import hardware, load_space
 
     space = load_space(cat)
     labels = {hw.draft.label() for hw in hardware(cat, space)}

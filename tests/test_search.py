@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import signal
 import subprocess
@@ -23,8 +24,7 @@ from dse.cli import main
 from dse.design import build_design
 from dse.design_files import design_file_text, read_design_file
 from dse.engine.closed_form import accuracy_only
-from dse.errors import SpecError, UnknownNameError
-from dse.grid import Evaluator, feasible_mask, system_for
+from dse.errors import SpecError, UnknownNameError, UsageError
 from dse.schedules import PRESETS
 from dse.search import (
     Constraints,
@@ -34,7 +34,17 @@ from dse.search import (
     study_design_file,
     sweep,
 )
-from dse.space import hardware, load_space, n_designs
+from dse.search.grid import Evaluator, feasible_mask, system_for, violation
+from dse.search.objectives import (
+    CONSTRAINT_TABLE,
+    METRICS,
+    OBJECTIVE_TABLE,
+    OBJECTIVES,
+    Constraint,
+    Objective,
+)
+from dse.search.parameters import sample, study_distributions, study_knobs
+from dse.search.space import hardware, load_space, n_designs
 from dse.symbolic import mean_value
 
 TINY = str(Path(__file__).parent / "data" / "tiny-space.toml")
@@ -434,3 +444,138 @@ def test_every_shipped_space_loads(cat):
     for p in spaces:
         sp = load_space(cat, p)
         assert p.stem == sp.name and n_designs(cat, sp) >= 1_000_000
+
+
+# ------------------------------------------------- objective, constraint and parameter tables
+
+
+def test_tables_name_known_metrics_and_the_grid_computes_each(cat, tiny):
+    assert set(OBJECTIVES) == set(OBJECTIVE_TABLE)
+    assert all(o.metric in METRICS for o in OBJECTIVE_TABLE.values())
+    assert all(c.metric in METRICS for c in CONSTRAINT_TABLE.values())
+    r = Evaluator(cat, tiny).evaluate(hardware(cat, tiny)[0])
+    assert set(r.metrics) == set(METRICS)
+    assert {o: OBJECTIVE_TABLE[o].direction for o in ("latency", "goodput")} == {
+        "latency": 1, "goodput": -1}
+
+
+def test_constraints_take_table_names_only_and_check_ranges(tiny):
+    assert Constraints(70.0, None, 300.0) == Constraints(min_accuracy=70.0, max_power_w=300.0)
+    assert Constraints(max_latency_s=2.0).max_latency_s == 2.0
+    assert Constraints().min_accuracy is None
+    assert Constraints(min_accuracy=70.0).merged(tiny) == {"min_accuracy": 70.0}
+    assert Constraints(max_power_w=250).merged(tiny) == {"min_accuracy": 60.0, "max_power_w": 250}
+    with pytest.raises(UnknownNameError, match="max_power_w"):
+        Constraints(max_watts=3.0)
+    for bad in ({"min_accuracy": 101.0}, {"max_latency_s": 0.0}, {"max_power_w": math.nan},
+                {"min_accuracy": True}):
+        with pytest.raises(UsageError, match=next(iter(bad))):
+            Constraints(**bad)
+
+
+def test_feasible_mask_and_violation_follow_each_row(cat, tiny):
+    """By hand, per row: min accuracy keeps >= bound (to 1e-9) and its violation is the
+    shortfall over the bound; a max bound keeps <= bound, violation value / bound - 1."""
+    m = Evaluator(cat, tiny).evaluate(hardware(cat, tiny)[0]).metrics
+    acc, lat = m["accuracy"], m["latency_s_per_problem"]
+    cons = {"min_accuracy": float(np.median(acc)), "max_latency_s": float(np.median(lat))}
+    ok = feasible_mask(m, cons)
+    assert np.array_equal(ok, (acc >= cons["min_accuracy"] - 1e-9)
+                          & (lat <= cons["max_latency_s"]))
+    v = violation(m, cons)
+    want = np.maximum((cons["min_accuracy"] - acc) / cons["min_accuracy"],
+                      lat / cons["max_latency_s"] - 1)
+    assert np.allclose(v, want)
+    assert np.array_equal(v <= 0, ok)
+    assert (violation(m, {}) == -1.0).all() and feasible_mask(m, {}).all()
+
+
+def test_space_constraint_keys_come_from_the_table(cat, tmp_path):
+    text = Path(TINY).read_text()
+    bad = tmp_path / "zero.toml"
+    bad.write_text(text.replace("min_accuracy = 60.0", "max_latency_s = 0.0"))
+    with pytest.raises(SpecError, match="max_latency_s"):
+        load_space(cat, bad)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text(text.replace("min_accuracy = 60.0", "max_watts = 300.0"))
+    with pytest.raises(SpecError, match="max_watts"):
+        load_space(cat, unknown)
+
+
+def test_a_new_constraint_is_one_table_row(cat, tiny, tmp_path, monkeypatch):
+    """A made-up row (max cost per million tokens), added to the table alone: the space file
+    accepts its key, Constraints its keyword, and sweep and optimize honour it."""
+    row = Constraint("max_cost_usd_per_mtok", "cost_usd_per_mtok", "max", 0.0, math.inf,
+                     "--max-cost", "USD", "maximum cost, $ per million tokens", lo_open=True)
+    monkeypatch.setitem(CONSTRAINT_TABLE, row.name, row)
+    free = sweep(cat, tiny, ["j_per_token"])
+    cap = float(np.quantile(free.points["cost_usd_per_mtok"], 0.2))
+    capped = tmp_path / "capped.toml"
+    capped.write_text(Path(TINY).read_text().replace(
+        "min_accuracy = 60.0", f"min_accuracy = 60.0\nmax_cost_usd_per_mtok = {cap!r}"))
+    space = load_space(cat, capped)
+    assert space.constraints == {"min_accuracy": 60.0, "max_cost_usd_per_mtok": cap}
+    for res in (sweep(cat, space, ["j_per_token"]),
+                sweep(cat, tiny, ["j_per_token"], Constraints(max_cost_usd_per_mtok=cap))):
+        assert 0 < res.n_feasible < free.n_feasible
+        assert (res.points["cost_usd_per_mtok"] <= cap).all()
+        assert res.best[0].metrics["cost_usd_per_mtok"] <= cap
+    assert free.best[0].metrics["cost_usd_per_mtok"] > cap  # the row moved the optimum
+    opt = optimize(cat, space, ["j_per_token"], trials=8, seed=0)
+    assert opt.best and all(c.metrics["cost_usd_per_mtok"] <= cap for c in opt.best)
+
+
+def test_a_new_objective_is_one_table_row(cat, tiny, monkeypatch):
+    """A made-up objective on an existing metric (average power): sweep minimises it."""
+    monkeypatch.setitem(OBJECTIVE_TABLE, "power", Objective("power", "power_w", "power, W"))
+    monkeypatch.setitem(OBJECTIVES, "power", "power_w")  # derived from the table at import
+    res = sweep(cat, tiny, ["power"])
+    assert res.best[0].metrics["power_w"] == pytest.approx(res.points["power_w"].min())
+
+
+def test_study_parameters_are_the_spaces_multi_valued_knobs(cat, tiny):
+    """tiny-space.toml by hand: drafts rtx-3090 or u280 (u280 at 200 or 300 MHz), one draft
+    model, precision and serving per kind, one PRM placement, two targets; algorithm knobs
+    accept 3 values, max_backtracks {0, 2}, threshold and window 2 each, both flags."""
+    hw = {"draft_device": ("rtx-3090", "u280"), "fpga_clock_MHz": (200.0, 300.0),
+          "target_model": ("qwen2.5-math-1.5b-instruct", "qwen2.5-math-7b-instruct")}
+    dist = study_distributions(cat, tiny, algorithm=False)
+    assert {k: d.choices for k, d in dist.items()} == hw
+    alg = {"accept_threshold": (0.5, 0.7, 0.9), "max_backtracks": (0, 2),
+           "backtrack_threshold": (0.5, 0.7), "backtrack_window": (2, 3),
+           "step_ahead": (False, True), "shadow_sync": (False, True)}
+    dist = study_distributions(cat, tiny, algorithm=True)
+    assert {k: d.choices for k, d in dist.items()} == {**hw, **alg}
+    knobs = {k.name: k for k in study_knobs(cat, tiny, algorithm=True)}
+    assert knobs["fpga_clock_MHz"].when == ("draft_device", frozenset({"u280"}))
+    assert knobs["draft_gpu_precision"].when == ("draft_device", frozenset({"rtx-3090"}))
+    assert knobs["backtrack_window"].when == ("max_backtracks", frozenset({2}))
+
+
+def test_knobs_fixed_by_the_space_are_not_parameters(cat, tmp_path):
+    """Forward-only and one flag value: the backtrack threshold and window can never be drawn
+    and the flag is fixed, so none of them is a parameter (though the space lists 2 values)."""
+    f = tmp_path / "fixed.toml"
+    f.write_text(Path(TINY).read_text().replace("max_backtracks = [0, 2]", "max_backtracks = [0]")
+                 .replace("step_ahead = [false, true]", "step_ahead = [true]"))
+    dist = study_distributions(cat, load_space(cat, f), algorithm=True)
+    assert set(dist) == {"draft_device", "fpga_clock_MHz", "target_model", "accept_threshold",
+                         "shadow_sync"}
+    r = optimize(cat, load_space(cat, f), ["j_per_token", "latency"], trials=6, seed=0)
+    assert r.n_trials == 6 and all(c.design.schedule.step_ahead for c in r.best)
+
+
+def test_trials_sample_exactly_the_declared_distributions(cat, tiny):
+    import optuna
+
+    dist = study_distributions(cat, tiny, algorithm=True)
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    knobs = study_knobs(cat, tiny, algorithm=True)
+    for _ in range(12):
+        t = study.ask()
+        values = sample(t, knobs)
+        study.tell(t, [0.0, 0.0])
+        assert set(t.params) <= set(dist) and set(t.params) <= set(values)
+        assert all(t.distributions[k] == dist[k] for k in t.params)
+        assert ("backtrack_window" in t.params) == (values["max_backtracks"] > 0)
+        assert ("fpga_clock_MHz" in t.params) == (values["draft_device"] == "u280")

@@ -19,7 +19,7 @@ from dse.cli.common import (
     table,
 )
 from dse.errors import InfeasibleError
-from dse.objectives import OBJECTIVES, check_objectives
+from dse.search.objectives import OBJECTIVES, check_objectives
 from dse.specs import Catalog
 
 
@@ -52,8 +52,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
-    from dse.search import Constraints
-    from dse.space import load_space
+    from dse.search import Constraints, load_space
 
     refuse_overwriting_inputs({"--out": a.out}, {"--space": a.space}, catalogs=a.catalog,
                               dir_outputs=("--out",))
@@ -73,7 +72,7 @@ def _best_table(objectives: list[str], best: list[Any]) -> str:
 
 def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
                   cloud: Any, title: str, trials_csv: str | None = None) -> list[str]:
-    from dse.search_files import candidate_row, csv_text, pareto_html, write_outputs
+    from dse.search.files import candidate_row, csv_text, pareto_html, write_outputs
 
     if not a.out or not best:  # no feasible design: the caller says so (exit 4)
         return []
@@ -153,7 +152,7 @@ def optimize_args(p: argparse.ArgumentParser) -> None:
 
 def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.search import DEFAULT_STORAGE, load_study, optimize
-    from dse.search_files import csv_text, trials_rows
+    from dse.search.files import csv_text, trials_rows
 
     space, objectives, cons = _search_setup(a, cat)
     url = a.storage or DEFAULT_STORAGE

@@ -68,7 +68,7 @@ class Catalog:
         by_kind: dict[str, dict[str, Spec]] = {k: {} for k in SCHEMAS}
         for d in dirs:
             for f in sorted(d.rglob("*.toml")):
-                if SPACES_DIR in f.relative_to(d).parts:  # design spaces: dse.space reads them
+                if SPACES_DIR in f.relative_to(d).parts:  # spaces: dse.search.space reads them
                     continue
                 spec = load_spec(f)
                 kind = _kind_of(spec)

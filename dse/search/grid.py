@@ -19,6 +19,8 @@ others are (backtrack threshold, max_backtracks > 0, window) combinations.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -27,10 +29,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.design import Design, build_design, infeasibility
+from dse.design_files import DesignFile, design_file_text
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import PRESETS, Costs
-from dse.space import Hardware, Space
+from dse.search.candidates import Candidate, closed_form_metrics
+from dse.search.objectives import active
+from dse.search.space import Hardware, Space, workload_spec
 from dse.specs import Catalog, build_spec
 from dse.symbolic import (
     COMPONENTS,
@@ -45,19 +50,6 @@ from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_di
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 SECONDS_PER_YEAR = 365.25 * 86400.0
-
-# metric name -> (unit, direction for objectives: +1 minimise, -1 maximise)
-METRICS: dict[str, tuple[str, int]] = {
-    "latency_s_per_problem": ("s", 1),
-    "energy_j_per_problem": ("J", 1),
-    "tokens_per_problem": ("tokens", -1),
-    "j_per_token": ("J/token", 1),
-    "goodput_tokens_per_s": ("tokens/s", -1),
-    "accuracy": ("%", -1),
-    "power_w": ("W", 1),
-    "cost_usd_per_mtok": ("$/Mtoken", 1),
-}
-
 
 @dataclass(frozen=True)
 class KnobGrid:
@@ -173,13 +165,12 @@ class Evaluator:
 
     def __init__(self, cat: Catalog, space: Space) -> None:
         self.cat, self.space, self.grid = cat, space, knob_grid(space)
-        self.workloads = [(cat.get("workload", n), wt) for n, wt in space.workloads]
+        self.workloads = [(workload_spec(cat, n), wt) for n, wt in space.workloads]
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
     def pair(self, wname: str, draft: str, target: str) -> PairTables:
-        w = self.cat.get("workload", wname)
-        assert isinstance(w, WorkloadSpec)
-        return pair_tables(w, draft, target, self.grid, self.space.max_context_tokens)
+        return pair_tables(workload_spec(self.cat, wname), draft, target, self.grid,
+                           self.space.max_context_tokens)
 
     def design(self, hw: Hardware) -> Design:
         return build_design(self.cat, system_for(self.space, hw), PRESETS["heteroreason"],
@@ -255,29 +246,50 @@ class Evaluator:
 
 
 def feasible_mask(metrics: dict[str, F64], constraints: dict[str, float]) -> NDArray[np.bool_]:
-    """Designs meeting the constraints (min_accuracy, max_latency_s, max_power_w)."""
+    """Designs with every metric finite that meet the constraints given (CONSTRAINT_TABLE
+    names -> bounds)."""
     ok = np.ones(next(iter(metrics.values())).shape, dtype=bool)
     for m in metrics.values():
         ok &= np.isfinite(m)
-    if "min_accuracy" in constraints:
-        ok &= metrics["accuracy"] >= constraints["min_accuracy"] - 1e-9
-    if "max_latency_s" in constraints:
-        ok &= metrics["latency_s_per_problem"] <= constraints["max_latency_s"]
-    if "max_power_w" in constraints:
-        ok &= metrics["power_w"] <= constraints["max_power_w"]
+    for c, bound in active(constraints):
+        ok &= c.met(metrics[c.metric], bound)
     return ok
 
 
 def violation(metrics: dict[str, F64], constraints: dict[str, float]) -> F64:
-    """How far each design is from the constraints (relative; <= 0 when met)."""
+    """How far each design is from the constraints: the largest relative excess
+    (Constraint.excess; <= 0 when every one is met, -1 when none is given)."""
     v = np.full(next(iter(metrics.values())).shape, -math.inf)
-    if "min_accuracy" in constraints:
-        c = constraints["min_accuracy"]
-        v = np.maximum(v, (c - metrics["accuracy"]) / max(c, 1.0))
-    if "max_latency_s" in constraints:
-        c = constraints["max_latency_s"]
-        v = np.maximum(v, metrics["latency_s_per_problem"] / c - 1)
-    if "max_power_w" in constraints:
-        c = constraints["max_power_w"]
-        v = np.maximum(v, metrics["power_w"] / c - 1)
+    for c, bound in active(constraints):
+        v = np.maximum(v, c.excess(metrics[c.metric], bound))
     return np.where(np.isfinite(v), v, -1.0)
+
+
+def spec_name(text: str) -> str:
+    """A catalog-valid name (lowercase letters, digits, '.', '-') made from any text."""
+    out = re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")
+    return out[:80] or "design"
+
+
+def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a: int, k: int,
+              name: str, closed_form: bool = False) -> Candidate:
+    kn = ev.knobs(f, a, k)
+    spec = system_for(ev.space, hw, accept=kn["accept_threshold"],
+                      backtrack=kn["backtrack_threshold"],
+                      max_backtracks=kn["max_backtracks"], window=kn["backtrack_window"],
+                      name=spec_name(name))
+    sched = PRESETS["rsd"].with_flags(backtracking=kn["backtracking"],
+                                      step_ahead=kn["step_ahead"],
+                                      shadow_sync=kn["shadow_sync"])
+    wl = ev.space.workloads[0][0] if len(ev.space.workloads) == 1 else None
+    m = {k_: float(v[f, a, k]) for k_, v in metrics.items()}
+    m["capex_usd"] = ev.capex_usd(hw)
+    out_metrics: dict[str, Any] = dict(m)
+    if closed_form and wl is not None:
+        out_metrics["closed_form"] = closed_form_metrics(ev.cat, spec, sched, wl)
+    mix = ", ".join(f"{n} {w:.2f}" for n, w in ev.space.workloads)
+    header = (f"# Chosen by hetero-dse over space {ev.space.name!r} (workloads: {mix}).\n"
+              "# Metrics are the mean-value model's; `dse evaluate --design` gives the "
+              "accurate closed form.\n")
+    text = design_file_text(spec, sched, wl or ev.space.workloads[0][0], m, header=header)
+    return Candidate(DesignFile(spec, sched, wl), out_metrics, text)

@@ -16,8 +16,8 @@ import numpy as np
 
 from dse.atomic import write_new
 from dse.errors import DseError
-from dse.grid import METRICS
-from dse.search import OBJECTIVES, Candidate
+from dse.search.candidates import Candidate
+from dse.search.objectives import METRICS, OBJECTIVES
 
 DESIGN_FIELDS = ("draft_device", "draft_model", "draft_precision", "draft_serving",
                  "fpga_clock_MHz", "fpga_mac_lanes", "fpga_memory_channels", "prm_device",
@@ -87,8 +87,8 @@ def pareto_html(objectives: Sequence[str], front: Sequence[Candidate],
         name="Pareto front" if len(objectives) > 1 else "optimum",
         marker={"size": 10, "color": "crimson"},
         text=[c.label for c in front], hovertemplate="%{text}<br>%{x:.4g}, %{y:.4g}"))
-    fig.update_layout(title=title, xaxis_title=f"{xk} ({METRICS[xk][0]})",
-                      yaxis_title=f"{yk} ({METRICS[yk][0]})", template="plotly_white")
+    fig.update_layout(title=title, xaxis_title=f"{xk} ({METRICS[xk].unit})",
+                      yaxis_title=f"{yk} ({METRICS[yk].unit})", template="plotly_white")
     return fig.to_html(include_plotlyjs="cdn", full_html=True)
 
 

@@ -6,7 +6,7 @@ thresholds, backtrack budget and window), the schedule flags (step-ahead, shadow
 workload (one dataset or a weighted mix) and the cost assumptions ($/kWh, lifetime). The
 loader is strict like the catalog's: every problem is one line naming the file and the key.
 
-`hardware(space, cat)` enumerates the hardware choices (draft x PRM x target placements whose
+`hardware(cat, space)` enumerates the hardware choices (draft x PRM x target placements whose
 models can play their roles and share a tokenizer); the algorithm knobs form a grid on top.
 A max_backtracks of 0 means the forward-only schedule (no backtracking). An FPGA build knob
 the space leaves out is the board's (clock, every channel) or the engine's (MAC lanes) default;
@@ -26,6 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.errors import SpecError, UnknownNameError
+from dse.scenario import WorkloadSpec
+from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
     Catalog,
@@ -110,10 +112,6 @@ class Space:
         return a * per_a * len(self.step_ahead) * len(self.shadow_sync)
 
 
-CONSTRAINT_KEYS = {"min_accuracy": (0.0, 100.0), "max_latency_s": (0.0, math.inf),
-                   "max_power_w": (0.0, math.inf)}
-
-
 class _Reader:
     """Strict access to a parsed TOML table: every error names the file and the key."""
 
@@ -184,9 +182,11 @@ class _Reader:
             raise self.err(extra[0], "unknown key")
 
 
-def _check_number(r: _Reader, k: str, x: Any, kind: type, lo: float, hi: float) -> Any:
+def _check_number(r: _Reader, k: str, x: Any, kind: type, lo: float, hi: float, *,
+                  lo_open: bool = False) -> Any:
     """The catalog's number check (type, finite, range, magnitude), in the file's units."""
-    key = Key(r.key(k), r.key(k), kind, lo=lo, hi=hi if math.isfinite(hi) else None)
+    key = Key(r.key(k), r.key(k), kind, lo=lo, lo_open=lo_open,
+              hi=hi if math.isfinite(hi) else None)
     v = check_value(r.path, key, x)
     return v / key.scale if kind is float else v
 
@@ -247,8 +247,9 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     alg.done()
 
     con = r.table("constraints", required=False)
-    constraints = {k: con.number(k, float, *CONSTRAINT_KEYS[k]) for k in CONSTRAINT_KEYS
-                   if k in con.data}
+    constraints = {c.name: _check_number(con, c.name, con.get(c.name), float, c.lo, c.hi,
+                                         lo_open=c.lo_open)
+                   for c in CONSTRAINT_TABLE.values() if c.name in con.data}
     con.done()
     max_ctx = r.number("max_context_tokens", int, 16, 10_000_000)
     life = r.number("lifetime_years", float, 1e-3, 100.0)
@@ -331,6 +332,13 @@ def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
     r.done()
     return tuple(Placement(d, m, p, s, tp) for d, m, p, s, tp in
                  itertools.product(gpus, models, precs, serving, tps))
+
+
+def workload_spec(cat: Catalog, name: str) -> WorkloadSpec:
+    """A workload of the catalog, typed."""
+    w = cat.get("workload", name)
+    assert isinstance(w, WorkloadSpec)
+    return w
 
 
 def hardware(cat: Catalog, space: Space) -> list[Hardware]:

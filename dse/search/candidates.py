@@ -1,0 +1,63 @@
+"""The designs a search reports: a Candidate (design, metrics, design-file text), read back from
+a stored trial, and the accurate closed form's metrics of the best one. (A Candidate of one
+point of a hardware choice's knob grid is built by dse.search.grid.candidate.) Light: no
+evaluator, so that reading studies does not load the mean-value model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dse.design import build_design
+from dse.design_files import DesignFile, parse_design_text
+from dse.search.space import workload_spec
+from dse.specs import Catalog
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A design the search reports, with its metrics and its design-file text."""
+
+    design: DesignFile
+    metrics: dict[str, Any]  # metric -> value; "closed_form" -> its headline metrics
+    toml: str
+
+    @property
+    def label(self) -> str:
+        s = self.design.system
+        sch = self.design.schedule
+        flags = sch.name if sch is not None else "?"
+        bt = (f", backtrack {s.backtrack_threshold:.2f} x{s.max_backtracks} "
+              f"window {s.backtrack_window}" if sch is not None and sch.backtracking else "")
+        return f"{s.description} | {flags}: accept {s.accept_threshold:.2f}{bt}"
+
+    def to_dict(self) -> dict[str, Any]:
+        from dse.design_files import system_to_toml
+        from dse.schedules import FLAGS
+
+        s = system_to_toml(self.design.system)
+        s.pop("sources", None)
+        sch = self.design.schedule
+        return {"design": {**s, "schedule": ({"name": sch.name, **{f: getattr(sch, f)
+                                                                   for f in FLAGS}}
+                                             if sch is not None else None),
+                           "workload": self.design.workload},
+                "metrics": self.metrics}
+
+
+def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:
+    """The accurate closed form's headline metrics of one design (dse.engine.closed_form)."""
+    from dse.engine.closed_form import evaluate
+
+    rep = evaluate(build_design(cat, spec, sched), workload_spec(cat, workload))
+    return {"latency_s_per_problem": float(rep.latency_s_per_problem),
+            "j_per_token": float(rep.j_per_token),
+            "goodput_tokens_per_s": float(rep.goodput_tokens_per_s),
+            "accuracy": float(rep.accuracy) if rep.accuracy is not None else math.nan,
+            "energy_j_per_problem": float(rep.energy_j_per_problem)}
+
+
+def trial_candidate(t: Any) -> Candidate:
+    df = parse_design_text(t.user_attrs["design_toml"], f"trial {t.number}")
+    return Candidate(df, dict(t.user_attrs.get("metrics", {})), t.user_attrs["design_toml"])

@@ -1,0 +1,144 @@
+"""The exhaustive vectorised sweep: every design of a space's grid, evaluated by the mean-value
+model (dse.search.grid) hardware choice by hardware choice; the exact optimum of one objective
+or the exact Pareto front of several, under the constraints. Infeasible hardware is counted
+with its reason, never returned."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dse.arrays import F64
+from dse.errors import DseError
+from dse.search.candidates import Candidate
+from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
+from dse.search.objectives import (
+    METRICS,
+    NO_CONSTRAINTS,
+    OBJECTIVES,
+    Constraints,
+    check_objectives,
+    direction,
+)
+from dse.search.pareto import pareto_mask
+from dse.search.space import Space, hardware
+from dse.specs import Catalog
+
+
+@dataclass
+class SweepResult:
+    objectives: list[str]
+    constraints: dict[str, float]
+    n_designs: int
+    n_feasible: int
+    n_hardware: int
+    seconds: float
+    best: list[Candidate]
+    pareto: list[Candidate]
+    points: dict[str, F64] = field(default_factory=dict)  # a sample of feasible designs
+    infeasible: dict[str, int] = field(default_factory=dict)  # reason -> hardware choices
+    examples: dict[str, str] = field(default_factory=dict)  # reason -> one full reason
+
+
+_REASON_KINDS = (("needs", "does not fit device memory"),
+                 ("beyond", "context beyond the model's max positions"),
+                 ("do not fit", "does not fit the FPGA's memory"), ("clock", "clock out of range"),
+                 ("LUT", "not enough LUTs"), ("DSP", "not enough DSPs"),
+                 ("BRAM", "not enough BRAM"), ("URAM", "not enough URAM"),
+                 ("channel", "memory channels"))
+
+
+def _reason_kind(reason: str) -> str:
+    """A short category of an infeasibility reason (for counting)."""
+    role, _, rest = reason.partition(":")
+    rest = rest.strip()
+    for word, kind in _REASON_KINDS:
+        if word in rest:
+            return f"{role}: {kind}"
+    return f"{role}: {rest[:60]}"
+
+
+def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
+          constraints: Constraints = NO_CONSTRAINTS, *,
+          progress: Callable[[float], None] | None = None, sample: int = 20_000,
+          seed: int = 0) -> SweepResult:
+    """Every design of the space's grid: the exact optimum (one objective) or the exact
+    Pareto front (several), under the constraints."""
+    objectives = check_objectives(objectives)
+    cons = constraints.merged(space)
+    t0 = time.perf_counter()
+    ev = Evaluator(cat, space)
+    hws = hardware(cat, space)
+    if not hws:
+        raise DseError(f"{space.path}: the space has no hardware choice whose draft and "
+                       "target share a tokenizer")
+    per_hw = ev.grid.size
+    rng = np.random.default_rng(seed)
+    keep_per_hw = max(1, sample // max(len(hws), 1))
+    dirs = np.array([direction(o) for o in objectives], dtype=float)
+    n_feasible = 0
+    reasons: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    front_vals: list[F64] = []
+    front_ref: list[tuple[int, NDArray[np.int64]]] = []
+    best_val, best_ref = math.inf, None
+    samples: dict[str, list[F64]] = {k: [] for k in METRICS}
+    results: dict[int, HardwareResult] = {}
+    for i, hw in enumerate(hws):
+        r = ev.evaluate(hw)
+        if progress is not None and (i % 16 == 0 or i == len(hws) - 1):
+            progress((i + 1) / len(hws))
+        if r.reasons:
+            for why in r.reasons:
+                reasons[_reason_kind(why)] += 1
+                examples.setdefault(_reason_kind(why), why)
+            continue
+        ok = feasible_mask(r.metrics, cons).ravel()
+        idx = np.flatnonzero(ok)
+        n_feasible += len(idx)
+        if len(idx) == 0:
+            continue
+        vals = np.stack([r.metrics[OBJECTIVES[o]].ravel()[idx] * d
+                         for o, d in zip(objectives, dirs, strict=True)], axis=1)
+        if len(objectives) == 1:
+            j = int(np.argmin(vals[:, 0]))
+            if vals[j, 0] < best_val:
+                best_val, best_ref = float(vals[j, 0]), (i, int(idx[j]))
+                results[i] = r
+        else:
+            mask = pareto_mask(vals)
+            front_vals.append(vals[mask])
+            front_ref.append((i, idx[mask]))
+            results[i] = r
+        pick = idx if len(idx) <= keep_per_hw else rng.choice(idx, keep_per_hw, replace=False)
+        for k, v in r.metrics.items():
+            samples[k].append(v.ravel()[pick])
+    shape = ev.grid.shape
+    best: list[Candidate] = []
+    front: list[Candidate] = []
+    if len(objectives) == 1 and best_ref is not None:
+        i, flat = best_ref
+        fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+        best = [candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+                          name=f"{space.name}-best", closed_form=True)]
+        front = best
+    elif front_vals:
+        allv = np.concatenate(front_vals)
+        refs = [(i, int(j)) for i, js in front_ref for j in js]
+        mask = pareto_mask(allv)
+        order = np.flatnonzero(mask)[np.argsort(allv[mask, 0], kind="stable")]
+        for n, o in enumerate(order):
+            i, flat = refs[o]
+            fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+            front.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+                                   name=f"{space.name}-pareto-{n}", closed_form=n == 0))
+        best = front[:1]
+    points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
+    return SweepResult(objectives, cons, len(hws) * per_hw, n_feasible, len(hws),
+                       time.perf_counter() - t0, best, front, points, dict(reasons), examples)

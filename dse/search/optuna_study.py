@@ -1,0 +1,187 @@
+"""The Optuna adapter: a study over a space's hardware (and, with several objectives, its
+algorithm knobs), ranked by the mean-value model like the sweep, so the optimiser can be
+checked against the sweep's exact grid optimum. The best design is then re-evaluated with the
+accurate closed form (`closed_form` in its metrics).
+
+One Optuna trial picks the hardware (draft device, models, precisions, serving, FPGA build,
+PRM and target GPUs) with a seeded TPE sampler; with one objective the algorithm knobs and
+schedule flags of that hardware are then solved exactly by the vectorised grid (they cost
+microseconds, and their optimum sits on the accuracy constraint's edge, where sampling wastes
+trials); with several objectives every knob is sampled too (multi-objective TPE) and the
+study's non-dominated feasible trials form the front. Infeasible trials carry a violation > 0,
+read by Optuna's constraint mechanism.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dse.errors import UsageError
+from dse.search.candidates import Candidate, closed_form_metrics
+from dse.search.grid import Evaluator, candidate, feasible_mask, violation
+from dse.search.objectives import (
+    NO_CONSTRAINTS,
+    OBJECTIVES,
+    Constraints,
+    check_objectives,
+    direction,
+)
+from dse.search.parameters import ROLES, placement, sample, study_knobs
+from dse.search.space import Hardware, Space
+from dse.search.storage import IN_MEMORY, best_candidates, open_storage, study_trials
+from dse.specs import Catalog
+
+
+@dataclass
+class OptimizeResult:
+    objectives: list[str]
+    constraints: dict[str, float]
+    study_name: str
+    storage: str
+    n_trials: int  # finished trials in the study
+    n_new: int  # trials this call ran
+    best: list[Candidate]
+    seconds: float
+
+
+def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float]) -> str:
+    """What a study was created for: resuming it with another space or objective is refused."""
+    h = hashlib.sha256(repr((space.workloads, space.drafts, space.prms, space.targets,
+                             space.accept_thresholds, space.backtrack_thresholds,
+                             space.max_backtracks, space.backtrack_windows, space.step_ahead,
+                             space.shadow_sync, space.max_context_tokens,
+                             space.lifetime_years, space.usd_per_kwh, list(objectives),
+                             sorted(cons.items()))).encode())
+    return h.hexdigest()[:16]
+
+
+def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
+             constraints: Constraints = NO_CONSTRAINTS, *, trials: int = 200,
+             timeout: float | None = None, seed: int = 0, storage: str | None = None,
+             study_name: str | None = None, progress: bool = False, worker: int = 0,
+             callback: Callable[[int, int], None] | None = None) -> OptimizeResult:
+    """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
+    seconds pass). Several processes may run on one storage and study at once.
+
+    storage: a SQLAlchemy URL, or None for Optuna's in-memory storage (gone with the process;
+    the `dse optimize` command passes its SQLite default). A resumed or shared study seeds its
+    sampler from (seed, worker, trials already in the study): give each concurrent worker its
+    own `worker` number so that they do not sample the same designs."""
+    import optuna
+
+    objectives = check_objectives(objectives)
+    cons = constraints.merged(space)
+    t0 = time.perf_counter()
+    url = storage if storage is not None else IN_MEMORY
+    name = study_name or f"{space.name}-{'+'.join(objectives)}"
+    digest = space_digest(space, objectives, cons)
+    dirs = [direction(o) for o in objectives]
+    store = optuna.storages.InMemoryStorage() if storage is None else open_storage(url)
+    study = optuna.create_study(
+        storage=store, study_name=name, load_if_exists=True,
+        directions=["minimize" if d > 0 else "maximize" for d in dirs])
+    got = study.user_attrs.get("digest")
+    if got is None:
+        study.set_user_attr("digest", digest)
+        study.set_user_attr("space", space.name)
+        study.set_user_attr("objectives", objectives)
+        study.set_user_attr("constraints", cons)
+        study.set_user_attr("workloads", [list(w) for w in space.workloads])
+    elif got != digest:
+        raise UsageError(f"study {name}: this study was created for another space, "
+                         f"objective or constraints ({study.user_attrs.get('space')}, "
+                         f"{study.user_attrs.get('objectives')}, "
+                         f"{study.user_attrs.get('constraints')}); use another study name")
+    done = len(study_trials(study))
+    eff_seed = seed if not study.trials else int.from_bytes(hashlib.sha256(
+        f"{seed}:{worker}:{len(study.trials)}".encode()).digest()[:4], "little")
+
+    def constraints_func(t: Any) -> list[float]:
+        return [float(t.user_attrs.get("violation", 1.0))]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.simplefilter("ignore", FutureWarning)  # constraints_func: still supported
+        study.sampler = optuna.samplers.TPESampler(
+            seed=eff_seed, multivariate=True, group=True, constraints_func=constraints_func,
+            n_startup_trials=10)
+    ev = Evaluator(cat, space)
+    single = len(objectives) == 1
+    g = ev.grid
+    knobs = study_knobs(cat, space, algorithm=not single)
+
+    def objective(trial: Any) -> Any:
+        values = sample(trial, knobs)
+        parts = [placement(cat, r, opts, values) for r, opts in
+                 zip(ROLES, (space.drafts, space.prms, space.targets), strict=True)]
+        worst = tuple(math.inf * d for d in dirs)
+        if any(p is None for p in parts):
+            trial.set_user_attr("infeasible", "no such combination in the space")
+            trial.set_user_attr("violation", 1.0)
+            return worst[0] if single else worst
+        hw = Hardware(*parts)  # type: ignore[arg-type]
+        if cat.model(hw.draft.model).tokenizer_family != \
+                cat.model(hw.target.model).tokenizer_family:
+            trial.set_user_attr("infeasible", "draft and target do not share a tokenizer")
+            trial.set_user_attr("violation", 1.0)
+            return worst[0] if single else worst
+        r = ev.evaluate(hw)
+        if r.reasons:
+            trial.set_user_attr("infeasible", "; ".join(r.reasons))
+            trial.set_user_attr("violation", 1.0)
+            return worst[0] if single else worst
+        if single:
+            val = r.metrics[OBJECTIVES[objectives[0]]] * dirs[0]
+            ok = feasible_mask(r.metrics, cons)
+            if ok.any():
+                flat = int(np.argmin(np.where(ok, val, np.inf)))
+                viol = 0.0
+            else:
+                v = violation(r.metrics, cons)
+                flat = int(np.argmin(v))
+                viol = float(v.ravel()[flat])
+            f, ai, k = (int(x) for x in np.unravel_index(flat, g.shape))
+        else:
+            f = g.flags.index((values["step_ahead"], values["shadow_sync"]))
+            ai = int(np.flatnonzero(g.accept == values["accept_threshold"])[0])
+            mb = values["max_backtracks"]
+            if mb == 0:
+                k = int(np.flatnonzero(g.max_backtracks == 0)[0])
+            else:
+                k = int(np.flatnonzero((g.max_backtracks == mb)
+                                       & (g.backtrack == values["backtrack_threshold"])
+                                       & (g.window == values["backtrack_window"]))[0])
+            one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.metrics.items()}
+            viol = max(0.0, float(violation(one, cons).ravel()[0]))
+        c = candidate(ev, hw, r.metrics, f, ai, k, name=f"{name}-trial-{trial.number}")
+        trial.set_user_attr("design_toml", c.toml)
+        trial.set_user_attr("metrics", {m: v for m, v in c.metrics.items()
+                                        if isinstance(v, float) and math.isfinite(v)})
+        trial.set_user_attr("violation", viol)  # last: constraints_func reads it
+        vals = tuple(c.metrics[OBJECTIVES[o]] for o in objectives)
+        return vals[0] if single else vals
+
+    remaining = max(trials - done, 0)
+    cbs: list[Callable[[Any, Any], None]] = [optuna.study.MaxTrialsCallback(
+        trials, states=(optuna.trial.TrialState.COMPLETE,))]
+    if callback is not None:
+        cbs.append(lambda st, tr: callback(len(study_trials(st)), trials))
+    n_before = len(study.trials)
+    if remaining > 0:
+        study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
+                       show_progress_bar=progress, gc_after_trial=False)
+    best = best_candidates(study)
+    if best and best[0].design.workload is not None:
+        b = best[0]
+        b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
+                                                       best[0].design.workload)
+    return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
+                          len(study.trials) - n_before, best, time.perf_counter() - t0)

@@ -1,0 +1,160 @@
+"""Study storage: opening an Optuna RDB storage (embedded SQLite by default, any SQLAlchemy
+URL), and reading the studies in it: their completed trials, best designs and summaries.
+The only part of the search that touches files (the SQLite database)."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from dse.design_files import DesignFile
+from dse.errors import DseError, UnknownNameError, UsageError
+from dse.search.candidates import Candidate, trial_candidate
+from dse.search.objectives import OBJECTIVES
+from dse.search.pareto import pareto_mask
+
+DEFAULT_STORAGE = "sqlite:///dse-studies.db"  # the `dse` command's; the library's is in memory
+IN_MEMORY = "in-memory"  # OptimizeResult.storage of a study kept in memory
+# Storage behaviour (operational, not model, constants): a worker waits up to SQLITE_BUSY_S for
+# another's write lock; a trial's heartbeat every HEARTBEAT_S, and a RUNNING trial without one
+# for GRACE_S is one a killed process left (a trial takes milliseconds to a second); workers
+# creating one new storage at once retry the schema race OPEN_TRIES times, 0.2 s x try apart.
+SQLITE_BUSY_S = 300
+HEARTBEAT_S = 2
+GRACE_S = 8
+OPEN_TRIES = 8
+
+
+def open_storage(url: str | None) -> Any:
+    """An Optuna RDB storage: the embedded SQLite file by default, any SQLAlchemy URL
+    (postgresql://...) otherwise. A heartbeat lets a restarted run fail the trials a killed
+    one left RUNNING."""
+    import optuna
+
+    url = url or DEFAULT_STORAGE
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs = {"connect_args": {"timeout": SQLITE_BUSY_S}}
+    for attempt in range(OPEN_TRIES):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                                   heartbeat_interval=HEARTBEAT_S,
+                                                   grace_period=GRACE_S)
+            break
+        except Exception as e:  # sqlalchemy / driver errors: one line for the user
+            msg = str(e).splitlines()[0]
+            # processes creating one new storage at once race on its schema: try again
+            if attempt < OPEN_TRIES - 1 and ("UNIQUE constraint" in msg or "already exists" in msg
+                                or "locked" in msg or "duplicate key" in msg):
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise DseError(f"storage {url}: cannot open: {msg}") from None
+    if url.startswith("sqlite"):
+        _fast_sqlite(store.engine)
+    return store
+
+
+def _fast_sqlite(engine: Any) -> None:
+    """Write-ahead log and fsync at checkpoints only: a commit then survives a killed process
+    (the log is in the OS cache) though not a power cut; commits get ~10x cheaper and readers
+    no longer block the writer of another process."""
+    import sqlalchemy
+
+    def on_connect(conn: Any, _record: Any) -> None:
+        cur = conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    sqlalchemy.event.listen(engine, "connect", on_connect)
+    engine.dispose()  # connections opened before the listener get replaced
+
+
+def study_trials(study: Any) -> list[Any]:
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def best_candidates(study: Any) -> list[Candidate]:
+    """The best feasible trial (one objective) or the feasible non-dominated trials."""
+    dirs = [1 if d.name == "MINIMIZE" else -1 for d in study.directions]
+    ts = [t for t in study_trials(study) if t.user_attrs.get("violation", 1.0) <= 0
+          and "design_toml" in t.user_attrs]
+    if not ts:
+        return []
+    vals = np.array([[v * d for v, d in zip(t.values, dirs, strict=True)] for t in ts])
+    mask = pareto_mask(vals)
+    order = np.flatnonzero(mask)[np.argsort(vals[mask, 0], kind="stable")]
+    return [trial_candidate(ts[i]) for i in order]
+
+
+def load_study(storage: str | None, study_name: str) -> Any:
+    import optuna
+
+    url = storage or DEFAULT_STORAGE
+    names = [s.study_name for s in list_study_summaries(url)]
+    if study_name not in names:
+        raise UnknownNameError("study", study_name, names)
+    return optuna.load_study(study_name=study_name, storage=open_storage(url))
+
+
+def study_design_file(storage: str | None, study_name: str, trial: int | None = None
+                      ) -> DesignFile:
+    """The design of a study's best feasible trial, or of trial number `trial`."""
+    study = load_study(storage, study_name)
+    if trial is None:
+        best = best_candidates(study)
+        if not best:
+            raise DseError(f"study {study_name}: no feasible completed trial")
+        return best[0].design
+    ts = [t for t in study_trials(study) if t.number == trial]
+    if not ts or "design_toml" not in ts[0].user_attrs:
+        done = [t.number for t in study_trials(study) if "design_toml" in t.user_attrs]
+        raise UsageError(f"--trial {trial}: no completed trial with a design in study "
+                         f"{study_name} (completed: {len(done)}, numbers "
+                         f"{done[0] if done else '-'}..{done[-1] if done else '-'})")
+    return trial_candidate(ts[0]).design
+
+
+def list_study_summaries(url: str) -> list[Any]:
+    import optuna
+
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        if path and not os.path.exists(path):
+            return []
+    return list(optuna.get_all_study_summaries(open_storage(url), include_best_trial=False))
+
+
+def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
+    """Every study in a storage with its trial counts and best values (feasible trials)."""
+    import optuna
+
+    url = storage or DEFAULT_STORAGE
+    out = []
+    for s in list_study_summaries(url):
+        study = optuna.load_study(study_name=s.study_name, storage=open_storage(url))
+        best = best_candidates(study) if study.trials else []
+        objectives = study.user_attrs.get("objectives") or [
+            d.name.lower() for d in study.directions]
+        out.append({
+            "name": s.study_name,
+            "n_trials": len(study.trials),
+            "n_complete": len(study_trials(study)),
+            "objectives": objectives,
+            "directions": [d.name.lower() for d in study.directions],
+            "best_values": ([best[0].metrics.get(OBJECTIVES.get(o, o)) for o in objectives]
+                            if best else None),
+            "n_pareto": len(best),
+            "space": study.user_attrs.get("space"),
+            "created": s.datetime_start.isoformat(timespec="seconds")
+            if s.datetime_start else None,
+        })
+    return out
