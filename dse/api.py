@@ -215,19 +215,11 @@ def load_space(space: PathLike | Space | None = None, *,
 
 def _constraints(min_accuracy: float | None, max_latency_s: float | None,
                  max_power_w: float | None) -> Any:
-    import math
-
+    """The bounds as dse.search.Constraints (which checks each against its declared range)."""
     from dse.search import Constraints
 
-    for name, v, lo, hi in (("min_accuracy", min_accuracy, 0.0, 100.0),
-                            ("max_latency_s", max_latency_s, 0.0, math.inf),
-                            ("max_power_w", max_power_w, 0.0, math.inf)):
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not (
-                lo <= v <= hi) or (name != "min_accuracy" and v <= 0):
-            raise UsageError(f"{name}: expected a finite number in range, got {v!r}")
-    return Constraints(min_accuracy, max_latency_s, max_power_w)
+    return Constraints(min_accuracy=min_accuracy, max_latency_s=max_latency_s,
+                       max_power_w=max_power_w)
 
 
 def sweep(space: PathLike | Space | None = None, *,

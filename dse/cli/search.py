@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +20,26 @@ from dse.cli.common import (
     table,
 )
 from dse.errors import InfeasibleError
-from dse.search.objectives import OBJECTIVES, check_objectives
+from dse.search.objectives import CONSTRAINT_TABLE, OBJECTIVES, Constraint, check_objectives
 from dse.specs import Catalog
 
 
-def percent(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {s!r}") from None
-    if not math.isfinite(v) or not 0 <= v <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {s!r}")
-    return v
+def bound_type(c: Constraint) -> Callable[[str], float]:
+    """An argparse type for a constraint's bound: a finite number in the constraint's range."""
+
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {s[:40]!r}") from None
+        low_ok = v > c.lo if c.lo_open else v >= c.lo
+        if not (math.isfinite(v) and low_ok and v <= c.hi):
+            rng = (f"> {c.lo:g}" if c.lo_open else f">= {c.lo:g}") + (
+                f" and <= {c.hi:g}" if math.isfinite(c.hi) else "")
+            raise argparse.ArgumentTypeError(f"must be a finite number {rng}, got {s[:40]!r}")
+        return v
+
+    return parse
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -40,12 +49,8 @@ def _search_args(p: argparse.ArgumentParser) -> None:
                    "for a Pareto front (default j_per_token)")
     p.add_argument("--space", metavar="FILE", help="a design-space TOML (default: the shipped "
                    "scenarios/spaces/default.toml)")
-    p.add_argument("--min-accuracy", type=percent, metavar="PCT",
-                   help="minimum accuracy, percent (default: the space's)")
-    p.add_argument("--max-latency", type=positive_float, metavar="S",
-                   help="maximum latency per problem, seconds")
-    p.add_argument("--max-power-w", type=positive_float, metavar="W",
-                   help="maximum average system power, watts")
+    for c in CONSTRAINT_TABLE.values():  # one flag per declared constraint
+        p.add_argument(c.flag, type=bound_type(c), metavar=c.metavar, help=c.help, dest=c.name)
     p.add_argument("--out", metavar="DIR", help="write best.toml, pareto.csv, pareto.html "
                    "(and trials.csv for optimize) into DIR")
     p.add_argument("--force", action="store_true", help="replace files already in --out")
@@ -58,7 +63,7 @@ def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], 
                               dir_outputs=("--out",))
     space = load_space(cat, a.space)
     objectives = check_objectives(a.objective or ["j_per_token"])
-    return space, objectives, Constraints(a.min_accuracy, a.max_latency, a.max_power_w)
+    return space, objectives, Constraints(**{k: getattr(a, k) for k in CONSTRAINT_TABLE})
 
 
 def _best_table(objectives: list[str], best: list[Any]) -> str:
