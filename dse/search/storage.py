@@ -29,13 +29,71 @@ GRACE_S = 8
 OPEN_TRIES = 8
 
 
-def open_storage(url: str | None) -> Any:
+# Tables every Optuna RDB storage has; a database without them is not one.
+OPTUNA_TABLES = ("studies", "version_info")
+
+
+def _sqlite_path(url: str) -> str | None:
+    """The database file of a sqlite URL; None for another database; "" for an in-memory one
+    (sqlite://, sqlite:///:memory:)."""
+    if not url.startswith("sqlite"):
+        return None
+    _, _, rest = url.partition(":///")
+    return "" if rest in ("", ":memory:") else rest
+
+
+def _check_url(url: str) -> None:
+    if _sqlite_path(url) == "":
+        raise UsageError(f"storage {url}: an in-memory SQLite database ends with the command, "
+                         "so no study could be resumed or listed; give sqlite:///FILE (or no "
+                         "storage for the default file)")
+
+
+def is_optuna_storage(url: str) -> bool:
+    """Whether the database at url already holds Optuna's tables; read only: opens a SQLite
+    file read-only and another database through SQLAlchemy's inspector, creating nothing."""
+    path = _sqlite_path(url)
+    if path is not None:
+        import sqlite3
+
+        if not os.path.isfile(path):
+            return False
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                names = {r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as e:  # not a database at all
+            raise UsageError(f"storage {url}: {path} is not a SQLite database ({e})") from None
+        return set(OPTUNA_TABLES) <= names
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(url)
+        try:
+            insp = sqlalchemy.inspect(engine)
+            return all(insp.has_table(t) for t in OPTUNA_TABLES)
+        finally:
+            engine.dispose()
+    except Exception as e:  # sqlalchemy / driver errors: one line for the user
+        raise DseError(f"storage {url}: cannot open: {str(e).splitlines()[0]}") from None
+
+
+def open_storage(url: str | None, *, create: bool = True) -> Any:
     """An Optuna RDB storage: the embedded SQLite file by default, any SQLAlchemy URL
     (postgresql://...) otherwise. A heartbeat lets a restarted run fail the trials a killed
-    one left RUNNING."""
+    one left RUNNING. create=False (listing, loading, exporting a study): the database must
+    already be an Optuna storage, else a UsageError, and nothing in it is created or changed
+    (no tables, no journal mode)."""
     import optuna
 
     url = url or DEFAULT_STORAGE
+    _check_url(url)
+    if not create and not is_optuna_storage(url):
+        raise UsageError(f"storage {url}: not an Optuna study storage (it has no "
+                         f"{' and '.join(OPTUNA_TABLES)} tables); nothing was written to it")
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         kwargs = {"connect_args": {"timeout": SQLITE_BUSY_S}}
@@ -55,7 +113,7 @@ def open_storage(url: str | None) -> Any:
                 time.sleep(0.2 * (attempt + 1))
                 continue
             raise DseError(f"storage {url}: cannot open: {msg}") from None
-    if url.startswith("sqlite"):
+    if url.startswith("sqlite") and create:
         _fast_sqlite(store.engine)
     return store
 
@@ -102,7 +160,7 @@ def load_study(storage: str | None, study_name: str) -> Any:
     names = [s.study_name for s in list_study_summaries(url)]
     if study_name not in names:
         raise UnknownNameError("study", study_name, names)
-    return optuna.load_study(study_name=study_name, storage=open_storage(url))
+    return optuna.load_study(study_name=study_name, storage=open_storage(url, create=False))
 
 
 def study_design_file(storage: str | None, study_name: str, trial: int | None = None
@@ -126,11 +184,12 @@ def study_design_file(storage: str | None, study_name: str, trial: int | None = 
 def list_study_summaries(url: str) -> list[Any]:
     import optuna
 
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
-        if path and not os.path.exists(path):
-            return []
-    return list(optuna.get_all_study_summaries(open_storage(url), include_best_trial=False))
+    _check_url(url)
+    path = _sqlite_path(url)
+    if path and not os.path.exists(path):  # no file yet: no studies, and none is created
+        return []
+    return list(optuna.get_all_study_summaries(open_storage(url, create=False),
+                                               include_best_trial=False))
 
 
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
@@ -140,7 +199,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     url = storage or DEFAULT_STORAGE
     out = []
     for s in list_study_summaries(url):
-        study = optuna.load_study(study_name=s.study_name, storage=open_storage(url))
+        study = optuna.load_study(study_name=s.study_name, storage=open_storage(url, create=False))
         best = best_candidates(study) if study.trials else []
         objectives = study.user_attrs.get("objectives") or [
             d.name.lower() for d in study.directions]
