@@ -23,5 +23,9 @@ MAX_BACKTRACK_WINDOW = 64
 # Largest synthetic trace the simulator draws: its arrays are [problems, attempts] (about ten
 # fields, up to a few hundred attempts), so 10**5 problems stay within a few GB of memory.
 MAX_PROBLEMS = 100_000
+# Knob settings (flags x accept thresholds x backtracking settings) per hardware choice of a
+# space: the sweep holds one float64 array of that size per metric (8) and per intermediate of
+# the mean-value model, so 10**6 settings (28x the default space's 35,364) take ~0.5 GB.
+MAX_KNOBS_PER_HARDWARE = 1_000_000
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
 MAX_TP = 64

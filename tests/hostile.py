@@ -241,6 +241,27 @@ def outputs_over_inputs(rng: Any, d: Path) -> Case:
                 frozenset({2}), (flag,), (path,), detail=flag)
 
 
+def space_files(rng: Any, d: Path) -> Case:
+    """Names, precisions and grid sizes a space file may get wrong."""
+    accept = "accept_threshold = { start = 0.5, stop = 0.9, step = 0.1 }"
+    key, replace = rng.choice([
+        ("draft.gpu_precisions", {'gpu_precisions = ["bf16"]':
+                                  f'gpu_precisions = ["{rng.choice(["bf17", "int3", "W8A8"])}"]'}),
+        ("draft.fpga_precisions", {'fpga_precisions = ["w8a8"]': 'fpga_precisions = ["fp64"]'}),
+        ("name", {'name = "small"': f'name = {json.dumps(rng.choice(["A", "../x", "", "a b"]))}'}),
+        ("algorithm.accept_threshold", {accept: "accept_threshold = { start = 0.0, stop = 1.0, "
+                                        f"step = {rng.choice(['1e-320', '1e-9', '1e-5'])} }}"}),
+        ("algorithm", {accept: "accept_threshold = { start = 0.0, stop = 1.0, step = 1e-3 }",
+                       "backtrack_threshold = [0.5, 0.7]":
+                       "backtrack_threshold = { start = 0.0, stop = 1.0, step = 1e-3 }"}),
+        ("draft.gpus", {'gpus = ["rtx-3090"]': 'gpus = ["rtx-9090"]'}),
+    ])
+    path = write_small_space(d / "space.toml", **replace)
+    return Case("space files: names, precisions, grid size", ["sweep", "--space", str(path),
+                                                              "--json"],
+                frozenset({3}), ("space.toml", key), (path,), detail=key)
+
+
 def extreme_values(rng: Any, d: Path) -> Case:
     """Valid but extreme knobs: the report is finite, or the design refused in one line."""
     sets = rng.sample([
@@ -260,7 +281,7 @@ def extreme_values(rng: Any, d: Path) -> Case:
 GENERATORS: tuple[Callable[[Any, Path], Case], ...] = (
     huge_int_catalog, huge_int_config, huge_int_set, huge_int_flag, wrong_structure_catalog,
     wrong_structure_config, wrong_structure_trace, deep_nesting, caps, trace_values,
-    trace_round_trip, outputs_over_inputs, extreme_values)
+    trace_round_trip, outputs_over_inputs, space_files, extreme_values)
 
 
 def hostile_case(rng: Any, d: Path) -> Case:

@@ -25,19 +25,25 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dse.devices.registry import KINDS
 from dse.errors import SpecError, UnknownNameError
+from dse.limits import (
+    MAX_BACKTRACK_WINDOW,
+    MAX_BACKTRACKS,
+    MAX_CONTEXT_TOKENS,
+    MAX_KNOBS_PER_HARDWARE,
+    MAX_TP,
+)
 from dse.scenario import WorkloadSpec
 from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
     Catalog,
-    FpgaSpec,
-    GpuSpec,
     Key,
     check_value,
     default_catalog_dirs,
 )
-from dse.specs.schema import check_depth, check_header, read_toml
+from dse.specs.schema import NAME_RE, check_depth, check_header, read_toml
 
 F64 = NDArray[np.float64]
 
@@ -211,8 +217,8 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     r = _Reader(path, data)
     r.used |= {"schema_version", "kind"}
     name = r.get("name")
-    if not isinstance(name, str) or not name:
-        raise r.err("name", "expected a non-empty string")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise r.err("name", f"must be lowercase letters, digits, '.', '-', got {name!r}")
     desc = r.get("description", "")
     if not isinstance(desc, str):
         raise r.err("description", "expected a string")
@@ -240,8 +246,8 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     alg = r.table("algorithm")
     acc = alg.numbers("accept_threshold", float, 0.0, 1.0)
     bt = alg.numbers("backtrack_threshold", float, 0.0, 1.0)
-    mbt = alg.numbers("max_backtracks", int, 0, 64)
-    win = alg.numbers("backtrack_window", int, 1, 64)
+    mbt = alg.numbers("max_backtracks", int, 0, MAX_BACKTRACKS)
+    win = alg.numbers("backtrack_window", int, 1, MAX_BACKTRACK_WINDOW)
     sa = alg.bools("step_ahead", [False, True])
     sh = alg.bools("shadow_sync", [False, True])
     alg.done()
@@ -251,16 +257,21 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
                                          lo_open=c.lo_open)
                    for c in CONSTRAINT_TABLE.values() if c.name in con.data}
     con.done()
-    max_ctx = r.number("max_context_tokens", int, 16, 10_000_000)
+    max_ctx = r.number("max_context_tokens", int, 16, MAX_CONTEXT_TOKENS)
     life = r.number("lifetime_years", float, 1e-3, 100.0)
     kwh = r.number("usd_per_kwh", float, 0.0, 100.0)
     for k in ("max_context_tokens", "lifetime_years", "usd_per_kwh"):
         if k not in sources:
             raise r.err(f"sources.{k}", "missing: every number needs a source")
     r.done()
-    return Space(name, path, str(desc), tuple(workloads), drafts, prms, targets, acc, bt,
-                 tuple(sorted(mbt)), win, sa, sh, max_ctx, life, kwh, constraints,
-                 dict(sources))
+    space = Space(name, path, str(desc), tuple(workloads), drafts, prms, targets, acc, bt,
+                  tuple(sorted(mbt)), win, sa, sh, max_ctx, life, kwh, constraints,
+                  dict(sources))
+    if space.knobs_per_hardware > MAX_KNOBS_PER_HARDWARE:
+        raise r.err("algorithm", f"{space.knobs_per_hardware:,} knob settings per hardware "
+                    f"choice; at most {MAX_KNOBS_PER_HARDWARE:,} (the sweep holds arrays of "
+                    "that size per metric): use coarser steps or fewer values")
+    return space
 
 
 def _check_names(r: _Reader, key: str, names: Sequence[str], valid: Sequence[str]) -> None:
@@ -279,29 +290,30 @@ def _models(cat: Catalog, r: _Reader, role: str) -> tuple[str, ...]:
     return models
 
 
-def _devices(cat: Catalog, r: _Reader, key: str, kind: type) -> tuple[str, ...]:
+def _devices(cat: Catalog, r: _Reader, key: str, kind: str) -> tuple[str, ...]:
+    """The boards listed under key, all of one device kind (dse.devices.registry)."""
     names = r.strs(key)
-    valid = [n for n in (*cat.names("gpu"), *cat.names("fpga"))
-             if isinstance(cat.device(n), kind)]
-    _check_names(r, key, names, valid)
+    _check_names(r, key, names, cat.names(KINDS.get(kind).catalog_kind))
     return names
 
 
 def _draft_options(cat: Catalog, r: _Reader) -> tuple[Placement, ...]:
     models = _models(cat, r, "draft")
-    gpus = _devices(cat, r, "gpus", GpuSpec) if "gpus" in r.data else ()
-    fpgas = _devices(cat, r, "fpgas", FpgaSpec) if "fpgas" in r.data else ()
+    gpus = _devices(cat, r, "gpus", "gpu") if "gpus" in r.data else ()
+    fpgas = _devices(cat, r, "fpgas", "fpga") if "fpgas" in r.data else ()
     if not gpus and not fpgas:
         raise r.err("gpus", "list at least one draft device (gpus or fpgas)")
     out: list[Placement] = []
     if gpus:
         precs = r.strs("gpu_precisions")
+        _check_names(r, "gpu_precisions", precs, KINDS.get("gpu").precisions)
         serving = r.strs("gpu_serving")
         _check_names(r, "gpu_serving", serving, cat.names("gpu-serving"))
         out += [Placement(d, m, p, s) for d, m, p, s in itertools.product(gpus, models, precs,
                                                                           serving)]
     if fpgas:
         precs = r.strs("fpga_precisions")
+        _check_names(r, "fpga_precisions", precs, KINDS.get("fpga").precisions)
         engines = r.strs("fpga_engines")
         _check_names(r, "fpga_engines", engines, cat.names("fpga-engine"))
         clocks = _knob(r, "fpga_clock_MHz", float, 2000.0)
@@ -324,11 +336,12 @@ def _knob(r: _Reader, k: str, kind: type, hi: float) -> tuple[Any, ...]:
 
 def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
     models = _models(cat, r, role)
-    gpus = _devices(cat, r, "gpus", GpuSpec)
+    gpus = _devices(cat, r, "gpus", "gpu")
     precs = r.strs("precisions")
+    _check_names(r, "precisions", precs, KINDS.get("gpu").precisions)
     serving = r.strs("serving")
     _check_names(r, "serving", serving, cat.names("gpu-serving"))
-    tps = r.numbers("tp", int, 1, 64, [1])
+    tps = r.numbers("tp", int, 1, MAX_TP, [1])
     r.done()
     return tuple(Placement(d, m, p, s, tp) for d, m, p, s, tp in
                  itertools.product(gpus, models, precs, serving, tps))
