@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dse.devices.registry import KINDS, place, resolve
-from dse.errors import SpecError
+from dse.errors import InfeasibleError, SpecError
 from dse.specs import Catalog
 
 
@@ -33,8 +33,14 @@ def roofline(
     knobs = {"clock_hz": clock_mhz * 1e6} if clock_mhz is not None else None
     if clock_mhz is not None and "clock_hz" not in kind.build_knobs:
         clocked = " or ".join(k.label for k in KINDS.with_knob("clock_hz"))
-        raise SpecError("--clock-mhz", "clock-mhz",
+        raise SpecError("", "clock_mhz",
                         f"applies to {clocked} boards, not {kind.label} {device!r}")
+    if clock_mhz is not None:  # a clock the board cannot run gives no meaningful cost
+        r = kind.knob_ranges(dev)
+        lo, hi = r["clock_min_mhz"], r["clock_max_mhz"]
+        if not lo <= clock_mhz <= hi:
+            raise InfeasibleError(f"clock_mhz: {clock_mhz:g} MHz is outside {dev.name}'s "
+                                  f"{lo:g}..{hi:g} MHz")
     software = serving if kind.software_kind == "gpu-serving" else None
     pl = place(cat, m, device, precision_name=precision_name, software=software,
                context_tokens=hold, tp=tp, knobs=knobs)

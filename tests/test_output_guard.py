@@ -87,3 +87,12 @@ def test_numeric_flags_are_capped(argv: list[str], words: str,
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("mhz", ["1e300", "1e17", "10", "501"])
+def test_roofline_refuses_a_clock_the_board_cannot_run(mhz: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280",
+                 "--clock-mhz", mhz, "--json"]) == 4
+    err = capsys.readouterr().err
+    assert "outside u280's 50..500 MHz" in err and err.count("\n") == 1
