@@ -114,6 +114,9 @@ def huge_int_flag(rng: Any, d: Path) -> Case:
     # a clock of 10**k MHz is a number outside every board's range: infeasible (exit 4)
     if flag == "--clock-mhz":
         return Case("huge number: flag", argv, frozenset({2, 4}), detail=flag)
+    # a finite upper bound of 10**k W or s is a valid (if loose) constraint: the search runs
+    if flag in ("--max-latency", "--max-power-w"):
+        return Case("huge number: flag", argv, frozenset({0, 2}), detail=flag)
     return Case("huge number: flag", argv, frozenset({2}), (flag,), detail=flag)
 
 

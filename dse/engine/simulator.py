@@ -209,7 +209,7 @@ def trace_to_records(tr: Trace) -> Iterable[dict[str, Any]]:
 # step's tokens at most the largest context a system may have), rewards finite in [0, 1] or
 # absent (null), the decision one of DECISIONS.
 TRACE_KEYS: dict[str, Key] = {k.toml: k for k in (
-    Key("problem", "problem", int, help="problem id"),
+    Key("problem", "problem", int, lo=0, help="problem id"),
     Key("step", "step", int, lo=0, optional=True, help="record order within the problem"),
     Key("decision", "decision", str, choices=tuple(DECISIONS)),
     Key("draft_tokens", "draft_tokens", int, lo=1, hi=MAX_CONTEXT_TOKENS),
