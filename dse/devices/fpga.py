@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from dse.arrays import F64, Num
 from dse.devices import shape
-from dse.devices.protocol import Bound, PowerState, context_infeasibility
+from dse.devices.protocol import Bound, ModelMemory, PowerState, context_infeasibility
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, FpgaEngineSpec, FpgaSpec, ModelSpec
 
@@ -290,7 +290,7 @@ def knob_ranges(board: FpgaSpec) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class FpgaPlacement:
+class FpgaPlacement(ModelMemory):
     """A model on one FPGA board under a streaming-decoder build (implements
     dse.devices.protocol.Placement). `precision` names the scheme; the build holds the bit
     widths the engine runs at (KV at kv_bits)."""
@@ -377,18 +377,6 @@ class FpgaPlacement:
     @property
     def kv_bits(self) -> int:
         return self.fpga_build.kv_bits
-
-    @property
-    def weights_bytes(self) -> float:
-        return shape.total_params(self.model) * self.weight_bits / 8
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        return shape.kv_bytes_per_token(self.model, self.kv_bits)
-
-    @property
-    def memory_needed_bytes(self) -> float:
-        return (self.weights_bytes + self.kv_bytes_per_token * self.context_tokens) / self.tp
 
     @property
     def memory_bytes(self) -> float:

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from dse.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.power import gpu_power_w
-from dse.devices.protocol import Bound, PowerState, context_infeasibility
+from dse.devices.protocol import Bound, ModelMemory, PowerState, context_infeasibility
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
@@ -234,7 +234,7 @@ def min_tp(model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec
 
 
 @dataclass(frozen=True)
-class GpuPlacement:
+class GpuPlacement(ModelMemory):
     """A model on tp GPUs of one kind under a serving profile (implements
     dse.devices.protocol.Placement)."""
 
@@ -309,18 +309,6 @@ class GpuPlacement:
     @property
     def kv_bits(self) -> int:
         return self.precision.kv_bits
-
-    @property
-    def weights_bytes(self) -> float:
-        return shape.total_params(self.model) * self.weight_bits / 8
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        return shape.kv_bytes_per_token(self.model, self.kv_bits)
-
-    @property
-    def memory_needed_bytes(self) -> float:
-        return (self.weights_bytes + self.kv_bytes_per_token * self.context_tokens) / self.tp
 
     @property
     def memory_bytes(self) -> float:

@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dse.devices import shape
 from dse.devices.shape import Precision
 from dse.specs import ModelSpec, Spec
 
@@ -190,3 +191,36 @@ def context_infeasibility(model: ModelSpec, context_tokens: int) -> list[str]:
         return []
     return [f"context {context_tokens} beyond {model.name} max positions "
             f"{model.max_position_embeddings}"]
+
+
+class _Sized(Protocol):
+    @property
+    def model(self) -> ModelSpec: ...
+    @property
+    def weight_bits(self) -> int: ...
+    @property
+    def kv_bits(self) -> int: ...
+    @property
+    def context_tokens(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+
+
+class ModelMemory:
+    """The memory terms every kind shares, from the model, its bit widths, the context the
+    deployment holds and the devices it is split over (a mixin of the placement classes)."""
+
+    @property
+    def weights_bytes(self: _Sized) -> float:
+        return shape.total_params(self.model) * self.weight_bits / 8
+
+    @property
+    def kv_bytes_per_token(self: _Sized) -> float:
+        return shape.kv_bytes_per_token(self.model, self.kv_bits)
+
+    @property
+    def memory_needed_bytes(self: _Sized) -> float:
+        """Per device: weights and the KV cache at context_tokens, split over tp devices."""
+        total = (shape.total_params(self.model) * self.weight_bits / 8
+                 + shape.kv_bytes_per_token(self.model, self.kv_bits) * self.context_tokens)
+        return total / self.tp
