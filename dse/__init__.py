@@ -15,16 +15,17 @@ Names load on first use, so `import dse` (and the `dse` command) stay fast.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dse import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
 from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
+from dse.lazy import lazy_names
 from dse.specs import Catalog, load_spec, model_from_hf_config
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
+
 _LAZY = {
     "load_catalog": "dse.api", "load_workload": "dse.api", "load_design": "dse.api",
     "load_space": "dse.api", "evaluate": "dse.api", "simulate": "dse.api", "sweep": "dse.api",
@@ -60,18 +61,7 @@ if TYPE_CHECKING:
     from dse.search import Candidate, OptimizeResult, Space, SweepResult
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dse' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "Bundle",
