@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.devices.registry import kind_of
+from dse.roles import DEVICE_ROLES
 from dse.search.space import Placement, Space
 from dse.specs import Catalog
 
-ROLES = ("draft", "prm", "target")
+ROLES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # the study's roles, in order
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import SpecError
+from dse.roles import DEVICE_ROLES
 from dse.specs.schema import (
     SCHEMA_VERSION,
     Spec,
@@ -19,7 +20,7 @@ from dse.specs.schema import (
     spec_field,
 )
 
-ROLES = ("draft", "target", "prm")
+ROLES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # the roles a model may take
 
 
 @dataclass(frozen=True)
