@@ -12,34 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Sequence
 
 from dse import __version__
 from dse.cli import catalog, evaluate, export, reproduce, search
 from dse.cli.common import Command
 from dse.errors import DseError
 from dse.specs import Catalog
+from dse.specs.emit import jsonable
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 COMMANDS: list[Command] = [
@@ -99,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         if args.json:
-            print(json.dumps(_jsonable(payload), indent=2, sort_keys=True))
+            print(json.dumps(jsonable(payload), indent=2, sort_keys=True))
         else:
             print(text)
         sys.stdout.flush()
