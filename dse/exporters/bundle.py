@@ -174,13 +174,14 @@ def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = Fal
     out = Path(os.path.abspath(out_dir))
     rel = {str(check_relative(p)): data for p, data in files.items()}
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory")
+        raise UsageError(f"{out}: exists and is not a directory")
     nonempty = out.is_dir() and any(out.iterdir())
     if nonempty and not force:
-        raise UsageError(f"--out {out}: directory is not empty (use --force to replace it)")
+        raise UsageError(f"{out}: directory is not empty (force, --force on the command line, "
+                         "replaces a previous bundle)")
     if nonempty and not (out / MANIFEST).is_file():
-        raise UsageError(f"--out {out}: not empty and holds no {MANIFEST}, so it is not a "
-                         "previous bundle; refusing to replace it even with --force")
+        raise UsageError(f"{out}: not empty and holds no {MANIFEST}, so it is not a "
+                         "previous bundle; refusing to replace it even when forced")
 
     def fill(tmp: Path) -> None:
         for p, data in rel.items():

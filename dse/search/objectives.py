@@ -215,10 +215,10 @@ def direction(objective: str) -> int:
 def check_objectives(objectives: Sequence[str]) -> list[str]:
     """The objectives, in order, once each; an unknown name lists the valid ones."""
     if not objectives:
-        raise UsageError("--objective: give at least one")
+        raise UsageError("objectives: give at least one")
     for o in objectives:
         if o not in OBJECTIVES:
             raise UnknownNameError("objective", o, list(OBJECTIVES))
     if len(set(objectives)) != len(objectives):
-        raise UsageError("--objective: each objective once")
+        raise UsageError("objectives: each objective once")
     return list(objectives)
