@@ -320,12 +320,16 @@ def mutate_catalog(rng: Any, out_dir: Path) -> Mutation:
     new_stem = f"fuzz-{kind}"
     text = _set_key(text, "name", json.dumps(new_stem))
     nums = _numeric_keys(text)
+    from dse.specs import SCHEMAS
+
+    optional = {k.toml for k in SCHEMAS[kind].keys if k.optional}  # absent: a valid default
     tops = [k for k in _top_keys(text) if k not in ("schema_version", "kind", "name",
                                                      "description", "published_params")]
+    required = [k for k in tops if k not in optional]
     detail = ""
     data: bytes | None = None
     if mutation == "missing_key":
-        key = rng.choice(tops)
+        key = rng.choice(required)
         text = re.sub(rf"(?m)^{re.escape(key)}\s*=.*\n", "", text, count=1)
         detail = key
     elif mutation == "wrong_type":
