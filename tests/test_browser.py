@@ -12,6 +12,7 @@ Needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -48,8 +49,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
+@contextlib.contextmanager
+def streamlit_server() -> Iterator[str]:
+    """`streamlit run app.py` on a free local port until the block ends; yields its URL
+    (also used by benchmarks/bench_browser.py)."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     log = (ARTIFACTS / "streamlit-server.log").open("w")
@@ -69,7 +72,8 @@ def server() -> Iterator[str]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("streamlit did not start; see tests/artifacts/streamlit-server.log")
+                raise RuntimeError("streamlit did not start; see "
+                                   "tests/artifacts/streamlit-server.log")
             time.sleep(0.3)
         yield url
     finally:
@@ -83,7 +87,14 @@ def server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def server() -> Iterator[str]:
+    with streamlit_server() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[object]:
+    """Headless Chromium through Selenium until the block ends."""
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
@@ -96,6 +107,12 @@ def browser() -> Iterator[object]:
         yield drv
     finally:
         drv.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with chromium() as drv:
+        yield drv
 
 
 def metrics(drv: object) -> dict[str, str]:
