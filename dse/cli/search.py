@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from dse.cli.common import (
     refuse_overwriting_inputs,
     table,
 )
-from dse.errors import InfeasibleError
+from dse.errors import InfeasibleError, UsageError
 from dse.search.objectives import CONSTRAINT_TABLE, OBJECTIVES, Constraint, check_objectives
 from dse.specs import Catalog
 
@@ -32,12 +31,11 @@ def bound_type(c: Constraint) -> Callable[[str], float]:
             v = float(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {s[:40]!r}") from None
-        low_ok = v > c.lo if c.lo_open else v >= c.lo
-        if not (math.isfinite(v) and low_ok and v <= c.hi):
-            rng = (f"> {c.lo:g}" if c.lo_open else f">= {c.lo:g}") + (
-                f" and <= {c.hi:g}" if math.isfinite(c.hi) else "")
-            raise argparse.ArgumentTypeError(f"must be a finite number {rng}, got {s[:40]!r}")
-        return v
+        try:
+            return c.check(v)  # the constraint's own range check
+        except UsageError:
+            raise argparse.ArgumentTypeError(f"must be a finite number {c.range_text}, got "
+                                             f"{s[:40]!r}") from None
 
     return parse
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from dse.design import build_design
 from dse.design_files import DesignFile, parse_design_text
-from dse.search.space import workload_spec
 from dse.specs import Catalog
 
 
@@ -50,7 +49,7 @@ def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> d
     """The accurate closed form's headline metrics of one design (dse.engine.closed_form)."""
     from dse.engine.closed_form import evaluate
 
-    rep = evaluate(build_design(cat, spec, sched), workload_spec(cat, workload))
+    rep = evaluate(build_design(cat, spec, sched), cat.workload(workload))
     return {"latency_s_per_problem": float(rep.latency_s_per_problem),
             "j_per_token": float(rep.j_per_token),
             "goodput_tokens_per_s": float(rep.goodput_tokens_per_s),

@@ -35,7 +35,7 @@ from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import PRESETS, Costs
 from dse.search.candidates import Candidate, closed_form_metrics
 from dse.search.objectives import active
-from dse.search.space import Hardware, Space, workload_spec
+from dse.search.space import Hardware, Space
 from dse.specs import Catalog, build_spec
 from dse.symbolic import (
     COMPONENTS,
@@ -165,11 +165,11 @@ class Evaluator:
 
     def __init__(self, cat: Catalog, space: Space) -> None:
         self.cat, self.space, self.grid = cat, space, knob_grid(space)
-        self.workloads = [(workload_spec(cat, n), wt) for n, wt in space.workloads]
+        self.workloads = [(cat.workload(n), wt) for n, wt in space.workloads]
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
     def pair(self, wname: str, draft: str, target: str) -> PairTables:
-        return pair_tables(workload_spec(self.cat, wname), draft, target, self.grid,
+        return pair_tables(self.cat.workload(wname), draft, target, self.grid,
                            self.space.max_context_tokens)
 
     def design(self, hw: Hardware) -> Design:

@@ -138,8 +138,15 @@ class Constraint:
               and math.isfinite(value) and self.lo <= value <= self.hi
               and not (self.lo_open and value <= self.lo))
         if not ok:
-            raise UsageError(f"{self.name}: expected a finite number in range, got {value!r}")
+            raise UsageError(f"{self.name}: expected a finite number {self.range_text}, got "
+                             f"{value!r}")
         return float(value)
+
+    @property
+    def range_text(self) -> str:
+        """The bound's valid range in words, e.g. ">= 0 and <= 100", "> 0"."""
+        low = f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}"
+        return low + (f" and <= {self.hi:g}" if math.isfinite(self.hi) else "")
 
 
 CONSTRAINT_TABLE: dict[str, Constraint] = _table("constraint", (

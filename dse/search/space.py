@@ -34,7 +34,6 @@ from dse.limits import (
     MAX_KNOBS_PER_HARDWARE,
     MAX_TP,
 )
-from dse.scenario import WorkloadSpec
 from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
@@ -345,13 +344,6 @@ def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
     r.done()
     return tuple(Placement(d, m, p, s, tp) for d, m, p, s, tp in
                  itertools.product(gpus, models, precs, serving, tps))
-
-
-def workload_spec(cat: Catalog, name: str) -> WorkloadSpec:
-    """A workload of the catalog, typed."""
-    w = cat.get("workload", name)
-    assert isinstance(w, WorkloadSpec)
-    return w
 
 
 def hardware(cat: Catalog, space: Space) -> list[Hardware]:
