@@ -31,6 +31,14 @@ class GpuSpec(Spec):
     bf16_flops_per_s: float = pos("bf16_TFLOPS", help="dense BF16 tensor peak, TFLOP/s")
     fp16_flops_per_s: float = pos("fp16_TFLOPS", help="dense FP16 tensor peak, TFLOP/s")
     int8_ops_per_s: float = pos("int8_TOPS", help="dense INT8 tensor peak, TOP/s")
+    fp8_flops_per_s: float | None = pos("fp8_TFLOPS", help="dense FP8 tensor peak with FP32 "
+                                        "accumulate, TFLOP/s (absent: no FP8 tensor cores)")
+    fp16_acc16_flops_per_s: float | None = pos(
+        "fp16_acc16_TFLOPS", help="dense FP16 tensor peak with FP16 accumulate, TFLOP/s "
+        "(absent: the same as fp16_TFLOPS; GeForce parts run twice as fast)")
+    generation: str = spec_field(choices=("volta", "ampere", "ada", "hopper", "blackwell"),
+                                 help="GPU architecture generation (serving profiles may "
+                                 "differ by it)")
     tdp_w: float = pos("tdp_W", help="board power limit, W")
     idle_w: float = nonneg("idle_W", help="idle power, W")
     host_link: str = spec_field(help="the link kind it attaches with (boards/links)")
