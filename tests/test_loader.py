@@ -70,6 +70,7 @@ mem_bw_GBps = 1000.0
 bf16_TFLOPS = 100.0
 fp16_TFLOPS = 100.0
 int8_TOPS = 200.0
+generation = "ampere"
 tdp_W = 300.0
 idle_W = 20.0
 host_link = "pcie-gen4-x16"
