@@ -1,12 +1,10 @@
 """Calibration of the device models to published measurements, and their validation table.
 
-Few, physically meaningful parameters are fitted, each to named data (dse/data/measured.toml, a
-verbatim copy of the project's calibration data):
-- vllm-cudagraph: weight-streaming and KV-read bandwidth efficiencies, per-layer GPU gap and
-  per-step overhead, to the 12 A100 vLLM points (Qwen2.5 0.5B/1.5B/7B, inputs 1-30720);
-- vllm-eager: derived (cudagraph's values plus a per-layer launch cost from an eager/graph pair);
-- hf-eager: the per-layer launch cost, to the A100 HF transformers Qwen2.5-0.5B point;
-- jetson-orin-nano-8gb: the host CPU slowdown of its launch-bound vLLM, to its 17 tokens/s;
+Few, physically meaningful parameters are fitted, each to named data:
+- every GPU serving profile: see dse.validation.gpu_fit (the published batch-1 points of its
+  own stack, leave-one-out cross-validated);
+- jetson-orin-nano-8gb: the host CPU slowdown of its launch-bound vLLM, to its 17 tokens/s
+  (dse/data/measured.toml, the paper's Jetson figure);
 - flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
   baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
 Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
@@ -21,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, least_squares
+from scipy.optimize import brentq
 
 from dse.devices import fpga as fpga_cost_mod
 from dse.devices import gpu as gpu_cost_mod
@@ -91,47 +89,6 @@ def predict_tokens_per_s(cat: Catalog, pt: GpuPoint, serving: GpuServingSpec) ->
 
 def _rel_errors(cat: Catalog, pts: list[GpuPoint], serving: GpuServingSpec) -> np.ndarray:
     return np.array([predict_tokens_per_s(cat, p, serving) / p.tokens_per_s - 1 for p in pts])
-
-
-def fit_vllm_cudagraph(cat: Catalog) -> dict[str, float]:
-    """Fit e_mem, e_attn, layer gap and step overhead to the A100 vLLM points."""
-    base = cat.serving("vllm-cudagraph")
-    pts = [p for p in gpu_points() if p.framework == "vllm-0.6.3"]
-
-    def spec(x: np.ndarray) -> GpuServingSpec:
-        return replace(base, mem_bw_efficiency=x[0], attention_bw_efficiency=x[1],
-                       layer_gap_s=x[2] * 1e-6, step_overhead_s=x[3] * 1e-6)
-
-    def resid(x: np.ndarray) -> np.ndarray:
-        return np.log1p(_rel_errors(cat, pts, spec(x)))
-
-    r = least_squares(resid, x0=[0.8, 0.5, 20.0, 1000.0],
-                      bounds=([0.05, 0.05, 0.0, 0.0], [1.0, 1.0, 2000.0, 50000.0]))
-    return {"mem_bw_efficiency": float(r.x[0]), "attention_bw_efficiency": float(r.x[1]),
-            "layer_gap_us": float(r.x[2]), "step_overhead_us": float(r.x[3])}
-
-
-# Eager/graph pair (github vllm-project/vllm-omni#7960): Qwen2.5-Omni-7B thinker, 28 layers,
-# ~22.5 ms per output token eager vs ~13 ms with CUDA graphs.
-EAGER_PAIR_TPOT_S = 22.5e-3
-EAGER_PAIR_LAYERS = 28
-
-
-def derive_vllm_eager(cudagraph: dict[str, float]) -> dict[str, float]:
-    launch_us = (EAGER_PAIR_TPOT_S * 1e6 - cudagraph["step_overhead_us"]) / EAGER_PAIR_LAYERS
-    return {**cudagraph, "launch_per_layer_us": launch_us}
-
-
-def fit_hf_eager(cat: Catalog) -> dict[str, float]:
-    """One parameter, the per-layer launch cost, to the HF Qwen2.5-0.5B point."""
-    base = cat.serving("hf-eager")
-    (pt,) = [p for p in gpu_points() if p.framework.startswith("hf") and p.fitted_to]
-
-    def f(launch_us: float) -> float:
-        s = replace(base, launch_per_layer_s=launch_us * 1e-6)
-        return predict_tokens_per_s(cat, pt, s) / pt.tokens_per_s - 1
-
-    return {"launch_per_layer_us": float(brentq(f, 1.0, 10000.0, xtol=1e-6))}
 
 
 def fit_jetson_host(cat: Catalog) -> dict[str, float]:

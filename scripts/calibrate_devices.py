@@ -1,16 +1,23 @@
-"""Refit the calibrated device parameters and write them into the catalog files.
+"""Refit the calibrated device parameters, write them into the catalog files, and write the
+leave-one-out cross-validation of the GPU serving profiles.
 
-    python scripts/calibrate_devices.py          # fit, write, print the validation table
-    python scripts/calibrate_devices.py --check  # exit 1 if the files are not current
+    python scripts/calibrate_devices.py          # fit, write, print the fits and the CV table
+    python scripts/calibrate_devices.py --check  # exit 1 if any file is not current (no writes)
 
-Fits, in order (each uses the previous): vllm-cudagraph, vllm-eager (derived), hf-eager,
-the Jetson Orin Nano's host CPU slowdown, flexllm. See dse/calibrate.py for what each
-parameter is fitted to.
+Fits, in order (each uses the previous; repeated until nothing moves, since the Jetson host
+slowdown and the MLC profile's Jetson points depend on each other):
+1. every GPU serving profile of dse.validation.gpu_fit.FITS, to its own published points
+   (dse/data/measured.toml, reference_points.toml, published.toml), values it takes from
+   another profile copied first (gpu_fit.DERIVED);
+2. the Jetson Orin Nano's host CPU slowdown and FlexLLM's efficiency and power (dse/calibrate.py).
+Then the leave-one-out cross-validation of every profile goes to dse/data/gpu_cv.json, which
+`dse reproduce --markdown` (docs/validation.md) renders.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -18,85 +25,130 @@ from pathlib import Path
 import numpy as np
 
 from dse import calibrate
+from types import MappingProxyType
+
 from dse.specs import Catalog
+from dse.specs.schema import build_spec, parse_toml
+from dse.validation import gpu_cv, gpu_fit
+from dse.validation.measurements import load_gpu_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVING = ROOT / "boards" / "serving"
 ENGINES = ROOT / "boards" / "engines"
 GPUS = ROOT / "boards" / "gpus"
+CV_JSON = ROOT / "dse" / "data" / "gpu_cv.json"
+GENERATED = "# ---- written by scripts/calibrate_devices.py from here on; do not edit ----"
 
 
-def set_keys(path: Path, values: dict[str, float]) -> bool:
-    """Replace `key = number` lines in place; True if anything changed."""
-    text = path.read_text(encoding="utf-8")
-    new = text
+def set_keys(text: str, values: dict[str, float], where: Path) -> str:
+    """Replace top-level `key = number` lines (the key must exist once)."""
     for key, v in values.items():
-        new, n = re.subn(rf"(?m)^{re.escape(key)} = .*$", f"{key} = {v:.6g}", new, count=1)
+        text, n = re.subn(rf"(?m)^{re.escape(key)} = .*$", f"{key} = {v:.6g}", text, count=1)
         if n != 1:
-            raise SystemExit(f"{path}: key {key} not found")
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+            raise SystemExit(f"{where}: key {key} not found")
+    return text
 
 
-def fit_all(write: bool) -> bool:
-    changed = False
+def _toml_str(s: str) -> str:
+    return json.dumps(s)
+
+
+def serving_text(path: Path, pf: gpu_fit.ProfileFit, cv: list[gpu_fit.CvPoint]) -> str:
+    """The profile file with its fitted and derived values and a regenerated tail."""
+    text = path.read_text(encoding="utf-8")
+    head = text.split(GENERATED)[0]  # the hand-written part
+    head = re.split(r"(?m)^\[calibration\]", head)[0].rstrip() + "\n"
+    head = set_keys(head, {**pf.derived, **pf.fit.values}, path)
+    loo = np.array([abs(c.loo_rel_error) for c in cv if c.loo_rel_error is not None])
+    f = pf.fit
+    params = ", ".join(p.key + (" (per GPU generation)" if p.by_generation else "")
+                       for p in pf.spec.params)
+    lines = [GENERATED, "[calibration]",
+             f"fitted_to = {_toml_str(pf.spec.note)}",
+             f"parameters = {_toml_str(params)}",
+             f"derived = {_toml_str(', '.join(sorted(pf.derived)) or 'none')}",
+             'method = "scipy.optimize.least_squares on log(predicted / measured), '
+             'dse.validation.gpu_fit"',
+             f"points = {f.points}",
+             f"base_generation = {_toml_str(f.base_generation)}",
+             f"fit_rms_log_error = {f.rms_log_error:.6g}",
+             f"fit_max_rel_error = {f.max_rel_error:.6g}",
+             f"loo_points = {len(loo)}",
+             f"loo_median_abs_rel_error = {float(np.median(loo)) if len(loo) else 0.0:.6g}",
+             f"loo_max_abs_rel_error = {float(np.max(loo)) if len(loo) else 0.0:.6g}"]
+    for gen, over in sorted(f.by_generation.items()):
+        n = sum(1 for c in cv if c.generation == gen)
+        source = f"fitted: the {n} {gen} points of this profile, scripts/calibrate_devices.py"
+        lines += ["", f"[by_generation.{gen}]", f"source = {_toml_str(source)}"]
+        lines += [f"{k} = {v:.6g}" for k, v in over.items()]
+    return head + "\n" + "\n".join(lines) + "\n"
+
+
+def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
+    """What every calibrated file should contain, from the files as they are."""
+    out: dict[Path, str] = {}
+    pending: dict[Path, str] = {}
+    for _ in range(6):  # fixed point of the Jetson host <-> MLC profile dependency
+        cat = catalog_with(out)
+        pts, _skipped = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                              cat.names("gpu-serving"))
+        fits = gpu_fit.fit_all(cat, pts)
+        pending = {}
+        for name, pf in fits.items():
+            path = SERVING / f"{name}.toml"
+            pending[path] = serving_text(path, pf, [])
+        jetson = GPUS / "jetson-orin-nano-8gb.toml"
+        flex = ENGINES / "flexllm.toml"
+        cat = catalog_with(pending)
+        pending[jetson] = set_keys(jetson.read_text(encoding="utf-8"),
+                                   calibrate.fit_jetson_host(cat), jetson)
+        pending[flex] = set_keys(flex.read_text(encoding="utf-8"), calibrate.fit_flexllm(cat),
+                                 flex)
+        if pending == out:
+            break
+        out = pending
+    cat = catalog_with(out)
+    pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                   cat.names("gpu-serving"))
+    fits = gpu_fit.fit_all(cat, pts)
+    cv: list[gpu_fit.CvPoint] = []
+    for name, pf in fits.items():
+        mine = gpu_fit.leave_one_out(cat, pf)
+        cv += mine
+        out[SERVING / f"{name}.toml"] = serving_text(SERVING / f"{name}.toml", pf, mine)
+    return out, cv
+
+
+def catalog_with(files: dict[Path, str]) -> Catalog:
+    """The shipped catalog with some files' contents replaced (in memory; nothing written)."""
     cat = Catalog.load()
-    cg = calibrate.fit_vllm_cudagraph(cat)
-    changed |= write and set_keys(SERVING / "vllm-cudagraph.toml", cg)
-    shared = {k: cg[k] for k in ("mem_bw_efficiency", "attention_bw_efficiency", "layer_gap_us")}
-    changed |= write and set_keys(SERVING / "vllm-eager.toml", calibrate.derive_vllm_eager(cg))
-    changed |= write and set_keys(SERVING / "hf-eager.toml", shared)
-    cat = Catalog.load()
-    hf = calibrate.fit_hf_eager(cat)
-    changed |= write and set_keys(SERVING / "hf-eager.toml", hf)
-    cat = Catalog.load()
-    jet = calibrate.fit_jetson_host(cat)
-    changed |= write and set_keys(ROOT / "boards" / "gpus" / "jetson-orin-nano-8gb.toml", jet)
-    cat = Catalog.load()
-    fx = calibrate.fit_flexllm(cat)
-    changed |= write and set_keys(ENGINES / "flexllm.toml", fx)
-    cat = Catalog.load()
-    rows = calibrate.validation_rows(cat)
-    groups = {
-        "vllm-cudagraph.toml": [r for r in rows if r.fitted and "vllm-0.6.3" in r.id],
-        "hf-eager.toml": [r for r in rows if r.fitted and "hf-transformers" in r.id],
-        "flexllm.toml": [r for r in rows if r.fitted and r.id.startswith("fpga_")],
-        "vllm-eager.toml": [],
-    }
-    for fname, rs in groups.items():
-        errs = np.array([r.rel_error for r in rs]) if rs else np.zeros(1)
-        stats = {"fit_rms_rel_error": float(np.sqrt(np.mean(errs**2))),
-                 "fit_max_rel_error": float(np.max(np.abs(errs)))}
-        folder = ENGINES if fname == "flexllm.toml" else SERVING
-        changed |= write and set_keys(folder / fname, stats)
-    print(f"{'id':<82} {'measured':>10} {'predicted':>10} {'error':>7}  fit")
-    for r in rows:
-        print(f"{r.id:<82} {r.measured:>10.4g} {r.predicted:>10.4g} {r.rel_error:>+7.1%}  "
-              f"{'fit' if r.fitted else 'pred'}{'' if r.within else '  OUTSIDE'}")
-    return changed
+    by_kind = {k: dict(v) for k, v in cat.items.items()}
+    for path, text in files.items():
+        spec = build_spec(path, parse_toml(text, path), stem=path.stem)
+        for specs in by_kind.values():
+            if spec.name in specs and specs[spec.name].path == str(path):
+                specs[spec.name] = spec
+    return Catalog({k: MappingProxyType(v) for k, v in by_kind.items()})
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only report whether files are current")
     args = ap.parse_args()
+    files, cv = fit_everything()
+    files[CV_JSON] = gpu_cv.dumps(cv)
+    stale = [p for p, text in files.items()
+             if not p.exists() or p.read_text(encoding="utf-8") != text]
     if args.check:
-        import shutil
-        import tempfile
-        # Fit against a scratch copy so the check never writes the user's files.
-        with tempfile.TemporaryDirectory() as d:
-            for folder in (SERVING, ENGINES, GPUS):
-                shutil.copytree(folder, Path(d) / folder.name)
-            changed = fit_all(write=True)
-            for folder in (SERVING, ENGINES, GPUS):
-                for f in folder.glob("*.toml"):
-                    bak = Path(d) / folder.name / f.name
-                    if f.read_bytes() != bak.read_bytes():
-                        f.write_bytes(bak.read_bytes())
-        print("stale" if changed else "current")
-        return 1 if changed else 0
-    fit_all(write=True)
+        for p in stale:
+            print(f"stale: {p.relative_to(ROOT)}")
+        print("stale" if stale else "current")
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(files[p], encoding="utf-8")
+        print(f"wrote {p.relative_to(ROOT)}")
+    print(gpu_cv.text_table(gpu_cv.summarise(cv)))
     return 0
 
 

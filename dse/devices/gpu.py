@@ -4,8 +4,15 @@ Time of one forward pass (seconds):
 
     roofline  = max(weights / (B e_mem tp) + kv / (B e_attn tp), flops / (F e_comp tp))
     gpu_side  = roofline + layers * layer_gap + tp_comm
-    cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs)
-    t         = max(gpu_side, cpu_side) + step_overhead
+    cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs, or
+                                                      the eager cost beyond the context the
+                                                      profile's graphs were captured for)
+    t         = max(gpu_side, cpu_side) + step_overhead      (+ prefill_overhead for a prefill)
+
+Weight-only quantised precisions add the profile's `quantized_layer_overhead` to the layer gap
+(and, on an eager stack, to the per-layer launch): their dequantising GEMM kernels cost more
+per call than a 16-bit GEMV. The profile's values for the GPU's generation apply (Hopper can
+differ from Ampere), and FP8 prefill uses its own share of the FP8 peak.
 
 B, F: datasheet bandwidth and peak; e_mem, e_attn, e_comp, layer_gap, launch_per_layer and
 step_overhead are the serving profile's (calibrated on measured batch-1 points, see
@@ -50,6 +57,9 @@ class GpuCost:
     layer_gap_s: Num
     launch_per_layer_s: Num
     step_overhead_s: Num
+    prefill_overhead_s: Num  # fixed host/launch cost of one prefill call
+    graph_max_context_tokens: Num  # a longer step runs eager (inf: graphs at every length)
+    eager_launch_per_layer_s: Num  # its per-layer CPU launch cost
     allreduce_s_per_layer: Num  # fixed part of TP all-reduces per layer (0 if tp = 1)
     allreduce_s_per_token_layer: Num  # size-proportional part, per token per layer
     idle_w: Num  # all tp GPUs together
@@ -59,7 +69,14 @@ class GpuCost:
     tp: Num
 
 
-def peak_flops_per_s(gpu: GpuSpec, p: Precision) -> float:
+def peak_flops_per_s(gpu: GpuSpec, p: Precision, *, fp16_accumulate: bool = False) -> float:
+    """The dense tensor peak the precision's matmuls run at. FP8 on a GPU without FP8 tensor
+    cores runs at the 16-bit rate (weights upcast, as vLLM's fp8 Marlin path on Ampere);
+    `fp16_accumulate`: FP16 GEMMs accumulate in FP16 (GeForce parts run those at 2x)."""
+    if p.compute == "fp8":
+        return gpu.fp8_flops_per_s or gpu.bf16_flops_per_s
+    if p.compute == "fp16" and fp16_accumulate and gpu.fp16_acc16_flops_per_s is not None:
+        return gpu.fp16_acc16_flops_per_s
     return {"bf16": gpu.bf16_flops_per_s, "fp16": gpu.fp16_flops_per_s,
             "int8": gpu.int8_ops_per_s}[p.compute]
 
@@ -74,7 +91,11 @@ def gpu_cost(
     tp_link: LinkSpec | None = None,
 ) -> GpuCost:
     """Build the coefficients. tp > 1 splits weights and KV over tp GPUs; the two all-reduces
-    per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe)."""
+    per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe). The serving
+    profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`)."""
+    serving = serving.for_generation(gpu.generation)
+    quant_s = (serving.quantized_layer_overhead_s or 0.0) if p.weight_bits < 16 else 0.0
+    quant_launch_s = 0.0 if serving.cuda_graphs else quant_s
     h = model.hidden_size
     if tp > 1:
         if gpu.nvlink_bidir_bytes_per_s > 0:
@@ -99,10 +120,16 @@ def gpu_cost(
         attn_flops_per_pair=2 * 2 * model.num_layers * model.num_attention_heads * model.head_dim,
         mem_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.mem_bw_efficiency * tp,
         kv_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.attention_bw_efficiency * tp,
-        flops_per_s=peak_flops_per_s(gpu, p) * serving.compute_efficiency * tp,
-        layer_gap_s=serving.layer_gap_s,
-        launch_per_layer_s=serving.launch_per_layer_s * gpu.host_cpu_slowdown,
+        flops_per_s=(peak_flops_per_s(gpu, p, fp16_accumulate=bool(serving.fp16_accumulate))
+                     * compute_efficiency(serving, p) * tp),
+        layer_gap_s=serving.layer_gap_s + quant_s,
+        launch_per_layer_s=(serving.launch_per_layer_s + quant_launch_s) * gpu.host_cpu_slowdown,
         step_overhead_s=serving.step_overhead_s * gpu.host_cpu_slowdown,
+        prefill_overhead_s=(serving.prefill_overhead_s or 0.0) * gpu.host_cpu_slowdown,
+        graph_max_context_tokens=(np.inf if serving.graph_max_context_tokens is None
+                                  else serving.graph_max_context_tokens),
+        eager_launch_per_layer_s=((serving.eager_launch_per_layer_s or 0.0) + quant_s)
+        * gpu.host_cpu_slowdown,
         allreduce_s_per_layer=ar_fixed,
         allreduce_s_per_token_layer=ar_per_token,
         idle_w=gpu.idle_w * tp,
@@ -111,6 +138,13 @@ def gpu_cost(
         prefill_power_fraction=serving.prefill_power_fraction,
         tp=tp,
     )
+
+
+def compute_efficiency(serving: GpuServingSpec, p: Precision) -> float:
+    """Share of the tensor peak the profile's prefill GEMMs reach at this precision."""
+    if p.compute == "fp8" and serving.fp8_compute_efficiency is not None:
+        return serving.fp8_compute_efficiency
+    return serving.compute_efficiency
 
 
 def stack(costs: list[GpuCost]) -> GpuCost:
@@ -163,7 +197,8 @@ def forward(
     roof = np.maximum(mem, comp)
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
     gpu_side = roof + c.layers * c.layer_gap_s + comm
-    cpu_side = c.layers * c.launch_per_layer_s
+    eager = (k + n) > c.graph_max_context_tokens  # beyond the captured graphs' context
+    cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
     total = np.maximum(gpu_side, cpu_side) + c.step_overhead_s
     return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
                        np.asarray(gpu_side), np.asarray(total))
@@ -186,13 +221,14 @@ def decode_s(c: GpuCost, n: ArrayLike, ctx: ArrayLike) -> F64:
 
 def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
               ) -> F64:
-    """Seconds to prefill n_new tokens after ctx cached tokens (one forward pass; 0 if n_new=0).
+    """Seconds to prefill n_new tokens after ctx cached tokens: one forward pass plus the
+    profile's fixed per-call cost (0 if n_new = 0).
 
     all_positions: the head runs on every position (a reward model scoring each token).
     """
     n = np.asarray(n_new, dtype=float)
     t = forward(c, n, ctx, head_positions=n if all_positions else 1).total_s
-    return np.where(n > 0, t, 0.0)
+    return np.where(n > 0, t + c.prefill_overhead_s, 0.0)
 
 
 # ---------------------------------------------------------------------------------- memory

@@ -25,10 +25,10 @@ class Precision:
     """Bit widths of weights, activations and KV cache, and which compute peak applies."""
 
     name: str
-    weight_bits: int
+    weight_bits: float  # per weight, scales included (llama.cpp q4_0: 4.5)
     activation_bits: int
     kv_bits: int
-    compute: str  # "bf16" | "fp16" | "int8": which datasheet peak the matmuls run at
+    compute: str  # "bf16" | "fp16" | "int8" | "fp8": which datasheet peak the matmuls run at
 
     @property
     def weight_bytes_per_param(self) -> float:
@@ -49,6 +49,13 @@ PRECISIONS: dict[str, Precision] = {
         Precision("w8a16", 8, 16, 16, "bf16"),
         Precision("w8a8", 8, 8, 16, "int8"),
         Precision("w4a16", 4, 16, 16, "bf16"),
+        # FP8 (E4M3) weights and activations on Ada/Hopper tensor cores (vLLM/TensorRT-LLM fp8)
+        Precision("fp8", 8, 8, 16, "fp8"),
+        # llama.cpp GGUF block formats: 32 weights share one fp16 scale, so q8_0 stores
+        # 34 bytes and q4_0 18 bytes per 32 weights (ggml-common.h block_q8_0 / block_q4_0);
+        # its CUDA kernels dequantise to fp16 for prompt GEMMs.
+        Precision("q8_0", 8.5, 16, 16, "fp16"),
+        Precision("q4_0", 4.5, 16, 16, "fp16"),
     )
 }
 

@@ -30,7 +30,7 @@ from dse.specs.emit import yaml_text
 HOST = "127.0.0.1"
 PORTS = {"draft": 12340, "target": 12341, "prm": 12342}  # RSD's scripts/*.sh
 SEED = 0
-_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "int8": "bfloat16"}
+_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "int8": "bfloat16", "fp8": "bfloat16"}
 PURPOSE = {
     Role.DRAFT: "vllm serve --config for the draft (vLLM 0.9.2)",
     Role.VERIFIER: "vllm serve --config for the PRM, a reward (pooling) model (vLLM 0.9.2)",

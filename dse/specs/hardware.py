@@ -7,11 +7,15 @@ attributes hold SI values (`memory_bytes`, `clock_min_hz`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dse.errors import SpecError
 from dse.specs.schema import Spec, frac, nonneg, pos, register_kind, spec_field
+
+
+GPU_GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell")
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class GpuSpec(Spec):
     fp16_acc16_flops_per_s: float | None = pos(
         "fp16_acc16_TFLOPS", help="dense FP16 tensor peak with FP16 accumulate, TFLOP/s "
         "(absent: the same as fp16_TFLOPS; GeForce parts run twice as fast)")
-    generation: str = spec_field(choices=("volta", "ampere", "ada", "hopper", "blackwell"),
+    generation: str = spec_field(choices=GPU_GENERATIONS,
                                  help="GPU architecture generation (serving profiles may "
                                  "differ by it)")
     tdp_w: float = pos("tdp_W", help="board power limit, W")
@@ -104,7 +108,8 @@ class GpuServingSpec(Spec):
     """A GPU serving framework's batch-1 behaviour (vLLM with CUDA graphs, eager, HF, ...).
 
     Step time = max(roofline / efficiency + layers * layer_gap, layers * launch_per_layer)
-                + step_overhead; see dse.devices.gpu.
+                + step_overhead; see dse.devices.gpu. `variants` holds the values that differ
+    on one GPU generation (`[by_generation.hopper]` in the file); `for_generation` applies them.
     """
 
     mem_bw_efficiency: float = frac()
@@ -120,8 +125,31 @@ class GpuServingSpec(Spec):
     memory_utilization: float = frac(help="fraction of device memory the framework may use")
     runtime_reserve_bytes: float = nonneg("runtime_reserve_GB")
     allreduce_latency_s: float = nonneg("allreduce_latency_us")
+    prefill_overhead_s: float | None = nonneg(
+        "prefill_overhead_us", help="fixed host and launch cost of one prefill call, us "
+        "(absent: 0)")
+    fp8_compute_efficiency: float | None = frac(
+        help="share of the FP8 tensor peak reached in prefill (absent: compute_efficiency)")
+    quantized_layer_overhead_s: float | None = nonneg(
+        "quantized_layer_overhead_us", help="extra cost per layer of weight-only quantised "
+        "linear layers (dequantisation kernels), us, on the GPU side and, for an eager "
+        "stack, on the CPU's launch side (absent: 0)")
+    graph_max_context_tokens: int | None = pos(
+        help="longest context a captured CUDA graph covers; a longer step runs eager "
+        "(vLLM's max_context_len_to_capture; absent: graphs at every length)")
+    eager_launch_per_layer_s: float | None = nonneg(
+        "eager_launch_per_layer_us", help="per-layer CPU launch cost of a step that runs "
+        "eager beyond graph_max_context_tokens, us")
+    fp16_accumulate: bool | None = spec_field(
+        help="FP16 GEMMs accumulate in FP16 (llama.cpp's cuBLAS path; absent: false)")
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     kind = "gpu-serving"
+
+    def for_generation(self, generation: str) -> GpuServingSpec:
+        """This profile with its values for one GPU generation applied."""
+        over = self.variants.get(generation)
+        return replace(self, **over) if over else self
 
 
 @dataclass(frozen=True)
@@ -167,5 +195,6 @@ def _check_fpga(path: object, v: dict[str, Any]) -> None:
 register_kind("link", LinkSpec)
 register_kind("gpu", GpuSpec)
 register_kind("fpga", FpgaSpec, check=_check_fpga)
-register_kind("gpu-serving", GpuServingSpec, extra_tables=("calibration",))
+register_kind("gpu-serving", GpuServingSpec, extra_tables=("calibration",),
+              variants=("by_generation", GPU_GENERATIONS))
 register_kind("fpga-engine", FpgaEngineSpec, extra_tables=("calibration",))

@@ -21,7 +21,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -169,6 +169,7 @@ class Kind:
     keys: tuple[Key, ...]
     extra_tables: tuple[str, ...] = ()
     check: Callable[[object, dict[str, Any]], None] | None = None
+    variants: tuple[str, tuple[str, ...]] | None = None  # (table, the names it may hold)
 
 
 SCHEMAS: dict[str, Kind] = {}
@@ -176,12 +177,48 @@ COMMON_KEYS = ("schema_version", "kind", "name", "description", "sources")
 
 
 def register_kind(kind: str, cls: type[Spec], *, extra_tables: tuple[str, ...] = (),
-                  check: Callable[[object, dict[str, Any]], None] | None = None) -> Kind:
-    """Register a catalog kind; its keys are derived from `cls`. A duplicate kind raises."""
+                  check: Callable[[object, dict[str, Any]], None] | None = None,
+                  variants: tuple[str, tuple[str, ...]] | None = None) -> Kind:
+    """Register a catalog kind; its keys are derived from `cls`. A duplicate kind raises.
+
+    `variants = (table, names)`: the file may hold `[table.<name>]` sub-tables that override
+    some of its numeric keys for one variant (a serving profile's values on one GPU
+    generation). They are checked like the top-level keys and stored on the spec's `variants`
+    attribute as {name: {attribute: SI value}}; each sub-table's `source` string names where
+    its numbers come from."""
     if kind in SCHEMAS:
         raise ValueError(f"catalog kind {kind!r} is already registered")
-    SCHEMAS[kind] = Kind(cls, schema_of(cls), extra_tables, check)
+    SCHEMAS[kind] = Kind(cls, schema_of(cls), extra_tables, check, variants)
     return SCHEMAS[kind]
+
+
+def _variants(path: object, data: Mapping[str, Any], kind: Kind
+              ) -> MappingProxyType[str, MappingProxyType[str, Any]]:
+    """The checked `[table.<name>]` overrides of a kind with variants (see register_kind)."""
+    assert kind.variants is not None
+    table, names = kind.variants
+    raw = data.get(table, {})
+    if not isinstance(raw, Mapping):
+        raise SpecError(path, table, "expected a table of tables")
+    numeric = {k.toml: k for k in kind.keys if k.kind in (float, int)}
+    out: dict[str, MappingProxyType[str, Any]] = {}
+    for name, sub in raw.items():
+        where = f"{table}.{name}"
+        if name not in names:
+            raise SpecError(path, where, f"unknown {table} entry; valid: {', '.join(names)}")
+        if not isinstance(sub, Mapping):
+            raise SpecError(path, where, "expected a table of overrides")
+        if not isinstance(sub.get("source"), str) or not sub["source"].strip():
+            raise SpecError(path, f"{where}.source", "missing: every override table names "
+                            "the source of its numbers")
+        overrides = {k: v for k, v in sub.items() if k != "source"}
+        if not overrides:
+            raise SpecError(path, where, "overrides nothing")
+        check_keys(path, overrides, numeric, prefix=f"{where}.", what="to override")
+        out[name] = MappingProxyType({
+            numeric[k].attr: check_value(path, replace(numeric[k], toml=f"{where}.{k}"), v)
+            for k, v in overrides.items()})
+    return MappingProxyType(out)
 
 
 # ------------------------------------------------------------------------------ checking
@@ -332,7 +369,8 @@ def build_spec(path: object, data: Mapping[str, Any], *, stem: str | None = None
     sources = data.get("sources", {})
     if not isinstance(sources, Mapping) or not all(isinstance(v, str) for v in sources.values()):
         raise SpecError(path, "sources", "expected a table of strings")
-    known = [*COMMON_KEYS, *(k.toml for k in keys), *spec_kind.extra_tables]
+    known = [*COMMON_KEYS, *(k.toml for k in keys), *spec_kind.extra_tables,
+             *((spec_kind.variants[0],) if spec_kind.variants else ())]
     for k in data:
         if k not in known:
             raise SpecError(path, k, f"unknown key for kind {kind!r}")
@@ -345,6 +383,8 @@ def build_spec(path: object, data: Mapping[str, Any], *, stem: str | None = None
             raise SpecError(path, key.toml, "missing key")
         values[key.attr] = check_value(path, key, data[key.toml])
     _check_sources(path, data, keys, sources)
+    if spec_kind.variants is not None:
+        values["variants"] = _variants(path, data, spec_kind)
     if spec_kind.check is not None:
         spec_kind.check(path, values)
     return spec_kind.cls(

@@ -1,0 +1,105 @@
+"""The GPU serving profiles' leave-one-out cross-validation as data and tables.
+
+scripts/calibrate_devices.py writes every point's measured value, its in-sample fit and its
+leave-one-out prediction to dse/data/gpu_cv.json; `dse reproduce --markdown` renders the
+summary from it (per serving family, per profile, per GPU generation) without refitting, and
+tests check that the file's in-sample values are what the catalog predicts today.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from dse.validation.gpu_fit import CvPoint
+
+SCHEMA_VERSION = 1
+
+
+def dumps(cv: Sequence[CvPoint]) -> str:
+    rows = [{k: (round(v, 9) if isinstance(v, float) else v) for k, v in asdict(c).items()}
+            for c in cv]
+    return json.dumps({"schema_version": SCHEMA_VERSION, "points": rows}, indent=1) + "\n"
+
+
+def load() -> list[CvPoint]:
+    text = resources.files("dse.data").joinpath("gpu_cv.json").read_text(encoding="utf-8")
+    return [CvPoint(**r) for r in json.loads(text)["points"]]
+
+
+@dataclass(frozen=True)
+class CvRow:
+    group: str  # "family", "profile" or "generation"
+    name: str
+    points: int  # measured points
+    cv_points: int  # with a leave-one-out prediction
+    median_abs_error: float | None  # leave-one-out, relative
+    max_abs_error: float | None
+    fit_median_abs_error: float  # in-sample, for comparison
+
+    @property
+    def meets_target(self) -> bool | None:
+        """The issue's bar: a CV median within 10% where a group has >= 3 measurements."""
+        if self.cv_points < 3 or self.median_abs_error is None:
+            return None
+        return self.median_abs_error <= 0.10
+
+
+def _row(group: str, name: str, pts: Sequence[CvPoint]) -> CvRow:
+    loo = np.array([abs(e) for c in pts if (e := c.loo_rel_error) is not None])
+    fit = np.array([abs(c.fitted_s / c.measured_s - 1) for c in pts])
+    return CvRow(group, name, len(pts), len(loo),
+                 float(np.median(loo)) if len(loo) else None,
+                 float(np.max(loo)) if len(loo) else None, float(np.median(fit)))
+
+
+def summarise(cv: Sequence[CvPoint]) -> list[CvRow]:
+    keys: tuple[tuple[str, Callable[[CvPoint], str]], ...] = (
+        ("family", lambda c: c.family), ("profile", lambda c: c.profile),
+        ("generation", lambda c: c.generation))
+    out: list[CvRow] = []
+    for group, key in keys:
+        for name in sorted({key(c) for c in cv}):
+            out.append(_row(group, name, [c for c in cv if key(c) == name]))
+    out.append(_row("all", "all GPU points", cv))
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def text_table(rows: Sequence[CvRow]) -> str:
+    lines = [f"{'group':<10} {'name':<16} {'n':>4} {'cv n':>5} {'LOO median':>10} "
+             f"{'LOO worst':>10} {'fit median':>10}"]
+    for r in rows:
+        lines.append(f"{r.group:<10} {r.name:<16} {r.points:>4} {r.cv_points:>5} "
+                     f"{_pct(r.median_abs_error):>10} {_pct(r.max_abs_error):>10} "
+                     f"{_pct(r.fit_median_abs_error):>10}")
+    return "\n".join(lines)
+
+
+def markdown_rows(rows: Sequence[CvRow]) -> list[str]:
+    lines = ["| group | name | points | LOO points | LOO median error | LOO worst error | "
+             "in-sample median | target (median <= 10%) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        target = {None: "n < 3", True: "met", False: "**missed**"}[r.meets_target]
+        lines.append(f"| {r.group} | {r.name} | {r.points} | {r.cv_points} | "
+                     f"{_pct(r.median_abs_error)} | {_pct(r.max_abs_error)} | "
+                     f"{_pct(r.fit_median_abs_error)} | {target} |")
+    return lines
+
+
+def worst(cv: Sequence[CvPoint], n: int = 15) -> list[CvPoint]:
+    """The n points the leave-one-out predictions miss most."""
+    scored = [c for c in cv if c.loo_rel_error is not None]
+    return sorted(scored, key=lambda c: -abs(c.loo_rel_error or 0.0))[:n]
+
+
+def to_json(rows: Sequence[CvRow]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]

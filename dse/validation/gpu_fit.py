@@ -1,0 +1,325 @@
+"""Fitting GPU serving profiles to published measurements, and leave-one-out cross-validation.
+
+Each serving profile (boards/serving/*.toml) has a few physically meaningful terms: the share
+of the memory bandwidth its weight-streaming and attention kernels reach, the GPU-side gap per
+layer, the CPU-side launch cost per layer (eager stacks), the per-step host time and the fixed
+cost of a prefill call, and the share of the tensor peak its prefill GEMMs reach. `FITS` names,
+per profile, which of them the published data of that stack decides (the rest are derived from
+another profile and say so in the file). A term is fitted per GPU generation only where the
+data of that stack covers more than one generation (`by_generation`).
+
+The fit minimises squared log(predicted / measured) over the profile's points. Cross-validation
+is leave-one-out: each point is predicted by a fit made without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from dse.devices import gpu as gpu_mod
+from dse.devices.shape import precision
+from dse.specs import Catalog, GpuServingSpec
+from dse.validation.measurements import GpuMeasurement
+
+
+def predict_s(cat: Catalog, m: GpuMeasurement, serving: GpuServingSpec) -> float:
+    """The tool's value of what the measurement timed (see dse.validation.measurements)."""
+    gpu = cat.gpu(m.device)
+    c = gpu_mod.gpu_cost(cat.model(m.model), gpu, precision(m.precision), serving, tp=m.tp,
+                         tp_link=cat.link(gpu.host_link))
+    if m.timed == "prefill":
+        return float(gpu_mod.prefill_s(c, m.context_tokens))
+    n = m.generated_tokens
+    decode = float(gpu_mod.decode_s(c, n, m.context_tokens))
+    if m.timed == "end_to_end":
+        return (float(gpu_mod.prefill_s(c, m.context_tokens)) + decode) / n
+    return decode / n
+
+
+# ------------------------------------------------------------------------------ fit table
+
+
+@dataclass(frozen=True)
+class Param:
+    """One fitted term: its TOML key in the profile file, start value and bounds (file units).
+    `by_generation`: fitted separately for every GPU generation the data covers."""
+
+    key: str
+    x0: float
+    lo: float
+    hi: float
+    by_generation: bool = False
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """What the published data of one serving profile decides."""
+
+    profile: str
+    params: tuple[Param, ...]
+    note: str  # what the fit rests on, for the profile's [calibration] table
+    # measurements of these devices are excluded (their own device parameter is fitted on them)
+    exclude_devices: tuple[str, ...] = field(default=())
+
+
+E_MEM = Param("mem_bw_efficiency", 0.8, 0.05, 1.0)
+E_ATTN = Param("attention_bw_efficiency", 0.5, 0.005, 1.0)
+GAP = Param("layer_gap_us", 20.0, 0.0, 2000.0)
+STEP = Param("step_overhead_us", 500.0, 0.0, 50000.0)
+LAUNCH = Param("launch_per_layer_us", 300.0, 0.0, 5000.0)
+QUANT = Param("quantized_layer_overhead_us", 20.0, 0.0, 2000.0)
+COMPUTE = Param("compute_efficiency", 0.5, 0.05, 1.0)
+FP8 = Param("fp8_compute_efficiency", 0.4, 0.05, 1.0)
+PREFILL = Param("prefill_overhead_us", 1000.0, 0.0, 100000.0)
+ALLREDUCE = Param("allreduce_latency_us", 20.0, 0.0, 5000.0)
+EAGER = Param("eager_launch_per_layer_us", 300.0, 0.0, 5000.0)
+
+
+def _by_gen(p: Param) -> Param:
+    return replace(p, by_generation=True)
+
+
+FITS: dict[str, FitSpec] = {f.profile: f for f in (
+    FitSpec("vllm-cudagraph", (_by_gen(E_MEM), E_ATTN, _by_gen(GAP), STEP, QUANT),
+            "vLLM >= 0.6 with CUDA graphs: the Qwen speed benchmark on A100 (vLLM 0.6.2/0.6.3, "
+            "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
+    FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
+            "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
+    FitSpec("vllm-eager", (ALLREDUCE,),
+            "vLLM without CUDA graphs: llm-perf-bench (Oct 2023 vLLM, Llama-2-70B FP16, "
+            "TP 2/4/8 on A100 PCIe)", exclude_devices=("jetson-orin-nano-8gb",)),
+    FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
+            "HF transformers 4.4x generate(): the Qwen2.5 speed benchmark on A100 "
+            "(transformers 4.46, Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-30720)"),
+    FitSpec("hf-4.38", (LAUNCH, E_ATTN, QUANT),
+            "HF transformers 4.38 generate(): the Qwen2 speed benchmark on A100"),
+    FitSpec("hf-4.51", (LAUNCH,),
+            "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
+    FitSpec("sglang", (E_MEM, GAP, STEP),
+            "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
+    FitSpec("tensorrt-llm", (COMPUTE, FP8, PREFILL),
+            "TensorRT-LLM 0.5 time to first token (GPT-J 6B, A100 FP16, H100/L40S FP8)"),
+    FitSpec("llama.cpp", (E_MEM, STEP, COMPUTE),
+            "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
+            "A100 PCIe; f16, q8_0, q4_0)"),
+    FitSpec("mlc-llm", (E_MEM, GAP, STEP, ALLREDUCE),
+            "MLC-LLM (llm-perf-bench on RTX 3090 Ti/4090 and A100 PCIe TP; Jetson AI Lab "
+            "benchmarks on Orin Nano)"),
+    FitSpec("torch-compile", (E_MEM, GAP, QUANT),
+            "gpt-fast (torch.compile, CUDA graphs): README benchmarks on A100 80GB"),
+    FitSpec("exllamav2", (E_MEM, STEP),
+            "ExLlamaV2 4-bit: llm-perf-bench on RTX 3090 Ti/4090"),
+)}
+
+
+# Values a profile takes from another profile's fit (its file says "derived: <profile>'s
+# fitted value"): (profile, key) -> source profile. Fits run in FIT_ORDER so sources come first.
+DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
+    **{(p, k): "vllm-cudagraph" for p in ("vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
+                                            "hf-4.51", "llama.cpp")
+       for k in ("mem_bw_efficiency", "layer_gap_us")},
+    ("vllm-0.4", "quantized_layer_overhead_us"): "vllm-cudagraph",
+    ("vllm-eager", "attention_bw_efficiency"): "vllm-cudagraph",
+    ("vllm-eager", "step_overhead_us"): "vllm-cudagraph",
+    ("vllm-eager", "quantized_layer_overhead_us"): "vllm-cudagraph",
+    ("vllm-eager", "launch_per_layer_us"): ("vllm-0.4", "eager_launch_per_layer_us"),
+    **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
+       for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "torch-compile",
+                 "exllamav2")},
+    **{(p, "quantized_layer_overhead_us"): "vllm-cudagraph" for p in ("sglang", "tensorrt-llm")},
+    ("exllamav2", "layer_gap_us"): "vllm-cudagraph",
+    ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
+    ("hf-4.51", "quantized_layer_overhead_us"): "hf-eager",
+    ("tensorrt-llm", "mem_bw_efficiency"): "torch-compile",
+    ("tensorrt-llm", "layer_gap_us"): "torch-compile",
+}
+FIT_ORDER = ("vllm-cudagraph", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38", "hf-4.51",
+             "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "exllamav2")
+
+
+# ------------------------------------------------------------------------------ fitting
+
+
+_KEYS = None
+
+
+def _key(toml: str):  # noqa: ANN202 - the schema Key of a serving profile's TOML key
+    global _KEYS
+    if _KEYS is None:
+        from dse.specs.schema import schema_of
+        _KEYS = {k.toml: k for k in schema_of(GpuServingSpec)}
+    return _KEYS[toml]
+
+
+def apply(serving: GpuServingSpec, values: dict[str, float],
+          by_generation: dict[str, dict[str, float]] | None = None) -> GpuServingSpec:
+    """The profile with `values` (TOML keys, file units) and per-generation overrides set."""
+    out = replace(serving, **{_key(k).attr: v * _key(k).scale for k, v in values.items()})
+    if by_generation:
+        variants = {g: {**out.variants.get(g, {}),
+                        **{_key(k).attr: v * _key(k).scale for k, v in over.items()}}
+                    for g, over in by_generation.items()}
+        out = replace(out, variants={**out.variants, **variants})
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    profile: str
+    values: dict[str, float]  # TOML key -> fitted value (file units), the base generation
+    by_generation: dict[str, dict[str, float]]  # other generations' fitted overrides
+    base_generation: str
+    points: int
+    rms_log_error: float
+    max_rel_error: float
+
+
+def _layout(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement]
+            ) -> tuple[str, list[tuple[Param, str | None]]]:
+    """(base generation, the parameter vector's entries: (param, generation or None))."""
+    gens = [cat.gpu(m.device).generation for m in pts]
+    base = max(sorted(set(gens)), key=gens.count)
+    layout: list[tuple[Param, str | None]] = [(p, None) for p in spec.params]
+    for p in spec.params:
+        if p.by_generation:
+            layout += [(p, g) for g in sorted(set(gens) - {base})]
+    return base, layout
+
+
+def _unpack(x: np.ndarray, layout: list[tuple[Param, str | None]]
+            ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    values: dict[str, float] = {}
+    over: dict[str, dict[str, float]] = {}
+    for v, (p, g) in zip(x, layout, strict=True):
+        if g is None:
+            values[p.key] = float(v)
+        else:
+            over.setdefault(g, {})[p.key] = float(v)
+    return values, over
+
+
+def _log_errors(cat: Catalog, pts: Sequence[GpuMeasurement], serving: GpuServingSpec
+                ) -> np.ndarray:
+    return np.array([np.log(predict_s(cat, m, serving) / m.measured_s) for m in pts])
+
+
+def fit_profile(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement], *,
+                base: GpuServingSpec | None = None, x0: np.ndarray | None = None) -> Fit:
+    """Least squares on log(predicted / measured) over the profile's points. `base`: the
+    profile before the fit (default the catalog's), e.g. with derived values applied."""
+    base_spec = cat.serving(spec.profile) if base is None else base
+    base_gen, layout = _layout(cat, spec, pts)
+    start = np.array([p.x0 for p, _ in layout]) if x0 is None else x0
+    lo = np.array([p.lo for p, _ in layout])
+    hi = np.array([p.hi for p, _ in layout])
+
+    def serving_of(x: np.ndarray) -> GpuServingSpec:
+        values, over = _unpack(x, layout)
+        return apply(base_spec, values, over)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return _log_errors(cat, pts, serving_of(x))
+
+    r = least_squares(resid, x0=np.clip(start, lo, hi), bounds=(lo, hi), x_scale="jac")
+    values, over = _unpack(r.x, layout)
+    err = resid(r.x)
+    return Fit(spec.profile, values, over, base_gen, len(pts),
+               float(np.sqrt(np.mean(err ** 2))), float(np.max(np.abs(np.expm1(err)))))
+
+
+def fitted_serving(base: GpuServingSpec, fit: Fit) -> GpuServingSpec:
+    return apply(base, fit.values, fit.by_generation)
+
+
+@dataclass(frozen=True)
+class ProfileFit:
+    """One profile after the calibration: its derived values, its fit and the result."""
+
+    spec: FitSpec
+    base: GpuServingSpec  # the catalog's profile with derived values applied
+    derived: dict[str, float]  # TOML key -> value taken from another profile's fit
+    fit: Fit
+    serving: GpuServingSpec  # the fitted profile
+    points: list[GpuMeasurement]
+
+
+def _file_value(serving: GpuServingSpec, key: str) -> float:
+    return float(getattr(serving, _key(key).attr)) / _key(key).scale
+
+
+def fit_all(cat: Catalog, pts: Sequence[GpuMeasurement]) -> dict[str, ProfileFit]:
+    """Every profile of FITS with data, in FIT_ORDER, derived values from earlier fits."""
+    done: dict[str, ProfileFit] = {}
+    for name in FIT_ORDER:
+        spec = FITS[name]
+        mine = points_for(spec, pts)
+        derived = {}
+        for (p, k), src in DERIVED.items():
+            src_name, src_key = src if isinstance(src, tuple) else (src, k)
+            if p == name and src_name in done:
+                derived[k] = _file_value(done[src_name].serving, src_key)
+        base = apply(cat.serving(name), derived)
+        if not mine:
+            continue
+        f = fit_profile(cat, spec, mine, base=base)
+        done[name] = ProfileFit(spec, base, derived, f, fitted_serving(base, f), mine)
+    return done
+
+
+def points_for(spec: FitSpec, pts: Sequence[GpuMeasurement]) -> list[GpuMeasurement]:
+    return [m for m in pts if m.profile == spec.profile and m.device not in spec.exclude_devices]
+
+
+# ---------------------------------------------------------------------- cross-validation
+
+
+@dataclass(frozen=True)
+class CvPoint:
+    id: str
+    profile: str
+    family: str
+    device: str
+    generation: str
+    model: str
+    precision: str
+    timed: str
+    context_tokens: int
+    measured_s: float
+    fitted_s: float  # the fit with this point
+    loo_s: float | None  # the fit without it (None: too few points to refit)
+
+    @property
+    def loo_rel_error(self) -> float | None:
+        return None if self.loo_s is None else self.loo_s / self.measured_s - 1
+
+
+def leave_one_out(cat: Catalog, pf: ProfileFit,
+                  progress: Callable[[int, int], None] | None = None) -> list[CvPoint]:
+    """Each point predicted by the profile fitted without it (derived values held at the full
+    calibration's). A point whose removal leaves fewer points than parameters, or drops its
+    GPU generation's only data, gets loo_s None."""
+    spec, pts, full, base = pf.spec, pf.points, pf.fit, pf.base
+    _, layout = _layout(cat, spec, pts)
+    x_full = np.array([full.values[p.key] if g is None else full.by_generation[g][p.key]
+                       for p, g in layout])
+    serving_full = pf.serving
+    out: list[CvPoint] = []
+    for i, m in enumerate(pts):
+        rest = [q for j, q in enumerate(pts) if j != i]
+        gen = cat.gpu(m.device).generation
+        loo: float | None = None
+        same_gen = [q for q in rest if cat.gpu(q.device).generation == gen]
+        if len(rest) >= len(layout) and same_gen:
+            warm = x_full if _layout(cat, spec, rest)[1] == layout else None
+            f = fit_profile(cat, spec, rest, base=base, x0=warm)
+            loo = predict_s(cat, m, fitted_serving(base, f))
+        out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,
+                           m.timed, m.context_tokens, m.measured_s,
+                           predict_s(cat, m, serving_full), loo))
+        if progress:
+            progress(i + 1, len(pts))
+    return out

@@ -1,0 +1,189 @@
+"""Published batch-1 GPU measurements, normalised for fitting and cross-validation.
+
+Sources: dse/data/measured.toml (the project brief's calibration data), reference_points.toml
+and published.toml (gathered from public documents; each entry names its source and exact
+setting). Every figure becomes one `GpuMeasurement`: a catalog device, model, serving profile
+and precision, and the measured time in seconds of what the benchmark timed:
+
+- `decode`: seconds per generated token while decoding `generated_tokens` after `context`;
+- `end_to_end`: (prefill of `context` + decode of `generated_tokens`) / generated_tokens, the
+  Qwen speed benchmark's tokens/s (it times the whole generate call);
+- `prefill`: seconds to prefill `context` prompt tokens (time to first token, or the prompt
+  length over llama-bench's pp rate).
+
+An entry is usable when its device, model, framework and precision map onto the catalog; the
+others are kept with the reason (`skipped`), so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+Timed = Literal["decode", "end_to_end", "prefill"]
+
+# Serving-stack families: (framework as the source names it, a regex) -> serving profile.
+# The profile is the catalog's `gpu-serving` file that models that stack; its family (for the
+# cross-validation table) is the profile's name up to a version suffix.
+FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
+    (r"^vllm-0\.6|^vllm-0\.[7-9]|^vllm-0\.1\d", "vllm-cudagraph"),
+    (r"^vllm-0\.[45]", "vllm-0.4"),
+    (r"^vllm-acbed3e", "vllm-eager"),  # Oct 2023: before CUDA graphs (vLLM 0.2.5, Dec 2023)
+    (r"^vllm-source-build", "vllm-eager"),
+    (r"^vllm-eager", "vllm-eager"),
+    (r"^hf-transformers-4\.3", "hf-4.38"),
+    (r"^hf-transformers-4\.4", "hf-eager"),
+    (r"^hf-transformers-4\.5", "hf-4.51"),
+    (r"^sglang", "sglang"),
+    (r"^tensorrt-llm", "tensorrt-llm"),
+    (r"^llama\.cpp", "llama.cpp"),
+    (r"^mlc-llm", "mlc-llm"),
+    (r"^gpt-fast|torch\.compile", "torch-compile"),
+    (r"^exllamav2", "exllamav2"),
+)
+
+# Precision as the source names it -> the catalog precision.
+PRECISIONS = {"bf16": "bf16", "fp16": "fp16", "f16": "fp16", "w8a16": "w8a16",
+              "w4a16": "w4a16", "int4": "w4a16", "q4_0": "q4_0", "q8_0": "q8_0", "fp8": "fp8",
+              "w8a8": "w8a8"}
+
+# Output lengths and timing conventions written in the sources' settings.
+_GENERATED = (
+    (re.compile(r"generat\w* (\d+) tokens"), None),
+    (re.compile(r"\btg(\d+)\b"), "decode"),
+    (re.compile(r"decode (\d+) tokens"), "decode"),
+    (re.compile(r"max_new_tokens=(\d+)"), "decode"),
+)
+DEFAULT_GENERATED_TOKENS = 128  # assumption: a decode figure with no stated output length
+
+
+@dataclass(frozen=True)
+class GpuMeasurement:
+    id: str
+    device: str
+    model: str
+    profile: str
+    framework: str
+    precision: str
+    tp: int
+    timed: Timed
+    context_tokens: int  # decode: tokens before generation; prefill: the prompt
+    generated_tokens: int  # decode figures (0 for prefill)
+    measured_s: float  # see the module docstring
+    source: str
+    origin: str  # the data file
+
+    @property
+    def family(self) -> str:
+        return family_of(self.profile)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+
+def family_of(profile: str) -> str:
+    """A profile's serving family: its name without a version suffix (hf-4.38 -> hf)."""
+    if profile.startswith("hf-"):
+        return "hf-transformers"
+    if profile.startswith("vllm-0."):
+        return "vllm-cudagraph"
+    return profile
+
+
+def profile_of(framework: str) -> str | None:
+    for pattern, profile in FRAMEWORK_PROFILES:
+        if re.search(pattern, framework):
+            return profile
+    return None
+
+
+def _data(name: str) -> dict[str, Any]:
+    return tomllib.loads(resources.files("dse.data").joinpath(name).read_text(encoding="utf-8"))
+
+
+def _timing(entry: dict[str, Any]) -> tuple[Timed, int]:
+    """(what was timed, generated tokens) of a decode entry from its setting."""
+    setting = entry.get("setting", "")
+    if "speed = (prompt + generated tokens) / time" in setting or (
+            "generate 2048 tokens after an input" in setting):
+        return "end_to_end", 2048
+    for rx, timed in _GENERATED:
+        m = rx.search(setting)
+        if m:
+            return (timed or "decode"), int(m.group(1))
+    return "decode", DEFAULT_GENERATED_TOKENS
+
+
+def _brief_entries() -> Iterable[tuple[str, dict[str, Any]]]:
+    """measured.toml and reference_points.toml in the published schema."""
+    for fname in ("measured.toml", "reference_points.toml"):
+        for e in _data(fname).get("gpu_decode", []):
+            jetson = e["device"].startswith("jetson")
+            yield fname, {
+                "kind": "gpu_decode", "catalog_device": e["device"], "catalog_model": e["model"],
+                "framework": e["framework"], "precision": e["precision"], "tp": 1,
+                "points": e["points"], "unit": "tokens/s",
+                # the paper's Jetson figure: a decode rate at a mid-length step context
+                "setting": ("decode 128 tokens" if jetson else
+                            "generate 2048 tokens after an input of N tokens"),
+                "source": f"dse/data/{fname}", "context_default": 512 if jetson else None,
+            }
+
+
+def _published_entries() -> Iterable[tuple[str, dict[str, Any]]]:
+    for e in _data("published.toml").get("measurement", []):
+        yield "published.toml", e
+
+
+def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
+                          profiles: Iterable[str]) -> tuple[list[GpuMeasurement], list[Skipped]]:
+    """Every GPU decode/prefill figure that maps onto the given catalog names."""
+    models, devices, profiles = set(models), set(devices), set(profiles)
+    out: list[GpuMeasurement] = []
+    skipped: list[Skipped] = []
+    for origin, e in [*_brief_entries(), *_published_entries()]:
+        if e["kind"] not in ("gpu_decode", "gpu_prefill"):
+            continue
+        device = e.get("catalog_device") or e.get("catalog_device_assumed")
+        model = e.get("catalog_model")
+        profile = profile_of(e["framework"])
+        prec = PRECISIONS.get(e["precision"])
+        tag = f"{origin}:{e['framework']}:{device or e.get('device')}:{model or e.get('model')}"
+        reason = ("device not in the catalog" if device not in devices else
+                  "model not in the catalog" if model not in models else
+                  "no serving profile for the framework" if profile not in profiles else
+                  f"precision {e['precision']!r} not modelled" if prec is None else
+                  "simulated, not measured" if e.get("simulated") else None)
+        if reason is not None:
+            skipped.append(Skipped(tag, reason))
+            continue
+        assert device is not None and model is not None and profile is not None
+        if e["kind"] == "gpu_decode":
+            timed, generated = _timing(e)
+        else:
+            timed, generated = "prefill", 0
+        for ctx, value in e["points"]:
+            ctx = int(ctx) if ctx or e.get("context_default") is None else e["context_default"]
+            if e["unit"] == "tokens/s":
+                n = generated if e["kind"] == "gpu_decode" else ctx
+                seconds = (1.0 if e["kind"] == "gpu_decode" else n) / float(value)
+            elif e["unit"] == "ms/token":
+                seconds = float(value) * 1e-3
+            elif e["unit"] == "s":
+                seconds = float(value)
+            else:
+                skipped.append(Skipped(tag, f"unit {e['unit']!r} is not a time or rate"))
+                continue
+            out.append(GpuMeasurement(
+                id=f"{tag}:{ctx}", device=device, model=model, profile=profile,
+                framework=e["framework"], precision=prec, tp=int(e.get("tp", 1) or 1),
+                timed=timed, context_tokens=ctx, generated_tokens=generated,
+                measured_s=seconds, source=e["source"], origin=origin))
+    return out, skipped
