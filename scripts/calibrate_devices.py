@@ -20,6 +20,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,11 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         mine = gpu_fit.leave_one_out(cat, pf)
         cv += mine
         out[SERVING / f"{name}.toml"] = serving_text(SERVING / f"{name}.toml", pf, mine)
+    # the in-sample values as the written (6-digit) files predict them
+    cat = catalog_with(out)
+    by_id = {m.id: m for m in pts}
+    cv = [replace(c, fitted_s=gpu_fit.predict_s(cat, by_id[c.id], cat.serving(c.profile)))
+          for c in cv]
     return out, cv
 
 

@@ -148,6 +148,7 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
     models, devices, profiles = set(models), set(devices), set(profiles)
     out: list[GpuMeasurement] = []
     skipped: list[Skipped] = []
+    seen: dict[str, int] = {}
     for origin, e in [*_brief_entries(), *_published_entries()]:
         if e["kind"] not in ("gpu_decode", "gpu_prefill"):
             continue
@@ -155,7 +156,9 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
         model = e.get("catalog_model")
         profile = profile_of(e["framework"])
         prec = PRECISIONS.get(e["precision"])
-        tag = f"{origin}:{e['framework']}:{device or e.get('device')}:{model or e.get('model')}"
+        tag = (f"{origin}:{e['framework']}:{device or e.get('device')}:"
+               f"{model or e.get('model')}:{e['precision']}:{e.get('quantization', '')}:"
+               f"tp{e.get('tp', 1)}")
         reason = ("device not in the catalog" if device not in devices else
                   "model not in the catalog" if model not in models else
                   "no serving profile for the framework" if profile not in profiles else
@@ -181,8 +184,10 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
             else:
                 skipped.append(Skipped(tag, f"unit {e['unit']!r} is not a time or rate"))
                 continue
+            pid = f"{tag}:{ctx}"
+            seen[pid] = seen.get(pid, 0) + 1
             out.append(GpuMeasurement(
-                id=f"{tag}:{ctx}", device=device, model=model, profile=profile,
+                id=pid if seen[pid] == 1 else f"{pid}#{seen[pid]}", device=device, model=model, profile=profile,
                 framework=e["framework"], precision=prec, tp=int(e.get("tp", 1) or 1),
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin))

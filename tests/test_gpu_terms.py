@@ -1,0 +1,114 @@
+"""The serving-family terms of the GPU model (dse.devices.gpu), by hand on round numbers.
+
+Fixture GPU (tests/conftest.py): B = 1e12 B/s, F = 1e14 FLOP/s (BF16 and FP16), INT8 2e14;
+fixture profile: e_mem = e_comp = 1, e_attn = 0.5, no gaps, step overhead 1 ms.
+Qwen2.5-0.5B: 24 layers; its BF16 decode at ctx 1023 is 2.013231360 ms (tests/test_gpu.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import make_gpu, make_serving
+from dse.devices import gpu
+from dse.devices.shape import precision
+from dse.errors import SpecError
+
+DECODE_1023_S = 2.013231360e-3
+
+
+@pytest.fixture(scope="module")
+def qwen05(cat):
+    return cat.model("qwen2.5-0.5b-instruct")
+
+
+def test_prefill_overhead_is_added_once_per_call_and_scales_with_the_host(qwen05):
+    """prefill_overhead 2 ms: every prefill call +2 ms (x3 on a host 3x slower), decode and
+    an empty prefill unchanged."""
+    base = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    over = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"),
+                        make_serving(prefill_overhead_us=2000.0))
+    for n in (1, 128, 4096):
+        assert float(gpu.prefill_s(over, n)) == pytest.approx(float(gpu.prefill_s(base, n))
+                                                              + 2e-3, rel=1e-12)
+    assert float(gpu.prefill_s(over, 0)) == 0.0
+    assert float(gpu.decode_token_s(over, 1023)) == pytest.approx(DECODE_1023_S, rel=1e-9)
+    slow = gpu.gpu_cost(qwen05, make_gpu(host_cpu_slowdown=3.0), precision("bf16"),
+                        make_serving(prefill_overhead_us=2000.0))
+    assert float(slow.prefill_overhead_s) == pytest.approx(6e-3)
+
+
+def test_fp16_accumulate_uses_the_geforce_rate_only_when_the_profile_says_so():
+    g = make_gpu(fp16_acc16_TFLOPS=200.0)
+    assert gpu.peak_flops_per_s(g, precision("fp16")) == 1e14
+    assert gpu.peak_flops_per_s(g, precision("fp16"), fp16_accumulate=True) == 2e14
+    assert gpu.peak_flops_per_s(g, precision("bf16"), fp16_accumulate=True) == 1e14
+    # no FP16-accumulate figure: the FP32-accumulate rate
+    assert gpu.peak_flops_per_s(make_gpu(), precision("fp16"), fp16_accumulate=True) == 1e14
+
+
+def test_fp8_runs_at_the_fp8_peak_with_its_own_efficiency(qwen05):
+    """FP8 at 4e14 x 0.5 = 2e14 FLOP/s effective; without FP8 tensor cores, the BF16 rate."""
+    s = make_serving(fp8_compute_efficiency=0.5)
+    c = gpu.gpu_cost(qwen05, make_gpu(fp8_TFLOPS=400.0), precision("fp8"), s)
+    assert float(c.flops_per_s) == pytest.approx(2e14)
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("fp8"), s)
+    assert float(c.flops_per_s) == pytest.approx(0.5e14)
+    c = gpu.gpu_cost(qwen05, make_gpu(fp8_TFLOPS=400.0), precision("fp8"), make_serving())
+    assert float(c.flops_per_s) == pytest.approx(4e14)  # absent: compute_efficiency (1.0)
+
+
+def test_eager_beyond_the_captured_graph_context(qwen05):
+    """Graphs up to 8192 tokens; beyond, 24 layers x 400 us = 9.6 ms of CPU launches, which
+    exceed the ~1.2 ms GPU side: 9.6 + 1 ms step overhead."""
+    s = make_serving(graph_max_context_tokens=8192, eager_launch_per_layer_us=400.0)
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), s)
+    assert float(gpu.decode_token_s(c, 1023)) == pytest.approx(DECODE_1023_S, rel=1e-9)
+    assert float(gpu.decode_token_s(c, 8191)) < 2.5e-3  # ctx + 1 = 8192: still a graph
+    assert float(gpu.decode_token_s(c, 8192)) == pytest.approx(9.6e-3 + 1e-3, rel=1e-9)
+
+
+def test_quantized_layer_overhead(qwen05):
+    """w4a16 on a graph stack: +24 x 50 us = 1.2 ms on the GPU side; on an eager stack the
+    same per-layer cost joins the 1 ms launch (24 x 1.05 ms = 25.2 ms). BF16 is unchanged."""
+    graph = make_serving(quantized_layer_overhead_us=50.0)
+    c16 = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), graph)
+    assert float(gpu.decode_token_s(c16, 1023)) == pytest.approx(DECODE_1023_S, rel=1e-9)
+    c4 = gpu.gpu_cost(qwen05, make_gpu(), precision("w4a16"), graph)
+    plain = gpu.gpu_cost(qwen05, make_gpu(), precision("w4a16"), make_serving())
+    assert float(gpu.decode_token_s(c4, 1023)) == pytest.approx(
+        float(gpu.decode_token_s(plain, 1023)) + 24 * 50e-6, rel=1e-9)
+    eager = make_serving(quantized_layer_overhead_us=50.0, launch_per_layer_us=1000.0,
+                         cuda_graphs=False, step_overhead_us=0.0)
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("w4a16"), eager)
+    assert float(gpu.decode_token_s(c, 0)) == pytest.approx(24 * 1.05e-3, rel=1e-9)
+
+
+def test_generation_overrides_apply_on_that_generation_only(qwen05):
+    """[by_generation.hopper] step_overhead_us = 3000: a Hopper GPU decodes 2 ms slower."""
+    s = make_serving(by_generation={"hopper": {"source": "test", "step_overhead_us": 3000.0}})
+    assert s.for_generation("ampere") is s
+    amp = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), s)
+    hop = gpu.gpu_cost(qwen05, make_gpu(generation="hopper"), precision("bf16"), s)
+    assert float(gpu.decode_token_s(amp, 1023)) == pytest.approx(DECODE_1023_S, rel=1e-9)
+    assert float(gpu.decode_token_s(hop, 1023)) == pytest.approx(DECODE_1023_S + 2e-3,
+                                                                 rel=1e-9)
+
+
+@pytest.mark.parametrize(("table", "match"), [
+    ({"tpu": {"source": "x", "layer_gap_us": 1.0}}, r"by_generation\.tpu: unknown"),
+    ({"hopper": {"layer_gap_us": 1.0}}, r"by_generation\.hopper\.source: missing"),
+    ({"hopper": {"source": "x"}}, "overrides nothing"),
+    ({"hopper": {"source": "x", "prefix_caching": 1.0}}, "unknown key to override"),
+    ({"hopper": {"source": "x", "layer_gap_us": -1.0}}, r"layer_gap_us: must be >= 0"),
+    ({"hopper": {"source": "x", "mem_bw_efficiency": 1.5}}, r"mem_bw_efficiency: must be <= 1"),
+    ({"hopper": 3}, "expected a table of overrides"),
+])
+def test_bad_generation_overrides_are_one_clear_error(table, match):
+    with pytest.raises(SpecError, match=match):
+        make_serving(by_generation=table)
+
+
+def test_override_values_convert_units():
+    s = make_serving(by_generation={"ada": {"source": "x", "layer_gap_us": 7.0}})
+    assert s.variants["ada"]["layer_gap_s"] == pytest.approx(7e-6)
