@@ -372,7 +372,7 @@ def config2_target_sensitivity(cat: Catalog) -> list[Row]:
 
 
 def markdown(rs: list[Row], device_rows: list[Any],
-             sensitivity: Sequence[Row] = ()) -> str:
+             sensitivity: Sequence[Row] = (), cross_validation: Sequence[str] = ()) -> str:
     s = summary(rs)
     lines = [
         "# Validation: the HeteroReason paper and published device measurements",
@@ -422,6 +422,8 @@ def markdown(rs: list[Row], device_rows: list[Any],
     for d in device_rows:
         lines.append(f"| `{d.id}` | {d.measured:.4g} | {d.predicted:.4g} | "
                      f"{d.rel_error:+.1%} | {'yes' if d.fitted else ''} |")
+    if cross_validation:
+        lines += ["", "## Cost-model cross-validation", "", *cross_validation]
     return "\n".join(lines) + "\n"
 
 

@@ -16,14 +16,17 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
+    from dse.validation import gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
     rs = reproduce.rows(cat)
     dev = calibrate.validation_rows(cat)
     summ = reproduce.summary(rs)
+    cv = gpu_cv.load()
     if a.markdown:
-        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat))
+        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
+                                gpu_cv.markdown_section(cv))
         write_file(a.markdown, md)
     if a.html:
         page = reproduce.html(rs)
@@ -34,6 +37,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "fitted": d.fitted} for d in dev],
+        "device_cross_validation": {"gpu": gpu_cv.to_json(gpu_cv.summarise(cv))},
     }
     rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
              else f"{r.paper_low:.4g}-{r.paper_high:.4g}", r.tool, "yes" if r.within else "NO",

@@ -103,3 +103,30 @@ def worst(cv: Sequence[CvPoint], n: int = 15) -> list[CvPoint]:
 
 def to_json(rows: Sequence[CvRow]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
+
+
+# Why a profile's leave-one-out errors are what they are (docs/validation.md): the physics a
+# term misses, never a tuned excuse. Written from the residuals of dse/data/gpu_cv.json.
+MISS_NOTES: dict[str, str] = {}
+
+
+def markdown_section(cv: Sequence[CvPoint]) -> list[str]:
+    """The GPU part of docs/validation.md's cross-validation section."""
+    rows = summarise(cv)
+    lines = ["### GPU serving profiles", "",
+             "Each profile's terms are fitted to its own stack's published batch-1 points "
+             "(`scripts/calibrate_devices.py`, `dse.validation.gpu_fit`); each point is then "
+             "predicted by a fit made without it (leave-one-out). Errors are relative, on the "
+             "time the benchmark measured (seconds per token, or time to first token). "
+             "Families group a stack's versions (vLLM 0.4 and >= 0.6; HF transformers 4.38, "
+             "4.4x, 4.51).", "", *markdown_rows(rows), ""]
+    if MISS_NOTES:
+        lines += ["What still misses, and why:", ""]
+        lines += [f"- **{k}**: {v}" for k, v in MISS_NOTES.items()]
+        lines.append("")
+    lines += ["The largest leave-one-out misses:", "",
+              "| point | measured | LOO prediction | error |", "|---|---|---|---|"]
+    for c in worst(cv):
+        lines.append(f"| `{c.id}` | {c.measured_s * 1e3:.4g} ms | {(c.loo_s or 0) * 1e3:.4g} ms "
+                     f"| {c.loo_rel_error:+.1%} |")
+    return lines
