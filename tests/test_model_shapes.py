@@ -12,7 +12,7 @@ import pytest
 
 from dse.devices import shape
 from dse.errors import SpecError
-from dse.specs import Catalog, model_from_hf_config
+from dse.specs import Catalog, ModelSpec, model_from_hf_config
 from dse.specs.schema import build_spec
 
 HF = Path(__file__).parent / "data" / "hf_configs"
@@ -204,7 +204,7 @@ def test_roofline_cli_reads_gpt2_config(capsys: pytest.CaptureFixture[str]) -> N
 # ------------------------------------------------------------------------- schema checks
 
 
-def _data(m: object, **changes: object) -> dict[str, object]:
+def _data(m: ModelSpec, **changes: object) -> dict[str, object]:
     from dse.specs.catalog import spec_fields
 
     fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in spec_fields(m).items()
