@@ -37,9 +37,11 @@ from dse.specs import Catalog
 CAT = Catalog.load()
 CONTEXT = 4096
 # (model, which precisions): a small draft at every precision of the kind; a 7B target, a 7B
-# PRM (classifier head) and a 72B target (tensor parallel on GPUs) at the kind's default.
+# PRM (classifier head) and a 72B target (tensor parallel on GPUs) at the kind's default; and
+# the other shapes (GPT-2: learned positions, LayerNorm, plain MLP; OPT; Qwen3 q/k norms).
 MODELS = (("qwen2.5-0.5b-instruct", "all"), ("qwen2.5-math-7b-instruct", "default"),
-          ("qwen2.5-math-prm-7b", "default"), ("qwen2.5-math-72b-instruct", "default"))
+          ("qwen2.5-math-prm-7b", "default"), ("qwen2.5-math-72b-instruct", "default"),
+          ("gpt2", "default"), ("opt-1.3b", "default"), ("qwen3-8b", "default"))
 REL = 1e-9  # floors and the times are computed along different paths: rounding only
 
 

@@ -37,9 +37,13 @@ def test_kv_bytes_gqa_by_hand(cat):
 
 
 def test_published_param_counts_within_1pct(cat):
+    """Every model's count is within 1% of its published one; a model without one says why
+    in its sources (the only published figure is a round size, e.g. Llama-2 '7B')."""
     for name in cat.names("model"):
         m = cat.model(name)
-        assert m.published_params is not None
+        if m.published_params is None:
+            assert m.sources.get("published_params", "").startswith("none given: "), name
+            continue
         rel = shape.total_params(m) / m.published_params - 1
         assert abs(rel) <= 0.01, (name, rel)
 

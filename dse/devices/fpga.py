@@ -120,7 +120,7 @@ class FpgaCost:
 
 def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:
     wb = b.weight_bits / 8
-    body_params = model.num_layers * shape.layer_params(model) + model.hidden_size
+    body_params = shape.body_params(model)
     res = resources(b)
     return FpgaCost(
         layers=model.num_layers,

@@ -4,8 +4,9 @@ Pure functions of a ModelSpec and a Precision. Token counts and contexts broadca
 arrays. Conventions (per forward pass, batch 1):
 - a multiply-accumulate is 2 FLOPs;
 - decode of one token reads every matmul weight once, plus the KV cache of its context;
-- the input embedding is a row lookup (not a full read); the LM head is a full read
-  (tied or not); reward heads are small and read once;
+- the input embedding (and a learned position table) is a row lookup (not a full read); the
+  LM head is a full read (tied or not); reward heads are small and read once;
+- the MLP has 3 matrices when gated (SwiGLU, GeGLU) and 2 when plain (GPT-2, OPT);
 - attention FLOPs: QK^T and PV, 2 * 2 * heads * head_dim per (query, key) pair per layer.
 """
 
@@ -70,47 +71,97 @@ def _q_kv_dims(m: ModelSpec) -> tuple[int, int]:
     return m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim
 
 
-def layer_params(m: ModelSpec) -> int:
-    """Parameters of one decoder layer: q/k/v (+bias), o, gate/up/down MLP, two RMSNorms."""
+def norm_params(m: ModelSpec) -> int:
+    """Parameters of one norm over hidden_size: RMSNorm a weight, LayerNorm a weight and a bias."""
+    return (2 if m.layernorm else 1) * m.hidden_size
+
+
+def layer_norm_params(m: ModelSpec) -> int:
+    """The norms of one decoder layer, Qwen3's per-head q/k RMSNorms (head_dim each) included."""
+    return m.layer_norm_count * norm_params(m) + (2 * m.head_dim if m.qk_norm else 0)
+
+
+def attention_params(m: ModelSpec) -> int:
+    """q/k/v and o projections of one layer, with their biases."""
     h = m.hidden_size
     q, kv = _q_kv_dims(m)
     qkv = h * (q + 2 * kv) + ((q + 2 * kv) if m.qkv_bias else 0)
-    return qkv + q * h + 3 * h * m.intermediate_size + 2 * h
+    return qkv + q * h + (h if m.attention_bias else 0)
+
+
+def mlp_params(m: ModelSpec) -> int:
+    """MLP of one layer: gated is gate + up (h x I) and down (I x h); plain is up and down.
+
+    Biases (mlp_bias) are one per output: gated 2 I + h, plain I + h.
+    """
+    h, i = m.hidden_size, m.intermediate_size
+    matrices = 3 if m.gated_mlp else 2
+    bias = ((2 if m.gated_mlp else 1) * i + h) if m.mlp_bias else 0
+    return matrices * h * i + bias
+
+
+def layer_params(m: ModelSpec) -> int:
+    """Parameters of one decoder layer: attention, MLP and norms."""
+    return attention_params(m) + mlp_params(m) + layer_norm_params(m)
+
+
+def projection_params(m: ModelSpec) -> int:
+    """OPT-350m's project_in (embedding_dim -> hidden) and project_out (hidden -> embedding_dim),
+    no biases; 0 when the embedding is hidden_size wide."""
+    return 0 if m.embed_dim == m.hidden_size else 2 * m.embed_dim * m.hidden_size
+
+
+def final_norm_params(m: ModelSpec) -> int:
+    return norm_params(m) if m.has_final_norm else 0
 
 
 def head_params(m: ModelSpec) -> int:
     """Parameters of the output head that are not shared with the input embedding."""
     h = m.hidden_size
     if m.head == "lm":
-        return 0 if m.tie_word_embeddings else m.vocab_size * h
+        weight = 0 if m.tie_word_embeddings else m.vocab_size * m.embed_dim
+        return weight + (m.vocab_size if m.lm_head_bias else 0)
     if m.head == "prm-classifier":  # Linear(h, h) + ReLU + Linear(h, 2), with biases
         return h * h + h + 2 * h + 2
     return h + 1  # value head Linear(h, 1)
 
 
+def position_params(m: ModelSpec) -> int:
+    """The learned position table (rows x hidden); RoPE has no weights."""
+    return m.position_table_rows * m.hidden_size if m.position_table_rows else 0
+
+
 def embedding_params(m: ModelSpec) -> int:
-    return m.vocab_size * m.hidden_size
+    """Token table (vocab x embedding width) and the learned position table, both looked up."""
+    return m.vocab_size * m.embed_dim + position_params(m)
+
+
+def body_params(m: ModelSpec) -> int:
+    """Parameters every token streams through apart from the head: layers, the embedding
+    projections and the final norm."""
+    return m.num_layers * layer_params(m) + projection_params(m) + final_norm_params(m)
 
 
 def total_params(m: ModelSpec) -> int:
-    """All parameters stored: embedding + layers + final norm + untied head."""
-    return embedding_params(m) + m.num_layers * layer_params(m) + m.hidden_size + head_params(m)
+    """All parameters stored: embeddings + layers + projections + final norm + untied head."""
+    return embedding_params(m) + body_params(m) + head_params(m)
 
 
 def head_matmul_params(m: ModelSpec) -> int:
-    """Parameters the output head multiplies by for one output position."""
+    """Parameters the output head multiplies by (its bias counted as one MAC per output) for
+    one output position."""
     if m.head == "lm":
-        return m.vocab_size * m.hidden_size
+        return m.vocab_size * m.embed_dim + (m.vocab_size if m.lm_head_bias else 0)
     return head_params(m)
 
 
 def streamed_params_per_token(m: ModelSpec) -> int:
-    """Parameters read from memory to decode one token: layers, final norm, output head.
+    """Parameters read from memory to decode one token: layers, projections, final norm, head.
 
-    The input embedding is a single-row lookup; with tied embeddings that same matrix is read
-    in full as the LM head, so it counts once either way.
+    The input embedding and a learned position table are single-row lookups; with tied
+    embeddings the token table is read in full as the LM head, so it counts once either way.
     """
-    return m.num_layers * layer_params(m) + m.hidden_size + head_matmul_params(m)
+    return body_params(m) + head_matmul_params(m)
 
 
 def weight_bytes(m: ModelSpec, p: Precision) -> float:
@@ -133,8 +184,9 @@ def kv_bytes(m: ModelSpec, kv_bits: int, tokens: ArrayLike) -> NDArray[np.float6
 
 
 def linear_macs_per_token(m: ModelSpec) -> int:
-    """Matmul MACs for one token through the layers (not the output head)."""
-    return m.num_layers * (layer_params(m) - 2 * m.hidden_size)
+    """Matmul MACs for one token through the layers and the embedding projections (not the
+    output head); a bias add counts as one MAC per output (at most 0.1% high)."""
+    return m.num_layers * (layer_params(m) - layer_norm_params(m)) + projection_params(m)
 
 
 def attention_macs(m: ModelSpec, n_new: ArrayLike, ctx: ArrayLike) -> NDArray[np.float64]:

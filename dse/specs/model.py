@@ -21,12 +21,16 @@ from dse.specs.schema import (
 )
 
 ROLES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # the roles a model may take
+ARCHITECTURES = ("qwen2", "llama", "mistral", "qwen3", "gpt2", "opt", "gptj", "phi3", "gemma2")
+MLP_KINDS = ("gated", "plain")
+NORM_KINDS = ("rmsnorm", "layernorm")
+POSITION_KINDS = ("rope", "learned")
 
 
 @dataclass(frozen=True)
 class ModelSpec(Spec):
     hf_id: str = spec_field(help="Hugging Face model id")
-    architecture: str = spec_field(choices=("qwen2", "llama", "mistral"))
+    architecture: str = spec_field(choices=ARCHITECTURES)
     tokenizer_family: str = spec_field(help="draft and target must share one")
     roles: tuple[str, ...] = spec_field(help=f"a non-empty subset of {', '.join(ROLES)}")
     head: str = spec_field(choices=("lm", "prm-classifier", "value"))
@@ -41,8 +45,57 @@ class ModelSpec(Spec):
     qkv_bias: bool = spec_field()
     max_position_embeddings: int = pos()
     published_params: float | None = pos(help="parameter count the model card states")
+    # Optional shape keys; absent, each reads as the Llama/Qwen2 shape (the properties below give
+    # the value in force).
+    mlp_kind: str | None = spec_field(choices=MLP_KINDS, help="gated: gate, up and down "
+                                      "matrices (SwiGLU/GeGLU); plain: up and down (GPT-2, "
+                                      "OPT); absent: gated")
+    mlp_bias: bool | None = spec_field(help="biases on the MLP matrices; absent: false")
+    attention_bias: bool | None = spec_field(help="a bias on the attention output projection "
+                                             "too (needs qkv_bias); absent: false")
+    norm: str | None = spec_field(choices=NORM_KINDS, help="rmsnorm (a weight) or layernorm "
+                                  "(a weight and a bias); absent: rmsnorm")
+    norms_per_layer: int | None = pos(hi=8, help="norms in one decoder layer (GPT-J: 1, "
+                                      "Gemma-2: 4); absent: 2")
+    final_norm: bool | None = spec_field(help="a norm after the last layer (OPT-350m has "
+                                         "none); absent: true")
+    qk_norm: bool | None = spec_field(help="an RMSNorm of head_dim on queries and on keys in "
+                                      "every layer (Qwen3); absent: false")
+    position_embedding: str | None = spec_field(
+        choices=POSITION_KINDS, help="rope (no weights) or learned (a table of "
+        "position_table_rows x hidden_size, one row looked up per token); absent: rope")
+    position_table_rows: int | None = pos(help="rows of the learned position table (GPT-2: "
+                                          "n_positions; OPT: max_position_embeddings + 2)")
+    embedding_dim: int | None = pos(help="width of the token embedding when it is projected to "
+                                    "hidden_size and back (OPT-350m: 512); absent: hidden_size")
+    lm_head_bias: bool | None = spec_field(help="a bias on the LM head (GPT-J); absent: false")
 
     kind = "model"
+
+    @property
+    def gated_mlp(self) -> bool:
+        return self.mlp_kind in (None, "gated")
+
+    @property
+    def layernorm(self) -> bool:
+        return self.norm == "layernorm"
+
+    @property
+    def learned_positions(self) -> bool:
+        return self.position_embedding == "learned"
+
+    @property
+    def layer_norm_count(self) -> int:
+        return 2 if self.norms_per_layer is None else self.norms_per_layer
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.final_norm is None or self.final_norm
+
+    @property
+    def embed_dim(self) -> int:
+        """Width of the token embedding and of the LM head's input."""
+        return self.hidden_size if self.embedding_dim is None else self.embedding_dim
 
 
 def _check_model(path: object, v: dict[str, Any]) -> None:
@@ -53,65 +106,73 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
         raise SpecError(path, "num_kv_heads", "must divide num_attention_heads")
     if ("prm" in v["roles"]) != (v["head"] != "lm"):
         raise SpecError(path, "head", "a PRM has a reward head; a generator has head 'lm'")
+    learned = v["position_embedding"] == "learned"
+    if learned != (v["position_table_rows"] is not None):
+        raise SpecError(path, "position_table_rows",
+                        "given exactly when position_embedding = \"learned\"")
+    if v["attention_bias"] and not v["qkv_bias"]:
+        raise SpecError(path, "attention_bias", "a bias on every attention projection needs "
+                        "qkv_bias = true")
 
 
 register_kind("model", ModelSpec, check=_check_model)
 
 # --------------------------------------------------------------- Hugging Face config.json
 
-_HF_ARCH = {"qwen2": ("qwen2", True), "llama": ("llama", False), "mistral": ("mistral", False)}
+# model_type -> architecture; the Llama-style types share one reader, GPT-2 and OPT have their own
+_LLAMA_STYLE = {"qwen2": "qwen2", "llama": "llama", "mistral": "mistral", "qwen3": "qwen3"}
+_SUPPORTED = (*_LLAMA_STYLE, "gpt2", "opt")
+
+
+class _Config:
+    """A parsed config.json: typed look-ups whose errors name the file and the key."""
+
+    def __init__(self, path: Path, cfg: dict[str, Any]) -> None:
+        self.path, self.cfg = path, cfg
+
+    def req(self, key: str) -> Any:
+        if key not in self.cfg:
+            raise SpecError(self.path, key, "missing key")
+        return self.cfg[key]
+
+    def get(self, key: str, default: Any) -> Any:
+        value = self.cfg.get(key)
+        return default if value is None else value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise SpecError(self.path, key, f"expected true or false, got {value!r}")
+        return value
 
 
 def model_from_hf_config(path: str | Path) -> ModelSpec:
-    """Build a ModelSpec from a Hugging Face config.json (Llama / Qwen2 / Mistral keys); the
-    values go through the catalog's checker, so a bad one is one line naming the key."""
+    """Build a ModelSpec from a Hugging Face config.json (model_type llama / qwen2 / qwen3 /
+    mistral / gpt2 / opt); the values go through the catalog's checker, so a bad one is one
+    line naming the key."""
     p = Path(path)
     cfg = parse_json(read_text(p), p, values=False)
     if not isinstance(cfg, dict):
         raise SpecError(p, "", "expected a JSON object")
     model_type = cfg.get("model_type")
-    if not isinstance(model_type, str) or model_type not in _HF_ARCH:
+    if not isinstance(model_type, str) or model_type not in _SUPPORTED:
         shown = model_type if isinstance(model_type, str | None) else type(model_type).__name__
         raise SpecError(
-            p, "model_type", f"unsupported {shown!r}; supported: {', '.join(_HF_ARCH)}"
+            p, "model_type", f"unsupported {shown!r}; supported: {', '.join(_SUPPORTED)}"
         )
-    arch, default_bias = _HF_ARCH[model_type]
-
-    def req(key: str) -> Any:
-        if key not in cfg:
-            raise SpecError(p, key, "missing key")
-        return cfg[key]
-
-    hidden = req("hidden_size")
-    heads = req("num_attention_heads")
+    c = _Config(p, cfg)
+    reader = {"gpt2": _gpt2_keys, "opt": _opt_keys}.get(model_type, _llama_keys)
+    raw, names = reader(c, model_type)
     archs_raw = cfg.get("architectures") or []
     archs = " ".join(a for a in archs_raw if isinstance(a, str)) if isinstance(
         archs_raw, list) else ""
     is_prm = "Reward" in archs or "PRM" in archs or "ProcessReward" in archs
-    vocab = req("vocab_size")
-    family = {"qwen2": "qwen2", "mistral": "mistral"}.get(
-        model_type, "llama3" if _is_int(vocab) and vocab >= 128000 else "llama2"
-    )
     raw = {
         "hf_id": str(cfg.get("_name_or_path") or p.parent.name),
-        "architecture": arch,
-        "tokenizer_family": family,
         "roles": ["prm"] if is_prm else ["draft", "target"],
         "head": "prm-classifier" if is_prm else "lm",
-        "hidden_size": hidden,
-        "num_layers": req("num_hidden_layers"),
-        "num_attention_heads": heads,
-        "num_kv_heads": cfg.get("num_key_value_heads", heads),
-        "head_dim": cfg.get("head_dim")
-        or (hidden // heads if _is_int(hidden) and _is_int(heads) and heads else None),
-        "intermediate_size": req("intermediate_size"),
-        "vocab_size": vocab,
-        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
-        "qkv_bias": bool(cfg.get("attention_bias", default_bias)),
-        "max_position_embeddings": req("max_position_embeddings"),
+        **raw,
     }
-    if raw["head_dim"] is None:
-        raise SpecError(p, "head_dim", "missing and not derivable from hidden_size / heads")
     stem = re.sub(r"[^a-z0-9._-]+", "-", (p.parent.name or p.stem).lower()).strip("-") or "model"
     data = {
         "schema_version": SCHEMA_VERSION,
@@ -124,7 +185,7 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     try:
         spec = build_spec(p, data)
     except SpecError as e:  # name the key as the user's file spells it
-        key = _HF_KEYS.get(e.key, e.key)
+        key = names.get(e.key, e.key)
         if key == e.key:
             raise
         raise SpecError(p, key, e.reason) from None
@@ -132,8 +193,128 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     return spec
 
 
-# catalog key -> the config.json key it is read from, where the two differ
-_HF_KEYS = {"num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads"}
+def _head_dim(c: _Config, hidden: Any, heads: Any) -> Any:
+    explicit = c.cfg.get("head_dim")
+    if explicit:
+        return explicit
+    if _is_int(hidden) and _is_int(heads) and heads:
+        return hidden // heads
+    raise SpecError(c.path, "head_dim", "missing and not derivable from hidden_size / heads")
+
+
+def _llama_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Llama / Qwen2 / Qwen3 / Mistral: RoPE, gated SiLU MLP, RMSNorm, grouped-query KV."""
+    hidden = c.req("hidden_size")
+    heads = c.req("num_attention_heads")
+    vocab = c.req("vocab_size")
+    family = {"qwen2": "qwen2", "qwen3": "qwen2", "mistral": "mistral"}.get(
+        model_type, "llama3" if _is_int(vocab) and vocab >= 128000 else "llama2"
+    )
+    bias = c.flag("attention_bias", model_type == "qwen2")  # Qwen2: q/k/v biases, no key
+    raw: dict[str, Any] = {
+        "architecture": _LLAMA_STYLE[model_type],
+        "tokenizer_family": family,
+        "hidden_size": hidden,
+        "num_layers": c.req("num_hidden_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": c.cfg.get("num_key_value_heads", heads),
+        "head_dim": _head_dim(c, hidden, heads),
+        "intermediate_size": c.req("intermediate_size"),
+        "vocab_size": vocab,
+        "tie_word_embeddings": c.flag("tie_word_embeddings", False),
+        "qkv_bias": bias,
+        "max_position_embeddings": c.req("max_position_embeddings"),
+    }
+    if model_type in ("llama", "qwen3") and bias:  # HF attention_bias: q, k, v and o
+        raw["attention_bias"] = True
+    if c.flag("mlp_bias", False):
+        raw["mlp_bias"] = True
+    if model_type == "qwen3":
+        raw["qk_norm"] = True
+    names = {"num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads"}
+    return raw, names
+
+
+def _gpt2_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """GPT-2 (transformers GPT2Config): learned positions, LayerNorm, Conv1D projections with
+    biases, a 2-matrix GELU MLP of n_inner (absent: 4 x n_embd), LM head tied by default."""
+    hidden = c.req("n_embd")
+    heads = c.req("n_head")
+    positions = c.req("n_positions")
+    inner = c.get("n_inner", 4 * hidden if _is_int(hidden) else None)
+    raw = {
+        "architecture": "gpt2",
+        "tokenizer_family": "gpt2",
+        "hidden_size": hidden,
+        "num_layers": c.req("n_layer"),
+        "num_attention_heads": heads,
+        "num_kv_heads": heads,
+        "head_dim": _head_dim(c, hidden, heads),
+        "intermediate_size": inner,
+        "vocab_size": c.req("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "max_position_embeddings": positions,
+        "mlp_kind": "plain",
+        "mlp_bias": True,
+        "attention_bias": True,
+        "norm": "layernorm",
+        "position_embedding": "learned",
+        "position_table_rows": positions,
+    }
+    names = {"hidden_size": "n_embd", "num_layers": "n_layer", "num_attention_heads": "n_head",
+             "num_kv_heads": "n_head", "intermediate_size": "n_inner",
+             "max_position_embeddings": "n_positions", "position_table_rows": "n_positions"}
+    return raw, names
+
+
+# transformers OPTLearnedPositionalEmbedding: the table has max_position_embeddings + 2 rows
+# (fairseq's padding offset)
+OPT_POSITION_OFFSET = 2
+
+
+def _opt_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """OPT (transformers OPTConfig): learned positions offset by 2, LayerNorm, biases on every
+    projection (enable_bias), a 2-matrix ReLU MLP of ffn_dim, tied head; word_embed_proj_dim
+    != hidden_size adds project_in / project_out (no bias); no final norm when the layer norm
+    comes after each block (do_layer_norm_before false, opt-350m)."""
+    hidden = c.req("hidden_size")
+    heads = c.req("num_attention_heads")
+    positions = c.req("max_position_embeddings")
+    if not c.flag("layer_norm_elementwise_affine", True):
+        raise SpecError(c.path, "layer_norm_elementwise_affine",
+                        "unsupported false (LayerNorm without weights)")
+    bias = c.flag("enable_bias", True)
+    proj = c.get("word_embed_proj_dim", hidden)
+    raw: dict[str, Any] = {
+        "architecture": "opt",
+        "tokenizer_family": "opt",
+        "hidden_size": hidden,
+        "num_layers": c.req("num_hidden_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": heads,
+        "head_dim": _head_dim(c, hidden, heads),
+        "intermediate_size": c.req("ffn_dim"),
+        "vocab_size": c.req("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "max_position_embeddings": positions,
+        "mlp_kind": "plain",
+        "mlp_bias": bias,
+        "attention_bias": bias,
+        "norm": "layernorm",
+        "final_norm": c.flag("do_layer_norm_before", True)
+        and not c.flag("_remove_final_layer_norm", False),
+        "position_embedding": "learned",
+        "position_table_rows": positions + OPT_POSITION_OFFSET if _is_int(positions)
+        else positions,
+    }
+    if proj != hidden:
+        raw["embedding_dim"] = proj
+    names = {"num_layers": "num_hidden_layers", "intermediate_size": "ffn_dim",
+             "num_kv_heads": "num_attention_heads", "embedding_dim": "word_embed_proj_dim",
+             "position_table_rows": "max_position_embeddings"}
+    return raw, names
 
 
 def _is_int(v: Any) -> bool:
