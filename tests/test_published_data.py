@@ -115,3 +115,13 @@ def test_catalog_device_matches_kind(entries):
             assert name in gpus, (i, name)
         elif e["kind"].startswith("fpga_"):
             assert name in fpgas, (i, name)
+
+
+def test_prefill_time_grows_with_prompt(entries):
+    """A time to first token (unit s) never falls as the prompt grows (more work per call)."""
+    for i, e in enumerate(entries):
+        if not (e["kind"].endswith("_prefill") and e["unit"] == "s"):
+            continue
+        pts = sorted(e["points"])
+        times = [v for _, v in pts]
+        assert times == sorted(times), (i, e["device"], e["model"], pts)
