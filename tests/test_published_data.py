@@ -1,4 +1,5 @@
-"""dse/data/published.toml: published batch-1 measurements (used in no fit yet) are well formed."""
+"""dse/data/published.toml: the published batch-1 measurements the GPU serving profiles are
+fitted to and cross-validated on (dse.validation) are well formed."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ UNITS = {"tokens/s", "ms/token", "s", "W", "J/token"}
 REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precision": str,
             "batch": int, "points": list, "unit": str, "source": str, "setting": str}
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
-            "quantization": str, "tp": int, "gpus": int, "simulated": bool}
+            "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str, "tp": int, "gpus": int, "simulated": bool}
 # A kind's allowed units: decode as a rate, prefill as a time or a prompt-token rate.
 KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token"}, "fpga_decode": {"tokens/s", "ms/token"},
               "gpu_prefill": {"s", "tokens/s"}, "fpga_prefill": {"s", "tokens/s"},
@@ -42,9 +43,9 @@ def test_file_has_enough_entries(entries):
     assert sum(len(e["points"]) for e in entries) >= 40
 
 
-def test_header_says_not_fitted():
+def test_header_says_how_the_file_is_used():
     head = PATH.read_text(encoding="utf-8").split("[[measurement]]", 1)[0]
-    assert "no entry in this file is used in any fit" in head
+    assert "cross-validated" in head and "scripts/calibrate_devices.py" in head
 
 
 def test_keys_and_types(entries):
@@ -100,8 +101,10 @@ def test_catalog_names_exist(entries):
         for key in ("catalog_device", "catalog_device_assumed"):
             if key in e:
                 assert e[key] in boards, (i, key, e[key])
-        if "catalog_model" in e:
-            assert e["catalog_model"] in models, (i, e["catalog_model"])
+        for key in ("catalog_model", "catalog_model_assumed"):
+            if key in e:
+                assert e[key] in models, (i, key, e[key])
+        assert ("catalog_model_assumed" in e) == ("catalog_model_assumed_why" in e), i
 
 
 def test_catalog_device_matches_kind(entries):

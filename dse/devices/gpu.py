@@ -9,7 +9,7 @@ Time of one forward pass (seconds):
                                                       profile's graphs were captured for)
     t         = max(gpu_side, cpu_side) + step_overhead      (+ prefill_overhead for a prefill)
 
-Weight-only quantised precisions add the profile's `quantized_layer_overhead` to the layer gap
+Dequantising precisions (`dequantises`) add the profile's `quantized_layer_overhead` to the layer gap
 (and, on an eager stack, to the per-layer launch): their dequantising GEMM kernels cost more
 per call than a 16-bit GEMV. The profile's values for the GPU's generation apply (Hopper can
 differ from Ampere), and FP8 prefill uses its own share of the FP8 peak.
@@ -94,7 +94,7 @@ def gpu_cost(
     per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe). The serving
     profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`)."""
     serving = serving.for_generation(gpu.generation)
-    quant_s = (serving.quantized_layer_overhead_s or 0.0) if p.weight_bits < 16 else 0.0
+    quant_s = (serving.quantized_layer_overhead_s or 0.0) if dequantises(gpu, p) else 0.0
     quant_launch_s = 0.0 if serving.cuda_graphs else quant_s
     h = model.hidden_size
     if tp > 1:
@@ -138,6 +138,15 @@ def gpu_cost(
         prefill_power_fraction=serving.prefill_power_fraction,
         tp=tp,
     )
+
+
+def dequantises(gpu: GpuSpec, p: Precision) -> bool:
+    """The GEMMs dequantise stored weights on the fly: weight-only schemes (w8a16, w4a16,
+    GGUF blocks), and FP8 on a GPU without FP8 tensor cores (weight-only FP8 kernels). Native
+    FP8 and INT8 W8A8 GEMMs read their operands as stored."""
+    if p.compute == "fp8":
+        return gpu.fp8_flops_per_s is None
+    return p.weight_bits < 16 and p.activation_bits == 16
 
 
 def compute_efficiency(serving: GpuServingSpec, p: Precision) -> float:

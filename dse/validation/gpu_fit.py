@@ -99,9 +99,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "HF transformers 4.38 generate(): the Qwen2 speed benchmark on A100"),
     FitSpec("hf-4.51", (LAUNCH,),
             "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
-    FitSpec("sglang", (E_MEM, GAP, STEP),
+    FitSpec("sglang", (E_MEM, GAP, STEP, QUANT),
             "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
-    FitSpec("tensorrt-llm", (COMPUTE, FP8, PREFILL),
+    FitSpec("tensorrt-llm", (COMPUTE, FP8, PREFILL, ALLREDUCE),
             "TensorRT-LLM 0.5 time to first token (GPT-J 6B, A100 FP16, H100/L40S FP8)"),
     FitSpec("llama.cpp", (E_MEM, STEP, COMPUTE),
             "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
@@ -130,7 +130,7 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
        for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "torch-compile",
                  "exllamav2")},
-    **{(p, "quantized_layer_overhead_us"): "vllm-cudagraph" for p in ("sglang", "tensorrt-llm")},
+    ("tensorrt-llm", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("exllamav2", "layer_gap_us"): "vllm-cudagraph",
     ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
     ("hf-4.51", "quantized_layer_overhead_us"): "hf-eager",
