@@ -1,0 +1,1 @@
+"""Calibration fits and their cross-validation (per device family)."""
