@@ -303,11 +303,13 @@ def idle_power_w(c: FpgaCost) -> F64:
 
 
 def knob_ranges(board: FpgaSpec) -> dict[str, float]:
-    """Clock range and default (MHz) and memory channels of a board (0 in a system file means
-    the board default / every channel)."""
+    """Clock range and default (MHz), memory channels and the most MAC lanes the DSPs hold
+    (DSPs x INT8 MACs per DSP) of a board (0 in a system file means the board default / every
+    channel)."""
     return {"clock_min_mhz": board.clock_min_hz / 1e6, "clock_max_mhz": board.clock_max_hz / 1e6,
             "clock_default_mhz": board.clock_default_hz / 1e6,
-            "channels_max": board.memory_channels}
+            "channels_max": board.memory_channels,
+            "mac_lanes_max": board.dsp * board.int8_macs_per_dsp}
 
 
 # ---------------------------------------------------------------------------- placed model
