@@ -8,7 +8,6 @@ from dse.devices.registry import KINDS, place, resolve
 from dse.errors import InfeasibleError, SpecError
 from dse.specs import Catalog
 
-
 # The flag (and JSON key) that sets each build knob.
 FLAG_OF = {"clock_hz": "clock_mhz", "mac_lanes": "mac_lanes", "memory_channels": "channels"}
 

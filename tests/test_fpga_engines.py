@@ -128,7 +128,7 @@ def test_fit_recovers_a_known_efficiency(wide):
     pts = [replace(p, value=v.predict(wide, p, e)) for p in pts]
     assert v.fit_efficiency(wide, pts, wide.engine("streamtensor")) == pytest.approx(0.4,
                                                                                      rel=1e-6)
-    row, res = v.engine_cv(wide, pts, wide.engine("streamtensor"))
+    row, _res = v.engine_cv(wide, pts, wide.engine("streamtensor"))
     assert row.n == 4 and row.worst_abs_rel_error < 1e-6
 
 

@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
@@ -155,7 +155,7 @@ def fit_engine(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
 
 
 def apply(engine: FpgaEngineSpec, fitted: Mapping[str, float]) -> FpgaEngineSpec:
-    return replace(engine, **dict(fitted))
+    return replace(engine, **cast(dict[str, Any], dict(fitted)))
 
 
 # ---------------------------------------------------------------- cross-validation
