@@ -94,8 +94,9 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         ["prefill", f"{r['prefill_s'] * 1e3:.3f} ms", f"{a.prompt_tokens} tokens",
          r["prefill_bound"]],
     ]
+    asked = (a.engine, a.clock_mhz, a.mac_lanes, a.channels) != (None, None, None, None)
     build = (f", {r['clock_mhz']:g} MHz, {r['mac_lanes']} MAC lanes, {r['channels']} channels"
-             if r["engine"] is not None else "")
+             if r["engine"] is not None and asked else "")  # the build, when a flag set it
     lines = [
         f"{r['model']} on {r['device']} ({r['precision']}, {r['serving']}, tp={r['tp']}{build}), "
         f"context {a.context}",
