@@ -8,6 +8,25 @@ from dse.devices.registry import KINDS, place, resolve
 from dse.errors import InfeasibleError, SpecError
 from dse.specs import Catalog
 
+# The flag (and JSON key) that sets each build knob.
+FLAG_OF = {"clock_hz": "clock_mhz", "mac_lanes": "mac_lanes", "memory_channels": "channels"}
+
+
+def _check_range(flag: str, value: float | None, lo: float, hi: float, board: str,
+                 unit: str) -> None:
+    """A knob the board cannot build gives no meaningful cost: one clear line naming the flag."""
+    if value is not None and not lo <= value <= hi:
+        raise InfeasibleError(f"{flag}: {value:g} {unit} is outside {board}'s {lo:g}..{hi:g} "
+                              f"{unit}")
+
+
+def _fpga_knobs(pl: Any) -> dict[str, Any]:
+    """The engine and build knobs of an FPGA placement (None on other kinds)."""
+    b = getattr(pl, "fpga_build", None)
+    if b is None:
+        return {"engine": None, "mac_lanes": None, "channels": None}
+    return {"engine": b.engine.name, "mac_lanes": b.mac_lanes, "channels": b.memory_channels}
+
 
 def roofline(
     cat: Catalog,
@@ -20,30 +39,47 @@ def roofline(
     prompt_tokens: int = 128,
     clock_mhz: float | None = None,
     tp: int | None = None,
+    engine: str | None = None,
+    mac_lanes: int | None = None,
+    channels: int | None = None,
 ) -> dict[str, Any]:
     """Decode time per token at `context`, prefill time of `prompt_tokens`, bound, memory, power.
 
     `serving` is the GPU serving profile: a device of a kind that runs other software (an FPGA
     engine) takes its kind's default. The memory check holds weights and the KV cache of
     max(context, prompt_tokens) + 1 tokens.
+
+    FPGA build knobs (an error on a device of another kind, naming the flag): `engine` (an
+    fpga-engine name; default the kind's, flexllm), `clock_mhz` (the board's range), `mac_lanes`
+    (1 .. DSPs x INT8 MACs per DSP), `channels` (HBM pseudo-channels, or DDR channels on a board
+    without HBM: 1 .. the board's). A value outside its range raises InfeasibleError.
     """
     m = cat.model(model)
     dev, kind = resolve(cat, device)
     hold = max(context, prompt_tokens) + 1
-    knobs = {"clock_hz": clock_mhz * 1e6} if clock_mhz is not None else None
-    if clock_mhz is not None and "clock_hz" not in kind.build_knobs:
-        clocked = " or ".join(k.label for k in KINDS.with_knob("clock_hz"))
-        raise SpecError("", "clock_mhz",
-                        f"applies to {clocked} boards, not {kind.label} {device!r}")
-    if clock_mhz is not None:  # a clock the board cannot run gives no meaningful cost
+    given = {"clock_hz": clock_mhz, "mac_lanes": mac_lanes, "memory_channels": channels}
+    for knob, value in given.items():
+        if value is not None and knob not in kind.build_knobs:
+            owners = " or ".join(k.label for k in KINDS.with_knob(knob))
+            raise SpecError("", FLAG_OF[knob],
+                            f"applies to {owners} boards, not {kind.label} {device!r}")
+    if engine is not None and kind.software_kind != "fpga-engine":
+        raise SpecError("", "engine", f"applies to FPGA boards, not {kind.label} {device!r}")
+    knobs: dict[str, object] = {}
+    if given["clock_hz"] is not None or mac_lanes is not None or channels is not None:
         r = kind.knob_ranges(dev)
-        lo, hi = r["clock_min_mhz"], r["clock_max_mhz"]
-        if not lo <= clock_mhz <= hi:
-            raise InfeasibleError(f"clock_mhz: {clock_mhz:g} MHz is outside {dev.name}'s "
-                                  f"{lo:g}..{hi:g} MHz")
-    software = serving if kind.software_kind == "gpu-serving" else None
+        _check_range("clock_mhz", clock_mhz, r["clock_min_mhz"], r["clock_max_mhz"], dev.name,
+                     "MHz")
+        _check_range("mac_lanes", mac_lanes, 1, r.get("mac_lanes_max", 0), dev.name, "lanes")
+        _check_range("channels", channels, 1, r.get("channels_max", 0), dev.name, "channels")
+        knobs = {k: (v * 1e6 if k == "clock_hz" else v) for k, v in given.items()
+                 if v is not None}
+    if kind.software_kind == "gpu-serving":
+        software: str | None = serving
+    else:
+        software = engine  # None: the kind's default engine
     pl = place(cat, m, device, precision_name=precision_name, software=software,
-               context_tokens=hold, tp=tp, knobs=knobs)
+               context_tokens=hold, tp=tp, knobs=knobs or None)
     decode_s = float(pl.decode_token_s(context))
     prefill_s = float(pl.prefill_s(prompt_tokens, 0))
     roof, bound = pl.decode_bound(context)
@@ -60,6 +96,7 @@ def roofline(
         "context": context,
         "prompt_tokens": prompt_tokens,
         "clock_mhz": pl.clock_hz / 1e6 if pl.clock_hz is not None else None,
+        **_fpga_knobs(pl),
         "decode_s_per_token": decode_s,
         "decode_tokens_per_s": 1.0 / decode_s,
         "roofline_s_per_token": roof,

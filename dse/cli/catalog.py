@@ -10,6 +10,11 @@ from dse.cli.common import positive_float, table, whole_number
 from dse.limits import MAX_CONTEXT_TOKENS, MAX_TP
 from dse.specs import Catalog, spec_fields
 
+# Parse-time ceilings of the FPGA build flags (the board's own range is checked by dse.roofline:
+# a V80 holds 10,848 DSP58 x 3 INT8 MACs; HBM boards expose up to 64 channels).
+MAX_MAC_LANES = 1_000_000
+MAX_CHANNELS = 1024
+
 # The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
 CATALOG_GROUPS = ("boards", "models", "serving")
 
@@ -62,7 +67,16 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
                    help="tokens already in context when decoding (default 1024)")
     p.add_argument("--prompt-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS), default=128,
                    help="tokens to prefill (default 128)")
-    p.add_argument("--clock-mhz", type=positive_float, help="FPGA kernel clock (default: board)")
+    p.add_argument("--clock-mhz", type=positive_float,
+                   help="FPGA kernel clock (default: the engine's, else the board's)")
+    p.add_argument("--engine", help="FPGA engine, a published design (boards/engines; default "
+                   "flexllm)")
+    p.add_argument("--mac-lanes", type=whole_number(1, MAX_MAC_LANES),
+                   help="FPGA decode INT8 MAC lanes (default: the engine's; at most the board's "
+                   "DSPs x INT8 MACs per DSP)")
+    p.add_argument("--channels", type=whole_number(1, MAX_CHANNELS),
+                   help="FPGA memory channels streamed from: HBM pseudo-channels, or DDR channels "
+                   "on a board without HBM (default: all of the board's)")
     p.add_argument("--tp", type=whole_number(1, MAX_TP),
                    help="GPU tensor-parallel degree (default: the smallest that fits)")
 
@@ -72,15 +86,19 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 
     r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
                  serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
-                 clock_mhz=a.clock_mhz, tp=a.tp)
+                 clock_mhz=a.clock_mhz, tp=a.tp, engine=a.engine, mac_lanes=a.mac_lanes,
+                 channels=a.channels)
     rows = [
         ["decode", f"{r['decode_s_per_token'] * 1e3:.3f} ms/token",
          f"{r['decode_tokens_per_s']:.1f} tokens/s", r["bound"]],
         ["prefill", f"{r['prefill_s'] * 1e3:.3f} ms", f"{a.prompt_tokens} tokens",
          r["prefill_bound"]],
     ]
+    asked = (a.engine, a.clock_mhz, a.mac_lanes, a.channels) != (None, None, None, None)
+    build = (f", {r['clock_mhz']:g} MHz, {r['mac_lanes']} MAC lanes, {r['channels']} channels"
+             if r["engine"] is not None and asked else "")  # the build, when a flag set it
     lines = [
-        f"{r['model']} on {r['device']} ({r['precision']}, {r['serving']}, tp={r['tp']}), "
+        f"{r['model']} on {r['device']} ({r['precision']}, {r['serving']}, tp={r['tp']}{build}), "
         f"context {a.context}",
         table(["phase", "time", "rate", "bound"], rows),
         "",

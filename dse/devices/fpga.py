@@ -8,9 +8,13 @@ Per decoded token (seconds):
     t       = max(t_mem, t_mac) / achieved_efficiency + (layers x fill + lm_head_fill) / clock
 
 e_hbm is the board's measured / theoretical HBM bandwidth where published (Shuhai on U280),
-else the engine's. achieved_efficiency is fitted to a published FPGA decoder (FlexLLM on U280,
-see boards/engines/flexllm.toml): published FPGA decoders run far below the HBM roofline, so a
-model that stops at bytes / bandwidth would predict speed-ups the HeteroReason paper does not see.
+else the engine's. Each engine (boards/engines/*.toml) is one published design: its
+achieved_efficiency is fitted to that design's own measurements (dse/validation/fpga.py), and
+what distinguishes it physically is data too: the weight bits it streams per parameter after
+sparsity and quantisation (weights = params x weight_bits_per_param / 8), the fraction of the KV
+cache a token reads (KV bytes and attention MACs x attention_density), its decode MAC lanes and
+its clock. Published FPGA decoders run far below the HBM roofline, so a model that stops at
+bytes / bandwidth would predict speed-ups the HeteroReason paper does not see.
 
 absorb(n, ctx) is shadow synchronisation: the draft ingests n target tokens one by one as they
 stream in, a forward pass per token without the LM head (logits are discarded).
@@ -62,18 +66,32 @@ class FpgaBuild:
 # T_QKVO_FFN_BLOCK_PARALLEL = 32 blocks = 2048 INT8 MACs per cycle
 # (Crazy-James26/FlexLLM config_u280_mem_opt_new.h, via shared/reference/hardware-and-models.md).
 DEFAULT_MAC_LANES = 2048
+URAM_BRAM36 = 8  # one 288 Kb UltraRAM holds what 8 BRAM36 hold (UG573)
 
 
 def default_build(board: FpgaSpec, engine: FpgaEngineSpec, **knobs: object) -> FpgaBuild:
-    """The board's default clock, every memory channel, FlexLLM's decode parallelism."""
+    """The engine's clock (else the board's default), every memory channel, the engine's decode
+    parallelism (else FlexLLM's)."""
     build = FpgaBuild(
         board=board,
         engine=engine,
-        clock_hz=board.clock_default_hz,
+        clock_hz=engine.clock_hz if engine.clock_hz is not None else board.clock_default_hz,
         memory_channels=board.memory_channels,
-        mac_lanes=DEFAULT_MAC_LANES,
+        mac_lanes=engine.mac_lanes if engine.mac_lanes is not None else DEFAULT_MAC_LANES,
     )
     return build.with_knobs(**knobs) if knobs else build
+
+
+def streamed_weight_bits(b: FpgaBuild) -> float:
+    """Bits per weight parameter the decoder stores and streams: the engine's effective figure
+    (sparse / mixed-precision designs) where it has one, else the precision's weight bits."""
+    e = b.engine.weight_bits_per_param
+    return float(b.weight_bits) if e is None else e
+
+
+def attention_density(engine: FpgaEngineSpec) -> float:
+    """Fraction of the cached keys/values one decoded token reads (1: dense attention)."""
+    return 1.0 if engine.attention_density is None else engine.attention_density
 
 
 def hbm_efficiency(board: FpgaSpec, engine: FpgaEngineSpec) -> float:
@@ -119,17 +137,19 @@ class FpgaCost:
 
 
 def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:
-    wb = b.weight_bits / 8
+    wb = streamed_weight_bits(b) / 8
+    dens = attention_density(b.engine)
     body_params = shape.body_params(model)
     res = resources(b)
     return FpgaCost(
         layers=model.num_layers,
         body_weight_bytes=body_params * wb,
         head_weight_bytes=shape.head_matmul_params(model) * wb,
-        kv_bytes_per_token=shape.kv_bytes_per_token(model, b.kv_bits),
+        kv_bytes_per_token=shape.kv_bytes_per_token(model, b.kv_bits) * dens,
         body_macs_per_token=shape.linear_macs_per_token(model),
         head_macs=shape.head_matmul_params(model),
-        attn_macs_per_pair=2 * model.num_layers * model.num_attention_heads * model.head_dim,
+        attn_macs_per_pair=2 * model.num_layers * model.num_attention_heads * model.head_dim
+        * dens,
         bw_bytes_per_s=effective_bw_bytes_per_s(b),
         macs_per_s=b.mac_lanes * b.clock_hz,
         achieved_efficiency=b.engine.achieved_efficiency,
@@ -206,17 +226,20 @@ def resources(b: FpgaBuild) -> dict[str, float]:
     """DSP, LUT, BRAM36 and URAM the build uses (engine's per-lane / per-channel costs)."""
     e = b.engine
     dsp = e.base_dsp + b.mac_lanes / b.board.int8_macs_per_dsp * (1 + e.dsp_per_mac_lane_overhead)
-    return {
+    use = {
         "dsp": dsp,
         "lut": e.base_lut + e.lut_per_mac_lane * b.mac_lanes,
         "bram36": e.bram36_per_channel * b.memory_channels,
         "uram": e.uram_base,
     }
+    if b.board.uram == 0:  # no UltraRAM (ZU9EG): the buffers go to BRAM, 288 Kb = 8 x 36 Kb
+        use["bram36"] += URAM_BRAM36 * use.pop("uram")
+    return use
 
 
 def memory_needed_bytes(model: ModelSpec, b: FpgaBuild) -> float:
-    """Weights (all, at weight_bits) + KV for max_seq_len tokens."""
-    weights = shape.total_params(model) * b.weight_bits / 8
+    """Weights (all, at the streamed bits per parameter) + KV for max_seq_len tokens."""
+    weights = shape.total_params(model) * streamed_weight_bits(b) / 8
     return weights + shape.kv_bytes_per_token(model, b.kv_bits) * b.max_seq_len
 
 
@@ -227,7 +250,8 @@ def memory_infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
     if need <= board.weight_memory_bytes:
         return []
     mem_name = "HBM" if board.uses_hbm else "DDR"
-    return [f"weights {shape.total_params(model) * b.weight_bits / 8 / 1e9:.2f} GB + KV for "
+    weights_gb = shape.total_params(model) * streamed_weight_bits(b) / 8 / 1e9
+    return [f"weights {weights_gb:.2f} GB + KV for "
             f"{b.max_seq_len} tokens = {need / 1e9:.2f} GB do not fit {board.name} {mem_name} "
             f"{board.weight_memory_bytes / 1e9:.0f} GB"]
 
@@ -279,11 +303,13 @@ def idle_power_w(c: FpgaCost) -> F64:
 
 
 def knob_ranges(board: FpgaSpec) -> dict[str, float]:
-    """Clock range and default (MHz) and memory channels of a board (0 in a system file means
-    the board default / every channel)."""
+    """Clock range and default (MHz), memory channels and the most MAC lanes the DSPs hold
+    (DSPs x INT8 MACs per DSP) of a board (0 in a system file means the board default / every
+    channel)."""
     return {"clock_min_mhz": board.clock_min_hz / 1e6, "clock_max_mhz": board.clock_max_hz / 1e6,
             "clock_default_mhz": board.clock_default_hz / 1e6,
-            "channels_max": board.memory_channels}
+            "channels_max": board.memory_channels,
+            "mac_lanes_max": board.dsp * board.int8_macs_per_dsp}
 
 
 # ---------------------------------------------------------------------------- placed model
@@ -371,8 +397,9 @@ class FpgaPlacement(ModelMemory):
 
     # ---- memory and resources
     @property
-    def weight_bits(self) -> int:
-        return self.fpga_build.weight_bits
+    def weight_bits(self) -> float:
+        """Bits per stored weight: the engine's effective figure where it has one."""
+        return streamed_weight_bits(self.fpga_build)
 
     @property
     def kv_bits(self) -> int:

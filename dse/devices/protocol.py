@@ -144,7 +144,8 @@ class Placement(Protocol):
 
     # ---- memory (bytes) and resources
     @property
-    def weight_bits(self) -> int:
+    def weight_bits(self) -> float:
+        """Bits per stored weight (an FPGA design's effective figure may be fractional)."""
         ...
 
     @property
@@ -197,7 +198,7 @@ class _Sized(Protocol):
     @property
     def model(self) -> ModelSpec: ...
     @property
-    def weight_bits(self) -> int: ...
+    def weight_bits(self) -> float: ...
     @property
     def kv_bits(self) -> int: ...
     @property

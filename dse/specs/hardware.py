@@ -169,6 +169,19 @@ class FpgaEngineSpec(Spec):
     uram_base: float = nonneg()
     dynamic_w_per_ghz_kdsp: float = nonneg()
     memory_pj_per_bit: float = nonneg()
+    # What distinguishes one published design from another, as physical quantities. Each is
+    # optional; absent means FlexLLM's behaviour (the build's bit widths, dense attention,
+    # FlexLLM's decode parallelism, the board's default clock).
+    weight_bits_per_param: float | None = pos(
+        hi=32, help="weight bits streamed per parameter after sparsity and quantisation (absent: "
+        "the precision's weight bits)")
+    attention_density: float | None = pos(
+        hi=1, help="fraction of the cached keys/values a decoded token reads (sparse attention; "
+        "absent: 1, dense)")
+    mac_lanes: int | None = pos(help="INT8 MACs per cycle of the design's decode engine (absent: "
+                                "FlexLLM's 2048)")
+    clock_hz: float | None = pos("clock_MHz", help="the design's kernel clock (absent: the "
+                                 "board's default clock)")
 
     kind = "fpga-engine"
 

@@ -1,0 +1,251 @@
+"""Per-design FPGA engine fits and their leave-one-out cross-validation (pure: data in, values out).
+
+Data: dse/data/published_fpga.toml, one [[measurement]] per published setting (schema in its
+header). A point belongs to the engine its entry names (`catalog_engine`). What is fitted, per
+engine, to that design's own measured (not simulated) points:
+- achieved_efficiency: bounded 1-D least squares on log(predicted / measured) decode rates (the
+  decode time is max(t_mem, t_mac) / eta + fill, so one parameter moves every point);
+- dynamic_w_per_ghz_kdsp: solved (brentq) so decode power at the fitted efficiency matches the
+  design's power point, where it has one.
+Simulated points (the authors' own estimates) and measurements of designs without an engine are
+predicted, never fitted. FlexLLM's engine is fitted in dse.calibrate (to measured.toml) and is not
+refitted here unless published_fpga.toml holds FlexLLM measurements of its own.
+
+`leave_one_out` is generic (any fit/predict pair); `engine_cv` applies it to one engine's fitted
+points: each point is predicted by a fit to the others. Nothing here reads files except `load`,
+which reads the packaged data file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any, TypeVar, cast
+
+import numpy as np
+from scipy.optimize import brentq, minimize_scalar
+
+from dse.devices import fpga as fpga_mod
+from dse.specs import Catalog, FpgaEngineSpec
+
+P = TypeVar("P")
+DATA_FILE = "published_fpga.toml"
+# The build precision a measurement runs at: the engine's weight_bits_per_param, where it has one,
+# overrides the streamed weight bits; this picks the rest (activation and KV widths).
+PRECISION_OF = {"fp16": "fp16", "bf16": "bf16", "w4a16": "w4a16", "w8a16": "w8a16"}
+DEFAULT_PRECISION = "w8a8"
+ETA_BOUNDS = (1e-3, 1.0)
+
+
+@dataclass(frozen=True)
+class FpgaPoint:
+    """One published number of one FPGA design (a decode rate, a prefill time or rate, a power)."""
+
+    id: str
+    engine: str | None  # catalog_engine: the boards/engines file modelling the design
+    kind: str  # fpga_decode | fpga_prefill | power
+    board: str | None
+    model: str | None
+    precision: str
+    x: float  # decode: tokens in context; prefill: prompt tokens
+    value: float
+    unit: str
+    simulated: bool
+
+    @property
+    def fittable(self) -> bool:
+        return self.engine is not None and not self.simulated
+
+
+def load() -> dict[str, Any]:
+    text = resources.files("dse.data").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def points(data: Mapping[str, Any]) -> list[FpgaPoint]:
+    """Every point of every entry, in file order."""
+    out: list[FpgaPoint] = []
+    for i, e in enumerate(data["measurement"]):
+        for j, (x, v) in enumerate(e["points"]):
+            out.append(FpgaPoint(
+                id=f"{e.get('catalog_engine') or e['framework']}.{e.get('catalog_device', '?')}."
+                   f"{e['kind']}.{i}.{j}",
+                engine=e.get("catalog_engine"), kind=e["kind"], board=e.get("catalog_device"),
+                model=e.get("catalog_model"),
+                precision=PRECISION_OF.get(e["precision"], DEFAULT_PRECISION), x=float(x),
+                value=float(v), unit=e["unit"], simulated=bool(e.get("simulated", False))))
+    return out
+
+
+def predictable(cat: Catalog, p: FpgaPoint) -> bool:
+    """The catalog holds the point's engine, board and model."""
+    return (p.engine is not None and p.board is not None and p.model is not None
+            and p.engine in cat.names("fpga-engine") and p.board in cat.names("fpga")
+            and p.model in cat.names("model"))
+
+
+def predict(cat: Catalog, p: FpgaPoint, engine: FpgaEngineSpec) -> float:
+    """The tool's value for the point, in the point's unit."""
+    wb, ab = fpga_mod.FPGA_PRECISIONS[p.precision]
+    model = cat.model(p.model or "")
+    build = fpga_mod.default_build(cat.fpga(p.board or ""), engine, weight_bits=wb,
+                                   activation_bits=ab)
+    c = fpga_mod.fpga_cost(model, build)
+    if p.kind == "fpga_decode":
+        t = float(fpga_mod.decode_token_s(c, p.x))
+        return 1.0 / t if p.unit == "tokens/s" else t * 1e3
+    if p.kind == "fpga_prefill":
+        t = float(fpga_mod.prefill_s(c, max(p.x, 1.0)))
+        return t if p.unit == "s" else max(p.x, 1.0) / t
+    if p.kind == "power" and p.unit == "W":
+        return float(fpga_mod.decode_power_w(c, p.x))
+    raise ValueError(f"{p.id}: no prediction for kind {p.kind!r} in {p.unit!r}")
+
+
+def rel_error(predicted: float, measured: float) -> float:
+    return predicted / measured - 1.0
+
+
+# ---------------------------------------------------------------------------------- fits
+
+
+def fit_efficiency(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec) -> float:
+    """achieved_efficiency minimising sum(log(predicted / measured)^2) over the decode points."""
+    decode = [p for p in pts if p.kind == "fpga_decode"]
+    if not decode:
+        raise ValueError(f"{engine.name}: no decode point to fit achieved_efficiency to")
+
+    def loss(eta: float) -> float:
+        e = replace(engine, achieved_efficiency=eta)
+        return float(sum(math.log(predict(cat, p, e) / p.value) ** 2 for p in decode))
+
+    r = minimize_scalar(loss, bounds=ETA_BOUNDS, method="bounded", options={"xatol": 1e-9})
+    return float(r.x)
+
+
+def fit_dynamic_power(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+                      ) -> float | None:
+    """dynamic_w_per_ghz_kdsp matching the mean of the design's power points (None: no point).
+    0 when static + memory power alone already exceed the measurement."""
+    power = [p for p in pts if p.kind == "power"]
+    if not power:
+        return None
+
+    def g(k: float) -> float:
+        e = replace(engine, dynamic_w_per_ghz_kdsp=k)
+        return float(np.mean([predict(cat, p, e) - p.value for p in power]))
+
+    if g(0.0) >= 0:
+        return 0.0
+    return float(brentq(g, 0.0, 1e4, xtol=1e-9))
+
+
+def fit_engine(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+               ) -> dict[str, float]:
+    """The fitted keys (TOML names) of one engine from its fittable points."""
+    eta = fit_efficiency(cat, pts, engine)
+    out = {"achieved_efficiency": eta}
+    k = fit_dynamic_power(cat, pts, replace(engine, achieved_efficiency=eta))
+    if k is not None:
+        out["dynamic_w_per_ghz_kdsp"] = k
+    return out
+
+
+def apply(engine: FpgaEngineSpec, fitted: Mapping[str, float]) -> FpgaEngineSpec:
+    return replace(engine, **cast(dict[str, Any], dict(fitted)))
+
+
+# ---------------------------------------------------------------- cross-validation
+
+
+@dataclass(frozen=True)
+class Residual:
+    id: str
+    measured: float
+    predicted: float
+
+    @property
+    def rel_error(self) -> float:
+        return rel_error(self.predicted, self.measured)
+
+
+@dataclass(frozen=True)
+class CvRow:
+    design: str
+    n: int
+    median_abs_rel_error: float | None  # None: fewer than two points, no CV
+    worst_abs_rel_error: float | None
+    note: str
+
+
+def leave_one_out(pts: Sequence[P], fit: Callable[[Sequence[P]], object],
+                  predict_one: Callable[[object, P], float], measured: Callable[[P], float],
+                  name: Callable[[P], str]) -> list[Residual]:
+    """For each point: fit to all the others, predict it. Needs at least two points."""
+    if len(pts) < 2:
+        raise ValueError("leave-one-out needs at least two points")
+    out = []
+    for i, p in enumerate(pts):
+        params = fit([q for j, q in enumerate(pts) if j != i])
+        out.append(Residual(name(p), measured(p), predict_one(params, p)))
+    return out
+
+
+def cv_row(design: str, residuals: Sequence[Residual], n: int) -> CvRow:
+    if n < 2:
+        return CvRow(design, n, None, None, "rests on one measurement, no CV")
+    errs = np.abs([r.rel_error for r in residuals])
+    return CvRow(design, n, float(np.median(errs)), float(np.max(errs)),
+                 "leave-one-out: each point predicted by a fit to the others")
+
+
+def engine_cv(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+              ) -> tuple[CvRow, list[Residual]]:
+    """LOO over the engine's fitted decode points (the power fit follows the efficiency)."""
+    decode = [p for p in pts if p.kind == "fpga_decode"]
+    if len(decode) < 2:
+        return cv_row(engine.name, [], len(decode)), []
+    res = leave_one_out(
+        decode,
+        fit=lambda sub: replace(engine, achieved_efficiency=fit_efficiency(cat, sub, engine)),
+        predict_one=lambda e, p: predict(cat, p, e),  # type: ignore[arg-type]
+        measured=lambda p: p.value, name=lambda p: p.id)
+    return cv_row(engine.name, res, len(decode)), res
+
+
+@dataclass(frozen=True)
+class EngineReport:
+    engine: str
+    fitted: dict[str, float]
+    cv: CvRow
+    loo: list[Residual]
+    in_sample: list[Residual]  # fitted points at the full fit
+    predictions: list[Residual]  # the design's simulated / unfittable points at the full fit
+    skipped: list[str]  # points whose board or model the catalog lacks
+
+
+def engine_report(cat: Catalog, all_points: Sequence[FpgaPoint], name: str) -> EngineReport:
+    """Fit one engine to its own measured points, cross-validate it, predict the rest."""
+    mine = [p for p in all_points if p.engine == name]
+    ok = [p for p in mine if predictable(cat, p)]
+    skipped = [p.id for p in mine if p not in ok]
+    fit_pts = [p for p in ok if p.fittable]
+    base = cat.engine(name)
+    fitted = fit_engine(cat, fit_pts, base) if fit_pts else {}
+    engine = apply(base, fitted)
+    cv, loo = engine_cv(cat, fit_pts, base)
+    in_sample = [Residual(p.id, p.value, predict(cat, p, engine)) for p in fit_pts]
+    preds = [Residual(p.id, p.value, predict(cat, p, engine)) for p in ok if not p.fittable]
+    return EngineReport(name, fitted, cv, loo, in_sample, preds, skipped)
+
+
+def fitted_engines(data: Mapping[str, Any]) -> list[str]:
+    """Engines with at least one measured (fittable) point in the data, in file order."""
+    seen: list[str] = []
+    for p in points(data):
+        if p.fittable and p.engine not in seen:
+            seen.append(p.engine or "")
+    return seen

@@ -1,0 +1,156 @@
+"""Per-design FPGA engines: loading, the physical fields that distinguish a design (hand-computed),
+the per-design fit and its leave-one-out cross-validation (dse/validation/fpga.py)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dse.devices import fpga, shape
+from dse.specs import Catalog
+from dse.validation import fpga as v
+
+ROOT = Path(__file__).resolve().parents[1]
+STANDINS = ROOT / "tests" / "data" / "fpga_models"  # until the catalog ships llama-2-7b/gpt2
+
+
+@pytest.fixture(scope="module")
+def wide():
+    return Catalog.load([STANDINS])
+
+
+NEW_BOARDS = ("vcu128", "vhk158", "u50lv", "zcu102", "zcu106", "kv260", "vu9p")
+
+
+def test_boards_load_with_key_numbers(cat):
+    """Spot checks against the datasheet figures each file cites."""
+    assert set(NEW_BOARDS) <= set(cat.names("fpga"))
+    vcu = cat.fpga("vcu128")
+    assert (vcu.dsp, vcu.lut, vcu.uram, vcu.hbm_bytes_per_s) == (9024, 1303680, 960, 460e9)
+    vh = cat.fpga("vhk158")
+    assert (vh.dsp, vh.dsp_kind, vh.hbm_bytes, vh.hbm_bytes_per_s) == (10848, "dsp58", 32e9,
+                                                                        819.2e9)
+    z = cat.fpga("zcu102")  # streams from the PS DDR4 (4 GB, 64-bit)
+    assert not z.uses_hbm and z.weight_memory_bytes == 4e9 and z.uram == 0
+    assert cat.fpga("kv260").ddr_bytes_per_s == 19.2e9
+    f1 = cat.fpga("vu9p")
+    assert (f1.ddr_channels, f1.ddr_bytes, f1.dsp) == (4, 64e9, 6840)
+
+
+def test_engines_load_and_flexllm_unchanged(cat):
+    """FlexLLM names none of the new fields: its builds are exactly today's."""
+    assert {"flexllm", "flightllm", "streamtensor", "dfx", "membw-edge"} <= set(
+        cat.names("fpga-engine"))
+    fx = cat.engine("flexllm")
+    assert (fx.weight_bits_per_param, fx.attention_density, fx.mac_lanes, fx.clock_hz) == (
+        None, None, None, None)
+    b = fpga.default_build(cat.fpga("u280"), fx)
+    assert (b.clock_hz, b.mac_lanes) == (300e6, fpga.DEFAULT_MAC_LANES)
+    fl = fpga.default_build(cat.fpga("u280"), cat.engine("flightllm"))
+    assert (fl.clock_hz, fl.mac_lanes) == (225e6, 4096)
+    assert fpga.streamed_weight_bits(fl) == 3.5
+
+
+def test_flightllm_style_decode_by_hand(wide):
+    """LLaMA2-7B on a U280, 3.5 weight bits / parameter, attention density 0.5, 4096 lanes,
+    225 MHz, KV 8 bit, context 1023 (1024 keys):
+      body params = 32 x 202,383,360 + 4,096 = 6,476,271,616; head = 32,000 x 4,096 = 131,072,000
+      weight bytes = (6,476,271,616 + 131,072,000) x 3.5 / 8 = 2,890,712,832
+      KV bytes/token = 2 x 32 layers x 32 heads x 128 x 1 B = 262,144, x 0.5 density x 1024 keys
+                     = 134,217,728
+      bandwidth = min(425 GB/s, 32 x 14.375 x 0.924, 32 ports x 32 B x 225 MHz = 230.4 GB/s)
+      t_mem = 3,024,930,560 / 230.4e9 = 13.129 ms
+      MACs = 32 x (202,383,360 - 2 x 4,096) + 131,072,000 + 2 x 32 x 32 x 128 x 0.5 x 1024
+           = 6,607,069,184 + 134,217,728; t_mac = / (4096 x 225e6) = 7.315 ms  -> memory-bound
+      t = 13.129 ms / eta + (32 x 500 + 500) / 225e6."""
+    m = wide.model("llama-2-7b")
+    e = replace(wide.engine("flightllm"), attention_density=0.5, achieved_efficiency=0.7)
+    c = fpga.fpga_cost(m, fpga.default_build(wide.fpga("u280"), e))
+    assert shape.layer_params(m) == 202_383_360
+    t_mem = (2_890_712_832 + 134_217_728) / 230.4e9
+    t_mac = (6_607_069_184 + 134_217_728) / (4096 * 225e6)
+    assert t_mem > t_mac
+    expect = t_mem / 0.7 + (32 * 500 + 500) / 225e6
+    assert float(fpga.decode_token_s(c, 1023)) == pytest.approx(expect, rel=1e-12)
+    dense = fpga.fpga_cost(m, fpga.default_build(wide.fpga("u280"), replace(e,
+                                                 attention_density=None)))
+    assert float(dense.kv_bytes_per_token) == 2 * float(c.kv_bytes_per_token)
+
+
+def test_effective_bits_set_memory_need(wide):
+    m = wide.model("llama-2-7b")
+    b = fpga.default_build(wide.fpga("u280"), wide.engine("flightllm"), max_seq_len=2048)
+    weights = shape.total_params(m) * 3.5 / 8
+    assert fpga.memory_needed_bytes(m, b) == pytest.approx(
+        weights + shape.kv_bytes_per_token(m, 8) * 2048)
+
+
+def test_no_uram_board_puts_buffers_in_bram(cat):
+    b = fpga.default_build(cat.fpga("zcu102"), cat.engine("membw-edge"))
+    use = fpga.resources(b)
+    assert "uram" not in use
+    assert use["bram36"] == 48 * 1 + 8 * 32  # one DDR channel's buffers + 32 URAM as 8 BRAM36
+
+
+# ------------------------------------------------------------------ leave-one-out
+
+
+def test_leave_one_out_known_answer():
+    """Fit = mean of the others, data 1, 2, 3, 6: held-out predictions 11/3, 10/3, 3, 2;
+    relative errors +266.7%, +66.7%, 0%, -66.7%; median |err| = (0.667 + 0.667) / 2, worst 2.667."""
+    pts = [1.0, 2.0, 3.0, 6.0]
+    res = v.leave_one_out(pts, fit=lambda sub: sum(sub) / len(sub),
+                          predict_one=lambda mean, _p: mean, measured=lambda p: p,
+                          name=lambda p: f"p{p:g}")
+    assert [r.predicted for r in res] == pytest.approx([11 / 3, 10 / 3, 3.0, 2.0])
+    row = v.cv_row("toy", res, len(pts))
+    assert row.n == 4
+    assert row.median_abs_rel_error == pytest.approx(2 / 3)
+    assert row.worst_abs_rel_error == pytest.approx(8 / 3)
+    with pytest.raises(ValueError):
+        v.leave_one_out(pts[:1], fit=sum, predict_one=lambda a, b: 0.0, measured=float,
+                        name=str)
+
+
+def test_single_point_design_says_so():
+    row = v.cv_row("dfx", [], 1)
+    assert row.median_abs_rel_error is None and "rests on one measurement, no CV" in row.note
+
+
+def test_fit_recovers_a_known_efficiency(wide):
+    """Points generated by the model at eta = 0.4 are fitted back to 0.4, LOO errors ~0."""
+    e = replace(wide.engine("streamtensor"), achieved_efficiency=0.4)
+    pts = [v.FpgaPoint(f"t{x}", "streamtensor", "fpga_decode", "u55c", "gpt2-medium", "w8a8",
+                       float(x), 0.0, "tokens/s", False) for x in (48, 96, 192, 384)]
+    pts = [replace(p, value=v.predict(wide, p, e)) for p in pts]
+    assert v.fit_efficiency(wide, pts, wide.engine("streamtensor")) == pytest.approx(0.4,
+                                                                                     rel=1e-6)
+    row, _res = v.engine_cv(wide, pts, wide.engine("streamtensor"))
+    assert row.n == 4 and row.worst_abs_rel_error < 1e-6
+
+
+def test_shipped_fits_are_current(wide):
+    """The engines' fitted keys are what dse.validation.fpga gives on published_fpga.toml."""
+    data = v.load()
+    pts = v.points(data)
+    for name in ("flightllm", "streamtensor", "dfx", "membw-edge"):
+        r = v.engine_report(wide, pts, name)
+        for key, val in r.fitted.items():
+            assert getattr(wide.engine(name), key) == pytest.approx(val, rel=1e-5), (name, key)
+
+
+def test_data_file_well_formed():
+    data = tomllib.loads((ROOT / "dse" / "data" / "published_fpga.toml").read_text())
+    rows = data["measurement"]
+    assert len(rows) >= 12 and len({r["framework"] for r in rows}) >= 3
+    names = {p.stem for p in (ROOT / "boards" / "engines").glob("*.toml")}
+    boards = {p.stem for p in (ROOT / "boards" / "fpgas").glob("*.toml")}
+    for r in rows:
+        assert r["kind"] in ("fpga_decode", "fpga_prefill", "power")
+        assert r["source"] and r["setting"] and r["batch"] == 1
+        assert r.get("catalog_engine", "flexllm") in names
+        assert r.get("catalog_device", "u280") in boards
+        assert all(len(p) == 2 and p[1] > 0 for p in r["points"])
