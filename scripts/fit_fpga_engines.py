@@ -2,20 +2,15 @@
 
     python scripts/fit_fpga_engines.py                 # fit, write boards/engines/*.toml, print CV
     python scripts/fit_fpga_engines.py --check         # exit 1 if the engine files are not current
-    python scripts/fit_fpga_engines.py --extra-catalog tests/data/fpga_models
 
 Data: dse/data/published_fpga.toml; fits and leave-one-out CV: dse/validation/fpga.py. An engine
 whose points name a board or model the catalog lacks is skipped for those points (listed);
---extra-catalog adds a catalog directory (the temporary stand-in models under tests/data until
-the catalog ships them). FlexLLM is fitted by scripts/calibrate_devices.py, not here.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from dse.specs import Catalog
@@ -43,8 +38,12 @@ def fit_all(extra: list[str], write: bool) -> bool:
         errs = [abs(x.rel_error) for x in r.in_sample if x.id.split(".")[2] == "fpga_decode"]
         stats = {"fit_rms_rel_error": float(sum(e * e for e in errs) / len(errs)) ** 0.5,
                  "fit_max_rel_error": max(errs)}
-        if write:
-            changed |= set_keys(ENGINES / f"{name}.toml", {**r.fitted, **stats})
+        path = ENGINES / f"{name}.toml"
+        old = path.read_text(encoding="utf-8")
+        new = set_keys(old, {**r.fitted, **stats}, path)
+        changed |= new != old
+        if write and new != old:
+            path.write_text(new, encoding="utf-8")
         cv = r.cv
         med = "-" if cv.median_abs_rel_error is None else f"{cv.median_abs_rel_error:.1%}"
         worst = "-" if cv.worst_abs_rel_error is None else f"{cv.worst_abs_rel_error:.1%}"
@@ -67,19 +66,11 @@ def main() -> int:
     ap.add_argument("--extra-catalog", action="append", default=[], metavar="DIR",
                     help="an extra catalog directory (repeatable)")
     args = ap.parse_args()
-    if not args.check:
-        fit_all(args.extra_catalog, write=True)
-        return 0
-    with tempfile.TemporaryDirectory() as d:  # fit against a scratch copy, restore after
-        backup = Path(d) / "engines"
-        shutil.copytree(ENGINES, backup)
-        try:
-            changed = fit_all(args.extra_catalog, write=True)
-        finally:
-            for f in ENGINES.glob("*.toml"):
-                f.write_bytes((backup / f.name).read_bytes())
-    print("stale" if changed else "current")
-    return 1 if changed else 0
+    changed = fit_all(args.extra_catalog, write=not args.check)
+    if args.check:
+        print("stale" if changed else "current")
+        return 1 if changed else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,12 +14,9 @@ from dse.specs import Catalog
 from dse.validation import fpga as v
 
 ROOT = Path(__file__).resolve().parents[1]
-STANDINS = ROOT / "tests" / "data" / "fpga_models"  # until the catalog ships llama-2-7b/gpt2
-
-
 @pytest.fixture(scope="module")
 def wide():
-    return Catalog.load([STANDINS])
+    return Catalog.load()
 
 
 NEW_BOARDS = ("vcu128", "vhk158", "u50lv", "zcu102", "zcu106", "kv260", "vu9p")

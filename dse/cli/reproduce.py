@@ -16,6 +16,7 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
+    from dse.validation import fpga as fpga_cv
     from dse.validation import gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
@@ -26,7 +27,8 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     cv = gpu_cv.load()
     if a.markdown:
         md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
-                                gpu_cv.markdown_section(cv))
+                                [*gpu_cv.markdown_section(cv), "",
+                                 *fpga_cv.markdown_section(cat)])
         write_file(a.markdown, md)
     if a.html:
         page = reproduce.html(rs)

@@ -69,6 +69,11 @@ class GpuCost:
     tp: Num
 
 
+# The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
+# quantise their inputs per layer; vLLM and TensorRT-LLM all-reduce in the model dtype).
+RESIDUAL_BYTES = 2
+
+
 def peak_flops_per_s(gpu: GpuSpec, p: Precision, *, fp16_accumulate: bool = False) -> float:
     """The dense tensor peak the precision's matmuls run at. FP8 on a GPU without FP8 tensor
     cores runs at the 16-bit rate (weights upcast, as vLLM's fp8 Marlin path on Ampere);
@@ -91,7 +96,8 @@ def gpu_cost(
     tp_link: LinkSpec | None = None,
 ) -> GpuCost:
     """Build the coefficients. tp > 1 splits weights and KV over tp GPUs; the two all-reduces
-    per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe). The serving
+    per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe); each is a
+    ring of 2 (tp - 1) steps of the profile's `allreduce_latency` (+ the PCIe latency). The serving
     profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`)."""
     serving = serving.for_generation(gpu.generation)
     quant_s = (serving.quantized_layer_overhead_s or 0.0) if dequantises(gpu, p) else 0.0
@@ -106,9 +112,10 @@ def gpu_cost(
                 raise ValueError("tp > 1 without NVLink needs the PCIe link spec")
             link_bw = tp_link.effective_bytes_per_s
             latency = serving.allreduce_latency_s + tp_link.latency_s
-        # ring all-reduce moves 2 (tp-1)/tp of the activation; two all-reduces per layer
-        ar_fixed = 2 * latency
-        ar_per_token = 2 * (2 * (tp - 1) / tp) * h * p.activation_bits / 8 / link_bw
+        # two all-reduces per layer; a ring all-reduce takes 2 (tp-1) latency-bound steps and
+        # moves 2 (tp-1)/tp of the activation (small messages at batch 1: the steps dominate)
+        ar_fixed = 2 * 2 * (tp - 1) * latency
+        ar_per_token = 2 * (2 * (tp - 1) / tp) * h * RESIDUAL_BYTES / link_bw
     else:
         ar_fixed = ar_per_token = 0.0
     return GpuCost(

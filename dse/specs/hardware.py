@@ -124,7 +124,9 @@ class GpuServingSpec(Spec):
     cuda_graphs: bool = spec_field()
     memory_utilization: float = frac(help="fraction of device memory the framework may use")
     runtime_reserve_bytes: float = nonneg("runtime_reserve_GB")
-    allreduce_latency_s: float = nonneg("allreduce_latency_us")
+    allreduce_latency_s: float = nonneg(
+        "allreduce_latency_us", help="latency of one ring step of a tensor-parallel "
+        "all-reduce, us (a ring all-reduce over tp GPUs takes 2 (tp - 1) steps)")
     prefill_overhead_s: float | None = nonneg(
         "prefill_overhead_us", help="fixed host and launch cost of one prefill call, us "
         "(absent: 0)")

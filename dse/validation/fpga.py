@@ -249,3 +249,30 @@ def fitted_engines(data: Mapping[str, Any]) -> list[str]:
         if p.fittable and p.engine not in seen:
             seen.append(p.engine or "")
     return seen
+
+
+def markdown_section(cat: Catalog) -> list[str]:
+    """The FPGA part of docs/validation.md's cross-validation section: one row per design."""
+    data = load()
+    pts = points(data)
+    lines = ["### FPGA decoder designs", "",
+             "Each design's achieved efficiency (and fabric power where measured) is fitted to "
+             "that design's own published decode points (`scripts/fit_fpga_engines.py`, "
+             "`dse.validation.fpga`; FlexLLM's in `dse/calibrate.py`). Simulated figures and "
+             "prefill times are predictions, never fitted.", "",
+             "| design | fitted points | LOO median error | LOO worst error | fitted | note |",
+             "|---|---|---|---|---|---|"]
+    reports = [engine_report(cat, pts, name) for name in fitted_engines(data)
+               if name != "flexllm"]
+    for r in reports:
+        med = "-" if r.cv.median_abs_rel_error is None else f"{r.cv.median_abs_rel_error:.1%}"
+        worst = "-" if r.cv.worst_abs_rel_error is None else f"{r.cv.worst_abs_rel_error:.1%}"
+        fitted = ", ".join(f"{k} {x:.4g}" for k, x in r.fitted.items())
+        lines.append(f"| {r.engine} | {r.cv.n} | {med} | {worst} | {fitted} | {r.cv.note} |")
+    lines += ["", "Predictions of points no fit used (simulated figures, prefill times):", "",
+              "| point | measured | tool | error |", "|---|---|---|---|"]
+    for r in reports:
+        for x in r.predictions:
+            lines.append(f"| `{x.id}` | {x.measured:.4g} | {x.predicted:.4g} | "
+                         f"{x.rel_error:+.1%} |")
+    return lines

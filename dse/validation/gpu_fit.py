@@ -84,7 +84,7 @@ def _by_gen(p: Param) -> Param:
 
 
 FITS: dict[str, FitSpec] = {f.profile: f for f in (
-    FitSpec("vllm-cudagraph", (_by_gen(E_MEM), E_ATTN, _by_gen(GAP), STEP, QUANT),
+    FitSpec("vllm-cudagraph", (_by_gen(E_MEM), E_ATTN, _by_gen(GAP), STEP, QUANT, ALLREDUCE),
             "vLLM >= 0.6 with CUDA graphs: the Qwen speed benchmark on A100 (vLLM 0.6.2/0.6.3, "
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
@@ -109,7 +109,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("mlc-llm", (E_MEM, GAP, STEP, ALLREDUCE),
             "MLC-LLM (llm-perf-bench on RTX 3090 Ti/4090 and A100 PCIe TP; Jetson AI Lab "
             "benchmarks on Orin Nano)"),
-    FitSpec("torch-compile", (E_MEM, GAP, QUANT),
+    FitSpec("torch-compile", (E_MEM, GAP, QUANT, ALLREDUCE),
             "gpt-fast (torch.compile, CUDA graphs): README benchmarks on A100 80GB"),
     FitSpec("exllamav2", (E_MEM, STEP),
             "ExLlamaV2 4-bit: llm-perf-bench on RTX 3090 Ti/4090"),
@@ -123,6 +123,8 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
                                             "hf-4.51", "llama.cpp")
        for k in ("mem_bw_efficiency", "layer_gap_us")},
     ("vllm-0.4", "quantized_layer_overhead_us"): "vllm-cudagraph",
+    ("vllm-0.4", "allreduce_latency_us"): "vllm-cudagraph",
+    ("sglang", "allreduce_latency_us"): "vllm-cudagraph",
     ("vllm-eager", "attention_bw_efficiency"): "vllm-cudagraph",
     ("vllm-eager", "step_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "quantized_layer_overhead_us"): "vllm-cudagraph",
