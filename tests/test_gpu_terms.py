@@ -112,3 +112,35 @@ def test_bad_generation_overrides_are_one_clear_error(table, match):
 def test_override_values_convert_units():
     s = make_serving(by_generation={"ada": {"source": "x", "layer_gap_us": 7.0}})
     assert s.variants["ada"]["layer_gap_s"] == pytest.approx(7e-6)
+
+
+def test_fp8_pays_the_quantised_overhead_only_where_it_dequantises_or_the_stack_says_so(qwen05):
+    """On FP8 tensor cores a native FP8 GEMM has no dequantisation (no overhead); without
+    them FP8 is weight-only (overhead); a stack with extra FP8 kernels pays it regardless."""
+    s = make_serving(quantized_layer_overhead_us=50.0)
+    fp8 = precision("fp8")
+    native = gpu.gpu_cost(qwen05, make_gpu(fp8_TFLOPS=400.0), fp8, s)
+    ampere = gpu.gpu_cost(qwen05, make_gpu(), fp8, s)
+    extra = gpu.gpu_cost(qwen05, make_gpu(fp8_TFLOPS=400.0), fp8,
+                         make_serving(quantized_layer_overhead_us=50.0, fp8_extra_kernels=True))
+    assert float(native.layer_gap_s) == 0.0
+    assert float(ampere.layer_gap_s) == pytest.approx(50e-6)
+    assert float(extra.layer_gap_s) == pytest.approx(50e-6)
+    assert not gpu.dequantises(make_gpu(), precision("w8a8"))
+    assert gpu.dequantises(make_gpu(), precision("q4_0"))
+
+
+def test_tensor_parallel_all_reduce_is_a_ring_by_hand(qwen05):
+    """tp = 4 over PCIe (no NVLink): per layer 2 all-reduces x 2 (4-1) ring steps x (10 us
+    profile + the link's latency); the size part 2 x 2 (3/4) x 896 x 2 B / link bandwidth per
+    token. Both land in the GPU side of every forward pass."""
+    from dse.specs import Catalog
+
+    cat = Catalog.load()
+    link = cat.link("pcie-gen4-x16")
+    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving(), tp=4, tp_link=link)
+    assert float(c.allreduce_s_per_layer) == pytest.approx(2 * 2 * 3 * (10e-6 + link.latency_s))
+    assert float(c.allreduce_s_per_token_layer) == pytest.approx(
+        2 * 2 * 0.75 * 896 * 2 / link.effective_bytes_per_s)
+    one = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    assert float(one.allreduce_s_per_layer) == 0.0

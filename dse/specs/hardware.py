@@ -142,6 +142,9 @@ class GpuServingSpec(Spec):
     eager_launch_per_layer_s: float | None = nonneg(
         "eager_launch_per_layer_us", help="per-layer CPU launch cost of a step that runs "
         "eager beyond graph_max_context_tokens, us")
+    fp8_extra_kernels: bool | None = spec_field(
+        help="FP8 linear layers run extra per-layer kernels (activation quantisation, block "
+        "scales) and so pay quantized_layer_overhead even on FP8 tensor cores (absent: false)")
     fp16_accumulate: bool | None = spec_field(
         help="FP16 GEMMs accumulate in FP16 (llama.cpp's cuBLAS path; absent: false)")
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -97,7 +97,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "(transformers 4.46, Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-30720)"),
     FitSpec("hf-4.38", (LAUNCH, E_ATTN, QUANT),
             "HF transformers 4.38 generate(): the Qwen2 speed benchmark on A100"),
-    FitSpec("hf-4.51", (LAUNCH,),
+    FitSpec("hf-4.51", (LAUNCH, QUANT),
             "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
     FitSpec("sglang", (E_MEM, GAP, STEP, QUANT),
             "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
@@ -135,7 +135,6 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
     ("tensorrt-llm", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("exllamav2", "layer_gap_us"): "vllm-cudagraph",
     ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
-    ("hf-4.51", "quantized_layer_overhead_us"): "hf-eager",
     ("tensorrt-llm", "mem_bw_efficiency"): "torch-compile",
     ("tensorrt-llm", "layer_gap_us"): "torch-compile",
 }
