@@ -371,6 +371,15 @@ def config2_target_sensitivity(cat: Catalog) -> list[Row]:
     return out
 
 
+def cross_validation_lines(cat: Catalog) -> list[str]:
+    """docs/validation.md's cost-model cross-validation: the GPU serving profiles (from
+    dse/data/gpu_cv.json, written by scripts/calibrate_devices.py) and the FPGA designs."""
+    from dse.validation import fpga as fpga_cv
+    from dse.validation import gpu_cv
+
+    return [*gpu_cv.markdown_section(gpu_cv.load()), "", *fpga_cv.markdown_section(cat)]
+
+
 def markdown(rs: list[Row], device_rows: list[Any],
              sensitivity: Sequence[Row] = (), cross_validation: Sequence[str] = ()) -> str:
     s = summary(rs)

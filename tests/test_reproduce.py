@@ -52,7 +52,8 @@ def test_every_calibrated_row_within(rows):
 
 def test_validation_doc_is_current(cat, rows):
     md = reproduce.markdown(rows, calibrate.validation_rows(cat),
-                            reproduce.config2_target_sensitivity(cat))
+                            reproduce.config2_target_sensitivity(cat),
+                            reproduce.cross_validation_lines(cat))
     assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == md, (
         "docs/validation.md is stale: run `dse reproduce --markdown docs/validation.md`")
 

@@ -16,7 +16,6 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
-    from dse.validation import fpga as fpga_cv
     from dse.validation import gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
@@ -27,8 +26,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     cv = gpu_cv.load()
     if a.markdown:
         md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
-                                [*gpu_cv.markdown_section(cv), "",
-                                 *fpga_cv.markdown_section(cat)])
+                                reproduce.cross_validation_lines(cat))
         write_file(a.markdown, md)
     if a.html:
         page = reproduce.html(rs)
