@@ -112,7 +112,8 @@ def gpu_cost(
             if tp_link is None:
                 raise ValueError("tp > 1 without NVLink needs the PCIe link spec")
             link_bw = tp_link.effective_bytes_per_s
-            latency = serving.allreduce_latency_s + tp_link.latency_s
+            step = serving.pcie_allreduce_latency_s
+            latency = (serving.allreduce_latency_s if step is None else step) + tp_link.latency_s
         # two all-reduces per layer; a ring all-reduce takes 2 (tp-1) latency-bound steps and
         # moves 2 (tp-1)/tp of the activation (small messages at batch 1: the steps dominate)
         ar_fixed = 2 * 2 * (tp - 1) * latency

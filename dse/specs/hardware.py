@@ -127,6 +127,10 @@ class GpuServingSpec(Spec):
     allreduce_latency_s: float = nonneg(
         "allreduce_latency_us", help="latency of one ring step of a tensor-parallel "
         "all-reduce, us (a ring all-reduce over tp GPUs takes 2 (tp - 1) steps)")
+    pcie_allreduce_latency_s: float | None = nonneg(
+        "pcie_allreduce_latency_us", help="ring-step latency of an all-reduce between GPUs "
+        "without NVLink (over PCIe, often staged through the host), us (absent: "
+        "allreduce_latency_us)")
     prefill_overhead_s: float | None = nonneg(
         "prefill_overhead_us", help="fixed host and launch cost of one prefill call, us "
         "(absent: 0)")

@@ -29,6 +29,8 @@ from dse.validation.measurements import GpuMeasurement
 def predict_s(cat: Catalog, m: GpuMeasurement, serving: GpuServingSpec) -> float:
     """The tool's value of what the measurement timed (see dse.validation.measurements)."""
     gpu = cat.gpu(m.device)
+    if not m.nvlink:  # e.g. A100 PCIe cards without their optional NVLink bridge
+        gpu = replace(gpu, nvlink_bidir_bytes_per_s=0.0)
     c = gpu_mod.gpu_cost(cat.model(m.model), gpu, precision(m.precision), serving, tp=m.tp,
                          tp_link=cat.link(gpu.host_link))
     if m.timed == "prefill":
@@ -76,6 +78,7 @@ COMPUTE = Param("compute_efficiency", 0.5, 0.05, 1.0)
 FP8 = Param("fp8_compute_efficiency", 0.4, 0.05, 1.0)
 PREFILL = Param("prefill_overhead_us", 1000.0, 0.0, 100000.0)
 ALLREDUCE = Param("allreduce_latency_us", 20.0, 0.0, 5000.0)
+PCIE_AR = Param("pcie_allreduce_latency_us", 20.0, 0.0, 5000.0)
 EAGER = Param("eager_launch_per_layer_us", 300.0, 0.0, 5000.0)
 
 
@@ -89,7 +92,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
-    FitSpec("vllm-eager", (ALLREDUCE,),
+    FitSpec("vllm-eager", (PCIE_AR,),
             "vLLM without CUDA graphs: llm-perf-bench (Oct 2023 vLLM, Llama-2-70B FP16, "
             "TP 2/4/8 on A100 PCIe)", exclude_devices=("jetson-orin-nano-8gb",)),
     FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
@@ -106,7 +109,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("llama.cpp", (E_MEM, STEP, COMPUTE),
             "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
             "A100 PCIe; f16, q8_0, q4_0)"),
-    FitSpec("mlc-llm", (E_MEM, GAP, STEP, ALLREDUCE),
+    FitSpec("mlc-llm", (E_MEM, GAP, STEP, PCIE_AR),
             "MLC-LLM (llm-perf-bench on RTX 3090 Ti/4090 and A100 PCIe TP; Jetson AI Lab "
             "benchmarks on Orin Nano)"),
     FitSpec("torch-compile", (E_MEM, GAP, QUANT, ALLREDUCE),
@@ -129,6 +132,7 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
     ("vllm-eager", "step_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "launch_per_layer_us"): ("vllm-0.4", "eager_launch_per_layer_us"),
+    ("vllm-eager", "allreduce_latency_us"): "vllm-cudagraph",
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
        for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "torch-compile",
                  "exllamav2")},

@@ -58,6 +58,7 @@ _GENERATED = (
     (re.compile(r"decode (\d+) tokens"), "decode"),
     (re.compile(r"max_new_tokens=(\d+)"), "decode"),
 )
+NO_NVLINK = re.compile(r"not NVLink|no NVLink|without NVLink", re.I)
 DEFAULT_GENERATED_TOKENS = 128  # assumption: a decode figure with no stated output length
 
 
@@ -76,6 +77,7 @@ class GpuMeasurement:
     measured_s: float  # see the module docstring
     source: str
     origin: str  # the data file
+    nvlink: bool = True  # False: the setting says the GPUs talked over PCIe, not NVLink
 
     @property
     def family(self) -> str:
@@ -153,7 +155,7 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
         if e["kind"] not in ("gpu_decode", "gpu_prefill"):
             continue
         device = e.get("catalog_device") or e.get("catalog_device_assumed")
-        model = e.get("catalog_model")
+        model = e.get("catalog_model") or e.get("catalog_model_assumed")
         profile = profile_of(e["framework"])
         prec = PRECISIONS.get(e["precision"])
         tag = (f"{origin}:{e['framework']}:{device or e.get('device')}:"
@@ -190,5 +192,6 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 id=pid if seen[pid] == 1 else f"{pid}#{seen[pid]}", device=device, model=model, profile=profile,
                 framework=e["framework"], precision=prec, tp=int(e.get("tp", 1) or 1),
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
-                measured_s=seconds, source=e["source"], origin=origin))
+                measured_s=seconds, source=e["source"], origin=origin,
+                nvlink=not NO_NVLINK.search(e.get("setting", ""))))
     return out, skipped
