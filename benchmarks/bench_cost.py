@@ -3,8 +3,8 @@
     python benchmarks/bench_cost.py [--n 5000000]
 
 Builds the coefficient table of every (model, GPU) pair of the catalog once, then evaluates
-decode time per token for N random (model, device, context) triples in one call, gather
-included. Target (Foundation issue): at least 5 million evaluations per second.
+decode time per token for N random (model, device, serving profile or FPGA engine,
+precision, context) draws in one call, gather included. Target (Foundation issue): at least 5 million evaluations per second.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     cat = Catalog.load()
-    serving = cat.serving("vllm-cudagraph")
-    table = [gpu.gpu_cost(cat.model(m), cat.gpu(d), precision("bf16"), serving)
-             for m in cat.names("model") for d in cat.names("gpu")]
+    # every (model, GPU, serving profile) at BF16 and w4a16: the profiles' generation
+    # overrides, quantised-layer and eager-fallback terms are all in the table
+    table = [gpu.gpu_cost(cat.model(m), cat.gpu(d), precision(p), cat.serving(s))
+             for m in cat.names("model") for d in cat.names("gpu")
+             for s in cat.names("gpu-serving") for p in ("bf16", "w4a16")]
     stacked = gpu.stack(table)
     rng = np.random.default_rng(0)
     idx = rng.integers(0, len(table), args.n)
@@ -43,8 +45,9 @@ def main() -> None:
                            for f in fields(gpu.GpuCost)})
         return gpu.decode_token_s(c, ctx)
 
-    fcosts = [fpga.fpga_cost(cat.model(m), fpga.default_build(cat.fpga(b), cat.engine("flexllm")))
-              for m in cat.names("model") for b in cat.names("fpga")]
+    fcosts = [fpga.fpga_cost(cat.model(m), fpga.default_build(cat.fpga(b), cat.engine(e)))
+              for m in cat.names("model") for b in cat.names("fpga")
+              for e in cat.names("fpga-engine")]
     fstack = fpga.stack(fcosts)
     fidx = rng.integers(0, len(fcosts), args.n)
 

@@ -22,12 +22,11 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from dse import calibrate
-from types import MappingProxyType
-
 from dse.specs import Catalog
 from dse.specs.schema import build_spec, parse_toml
 from dse.validation import gpu_cv, gpu_fit

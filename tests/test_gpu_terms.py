@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import make_gpu, make_serving
 from dse.devices import gpu
 from dse.devices.shape import precision
 from dse.errors import SpecError
+
+from .conftest import make_gpu, make_serving
 
 DECODE_1023_S = 2.013231360e-3
 

@@ -17,7 +17,8 @@ UNITS = {"tokens/s", "ms/token", "s", "W", "J/token"}
 REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precision": str,
             "batch": int, "points": list, "unit": str, "source": str, "setting": str}
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
-            "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str, "tp": int, "gpus": int, "simulated": bool}
+            "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
+            "tp": int, "gpus": int, "simulated": bool}
 # A kind's allowed units: decode as a rate, prefill as a time or a prompt-token rate.
 KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token"}, "fpga_decode": {"tokens/s", "ms/token"},
               "gpu_prefill": {"s", "tokens/s"}, "fpga_prefill": {"s", "tokens/s"},

@@ -9,10 +9,10 @@ Time of one forward pass (seconds):
                                                       profile's graphs were captured for)
     t         = max(gpu_side, cpu_side) + step_overhead      (+ prefill_overhead for a prefill)
 
-Dequantising precisions (`dequantises`) add the profile's `quantized_layer_overhead` to the layer gap
-(and, on an eager stack, to the per-layer launch): their dequantising GEMM kernels cost more
-per call than a 16-bit GEMV. The profile's values for the GPU's generation apply (Hopper can
-differ from Ampere), and FP8 prefill uses its own share of the FP8 peak.
+Dequantising precisions (`dequantises`) add the profile's `quantized_layer_overhead` to the
+layer gap (and, on an eager stack, to the per-layer launch): their dequantising GEMM kernels
+cost more per call than a 16-bit GEMV. The profile's values for the GPU's generation apply
+(Hopper can differ from Ampere), and FP8 prefill uses its own share of the FP8 peak.
 
 B, F: datasheet bandwidth and peak; e_mem, e_attn, e_comp, layer_gap, launch_per_layer and
 step_overhead are the serving profile's (calibrated on measured batch-1 points, see
@@ -357,7 +357,7 @@ class GpuPlacement(ModelMemory):
 
     # ---- memory
     @property
-    def weight_bits(self) -> int:
+    def weight_bits(self) -> float:
         return self.precision.weight_bits
 
     @property

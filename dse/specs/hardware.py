@@ -14,7 +14,6 @@ from typing import Any
 from dse.errors import SpecError
 from dse.specs.schema import Spec, frac, nonneg, pos, register_kind, spec_field
 
-
 GPU_GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -23,6 +24,7 @@ from scipy.optimize import least_squares
 from dse.devices import gpu as gpu_mod
 from dse.devices.shape import precision
 from dse.specs import Catalog, GpuServingSpec
+from dse.specs.schema import Key, schema_of
 from dse.validation.measurements import GpuMeasurement
 
 
@@ -149,21 +151,19 @@ FIT_ORDER = ("vllm-cudagraph", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38", 
 # ------------------------------------------------------------------------------ fitting
 
 
-_KEYS = None
+_KEYS: dict[str, Key] = {k.toml: k for k in schema_of(GpuServingSpec)}
 
 
-def _key(toml: str):  # noqa: ANN202 - the schema Key of a serving profile's TOML key
-    global _KEYS
-    if _KEYS is None:
-        from dse.specs.schema import schema_of
-        _KEYS = {k.toml: k for k in schema_of(GpuServingSpec)}
+def _key(toml: str) -> Key:
+    """The schema key of a serving profile's TOML key (its attribute and unit scale)."""
     return _KEYS[toml]
 
 
 def apply(serving: GpuServingSpec, values: dict[str, float],
           by_generation: dict[str, dict[str, float]] | None = None) -> GpuServingSpec:
     """The profile with `values` (TOML keys, file units) and per-generation overrides set."""
-    out = replace(serving, **{_key(k).attr: v * _key(k).scale for k, v in values.items()})
+    si: dict[str, Any] = {_key(k).attr: v * _key(k).scale for k, v in values.items()}
+    out = replace(serving, **si)
     if by_generation:
         variants = {g: {**out.variants.get(g, {}),
                         **{_key(k).attr: v * _key(k).scale for k, v in over.items()}}

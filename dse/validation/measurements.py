@@ -52,7 +52,7 @@ PRECISIONS = {"bf16": "bf16", "fp16": "fp16", "f16": "fp16", "w8a16": "w8a16",
               "w8a8": "w8a8"}
 
 # Output lengths and timing conventions written in the sources' settings.
-_GENERATED = (
+_GENERATED: tuple[tuple[re.Pattern[str], Timed | None], ...] = (
     (re.compile(r"generat\w* (\d+) tokens"), None),
     (re.compile(r"\btg(\d+)\b"), "decode"),
     (re.compile(r"decode (\d+) tokens"), "decode"),
@@ -170,6 +170,7 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
             skipped.append(Skipped(tag, reason))
             continue
         assert device is not None and model is not None and profile is not None
+        assert prec is not None
         if e["kind"] == "gpu_decode":
             timed, generated = _timing(e)
         else:
@@ -189,7 +190,8 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
             pid = f"{tag}:{ctx}"
             seen[pid] = seen.get(pid, 0) + 1
             out.append(GpuMeasurement(
-                id=pid if seen[pid] == 1 else f"{pid}#{seen[pid]}", device=device, model=model, profile=profile,
+                id=pid if seen[pid] == 1 else f"{pid}#{seen[pid]}", device=device, model=model,
+                profile=profile,
                 framework=e["framework"], precision=prec, tp=int(e.get("tp", 1) or 1),
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin,
