@@ -106,7 +106,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
     FitSpec("sglang", (E_MEM, GAP, STEP, QUANT),
             "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
-    FitSpec("tensorrt-llm", (COMPUTE, FP8, PREFILL, ALLREDUCE),
+    FitSpec("tensorrt-llm", (COMPUTE, FP8, _by_gen(PREFILL), ALLREDUCE),
             "TensorRT-LLM 0.5 time to first token (GPT-J 6B, A100 FP16, H100/L40S FP8)"),
     FitSpec("llama.cpp", (E_MEM, STEP, COMPUTE),
             "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
