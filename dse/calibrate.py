@@ -106,6 +106,18 @@ def fit_jetson_host(cat: Catalog) -> dict[str, float]:
     return {"host_cpu_slowdown": float(brentq(f, 0.1, 100.0, xtol=1e-9))}
 
 
+# Jetson Orin Nano "Super" mode raises the Cortex-A78AE clock from 1.5 to 1.7 GHz (same cores):
+# its host slowdown is the original module's fitted value scaled by the clock ratio.
+JETSON_CPU_GHZ = 1.5
+JETSON_SUPER_CPU_GHZ = 1.7
+JETSON_AGX_CPU_GHZ = 2.2  # Jetson AGX Orin 64GB: 12 Cortex-A78AE cores at 2.2 GHz (DS-10662)
+
+
+def derive_jetson_host(original: dict[str, float], cpu_ghz: float) -> dict[str, float]:
+    """Another Orin module's host slowdown: the Orin Nano's fitted value scaled by CPU clock."""
+    return {"host_cpu_slowdown": original["host_cpu_slowdown"] * JETSON_CPU_GHZ / cpu_ghz}
+
+
 def hf_a100_llama1b_decode_s(cat: Catalog) -> float:
     """hf-eager's prediction for FlexLLM's baseline: Llama-3.2-1B, BF16, HF, A100."""
     c = gpu_cost_mod.gpu_cost(cat.model("llama-3.2-1b-instruct"), cat.gpu(FLEXLLM_BASELINE_DEVICE),

@@ -98,10 +98,16 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
             path = SERVING / f"{name}.toml"
             pending[path] = serving_text(path, pf, [])
         jetson = GPUS / "jetson-orin-nano-8gb.toml"
+        super_ = GPUS / "jetson-orin-nano-8gb-super.toml"
+        agx = GPUS / "jetson-agx-orin-64gb.toml"
         flex = ENGINES / "flexllm.toml"
         cat = catalog_with(pending)
-        pending[jetson] = set_keys(jetson.read_text(encoding="utf-8"),
-                                   calibrate.fit_jetson_host(cat), jetson)
+        host = calibrate.fit_jetson_host(cat)
+        pending[jetson] = set_keys(jetson.read_text(encoding="utf-8"), host, jetson)
+        for other, ghz in ((super_, calibrate.JETSON_SUPER_CPU_GHZ),
+                           (agx, calibrate.JETSON_AGX_CPU_GHZ)):
+            pending[other] = set_keys(other.read_text(encoding="utf-8"),
+                                      calibrate.derive_jetson_host(host, ghz), other)
         pending[flex] = set_keys(flex.read_text(encoding="utf-8"), calibrate.fit_flexllm(cat),
                                  flex)
         if pending == out:

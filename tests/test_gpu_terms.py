@@ -145,3 +145,21 @@ def test_tensor_parallel_all_reduce_is_a_ring_by_hand(qwen05):
         2 * 2 * 0.75 * 896 * 2 / link.effective_bytes_per_s)
     one = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
     assert float(one.allreduce_s_per_layer) == 0.0
+
+
+def test_quantised_models_stream_a_16_bit_head_unless_the_stack_quantises_it(cat):
+    """Gemma-2-2B, w4a16: body 2,614,341,888 - 589,824,000 head = 2,024,517,888 params at
+    0.5 B, the tied 256000 x 2304 head at 2 B (GPTQ/AWQ keep it 16-bit) = 2,191,898,944 B; a
+    stack that quantises the head (MLC-LLM) streams all 2,614,341,888 at 0.5 B."""
+    from dse.devices import shape
+
+    g = cat.model("gemma-2-2b")
+    head = 256000 * 2304
+    streamed = shape.streamed_params_per_token(g)
+    w4 = precision("w4a16")
+    assert shape.streamed_weight_bytes(g, w4) == pytest.approx(
+        (streamed - head) * 0.5 + head * 2)
+    c = gpu.gpu_cost(g, make_gpu(), w4, make_serving(quantizes_head=True))
+    assert float(c.weight_bytes) == pytest.approx(streamed * 0.5)
+    bf16 = precision("bf16")  # 16-bit models are unchanged either way
+    assert shape.streamed_weight_bytes(g, bf16) == pytest.approx(streamed * 2)

@@ -27,7 +27,7 @@ Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar, cast
 
 import numpy as np
@@ -100,6 +100,8 @@ def gpu_cost(
     ring of 2 (tp - 1) steps of the profile's `allreduce_latency` (+ the PCIe latency). The serving
     profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`)."""
     serving = serving.for_generation(gpu.generation)
+    if serving.quantizes_head:
+        p = replace(p, table_bits=p.weight_bits)
     extra = dequantises(gpu, p) or (p.compute == "fp8" and bool(serving.fp8_extra_kernels))
     quant_s = (serving.quantized_layer_overhead_s or 0.0) if extra else 0.0
     quant_launch_s = 0.0 if serving.cuda_graphs else quant_s

@@ -30,6 +30,10 @@ class Precision:
     activation_bits: int
     kv_bits: int
     compute: str  # "bf16" | "fp16" | "int8" | "fp8": which datasheet peak the matmuls run at
+    # the token embedding and the output head: quantised GPTQ/AWQ checkpoints and vLLM's fp8
+    # keep lm_head and embed_tokens 16-bit, so a 4-bit Gemma-2-2B still streams a 1.2 GB head
+    # per token; a serving profile whose stack quantises them too says so (quantizes_head)
+    table_bits: float = 16
 
     @property
     def weight_bytes_per_param(self) -> float:
@@ -164,13 +168,27 @@ def streamed_params_per_token(m: ModelSpec) -> int:
     return body_params(m) + head_matmul_params(m)
 
 
+def _table_params(m: ModelSpec) -> tuple[int, int]:
+    """(stored, streamed per token) parameters of the token table and the LM head, which
+    quantised checkpoints keep at `Precision.table_bits`."""
+    if m.head != "lm":
+        return m.vocab_size * m.embed_dim, 0
+    head = 0 if m.tie_word_embeddings else m.vocab_size * m.embed_dim
+    return m.vocab_size * m.embed_dim + head, m.vocab_size * m.embed_dim
+
+
 def weight_bytes(m: ModelSpec, p: Precision) -> float:
-    """Bytes of all stored weights at the precision's weight width."""
-    return total_params(m) * p.weight_bytes_per_param
+    """Bytes of all stored weights: the token table and LM head at the precision's table
+    width, everything else at its weight width."""
+    table, _ = _table_params(m)
+    return (total_params(m) - table) * p.weight_bytes_per_param + table * p.table_bits / 8
 
 
 def streamed_weight_bytes(m: ModelSpec, p: Precision) -> float:
-    return streamed_params_per_token(m) * p.weight_bytes_per_param
+    """Bytes read per decoded token: the body at the weight width, the head at the table's."""
+    _, head = _table_params(m)
+    return ((streamed_params_per_token(m) - head) * p.weight_bytes_per_param
+            + head * p.table_bits / 8)
 
 
 def kv_bytes_per_token(m: ModelSpec, kv_bits: int) -> float:

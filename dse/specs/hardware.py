@@ -148,6 +148,9 @@ class GpuServingSpec(Spec):
     fp8_extra_kernels: bool | None = spec_field(
         help="FP8 linear layers run extra per-layer kernels (activation quantisation, block "
         "scales) and so pay quantized_layer_overhead even on FP8 tensor cores (absent: false)")
+    quantizes_head: bool | None = spec_field(
+        help="the stack's quantised models quantise the LM head and token table like the "
+        "body (MLC-LLM, gpt-fast); absent: false, they stay 16-bit (GPTQ/AWQ checkpoints)")
     fp16_accumulate: bool | None = spec_field(
         help="FP16 GEMMs accumulate in FP16 (llama.cpp's cuBLAS path; absent: false)")
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
