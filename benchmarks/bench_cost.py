@@ -2,9 +2,10 @@
 
     python benchmarks/bench_cost.py [--n 5000000]
 
-Builds the coefficient table of every (model, GPU) pair of the catalog once, then evaluates
-decode time per token for N random (model, device, serving profile or FPGA engine,
-precision, context) draws in one call, gather included. Target (Foundation issue): at least 5 million evaluations per second.
+Builds the coefficient table of every (model, GPU, serving profile, precision) and (model,
+FPGA, engine) combination of the catalog once, then evaluates decode time per token for N
+random draws (one of them and a context) in one call, gather included. Target: at least 5
+million evaluations per second.
 """
 
 from __future__ import annotations

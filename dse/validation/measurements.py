@@ -33,6 +33,7 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^vllm-0\.6|^vllm-0\.[7-9]|^vllm-0\.1\d", "vllm-cudagraph"),
     (r"^vllm-0\.[45]", "vllm-0.4"),
     (r"^vllm-acbed3e", "vllm-eager"),  # Oct 2023: before CUDA graphs (vLLM 0.2.5, Dec 2023)
+    (r"^vllm \(Nov 2023", "vllm-eager"),  # likewise (the entry says so)
     (r"^vllm-source-build", "vllm-eager"),
     (r"^vllm-eager", "vllm-eager"),
     (r"^hf-transformers-4\.3", "hf-4.38"),
@@ -41,6 +42,7 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^sglang", "sglang"),
     (r"^tensorrt-llm", "tensorrt-llm"),
     (r"^llama\.cpp", "llama.cpp"),
+    (r"^mlc-llm \(jetson-containers", "mlc-llm-jetson"),  # the 2024 JetPack 6 build
     (r"^mlc-llm", "mlc-llm"),
     (r"^gpt-fast|torch\.compile", "torch-compile"),
     (r"^exllamav2", "exllamav2"),
@@ -91,11 +93,14 @@ class Skipped:
 
 
 def family_of(profile: str) -> str:
-    """A profile's serving family: its name without a version suffix (hf-4.38 -> hf)."""
+    """A profile's serving family: its name without a version or build suffix (hf-4.38 ->
+    hf-transformers, mlc-llm-jetson -> mlc-llm)."""
     if profile.startswith("hf-"):
         return "hf-transformers"
     if profile.startswith("vllm-0."):
         return "vllm-cudagraph"
+    if profile.startswith("mlc-llm"):
+        return "mlc-llm"
     return profile
 
 
