@@ -609,3 +609,27 @@ def test_each_exporter_applies_where_it_did(cat, system):
             assert man["files"][f.path]["purpose"] == f.purpose != ""
     assert set(files) == set().union(*expected.values()) | {"design.toml", "report.json",
                                                             "manifest.json"}
+
+
+def test_a_draft_layer_flexllm_does_not_implement_is_projection_only(cat):
+    """GPT-2 on the U280 (plain MLP, learned positions, LayerNorm, biases): draft_config.h still
+    holds its geometry, and the build directory is marked projection-only with the reason."""
+    from dse.design_files import with_overrides
+    from dse.exporters import hls
+    from dse.exporters.exporter import ExportContext
+
+    assert hls.unsupported_layer(cat.model("qwen2.5-0.5b-instruct")) == []
+    assert "a plain (2-matrix) MLP" in hls.unsupported_layer(cat.model("gpt2-medium"))
+    assert hls.unsupported_layer(cat.model("qwen3-0.6b")) == ["q/k norms"]
+    system = with_overrides(cat.get("system", "paper-config1-u280"),
+                            {"draft_model": "gpt2-medium", "target_model": "gpt2-xl",
+                             "max_context_tokens": 1024})
+    d = build_design(cat, system, PRESETS["heteroreason"])
+    out = hls.render(ExportContext(cat=cat, design=d, workload=cat.get("workload", "math500"),
+                                   version="test"))
+    assert "learned absolute positions" in out.projection_only["fpga/u280"]
+    (f,) = out.files
+    assert "#define HIDDEN_DIM 1024" in f.text
+    ok = build_design(cat, cat.get("system", "paper-config1-u280"), PRESETS["heteroreason"])
+    assert hls.render(ExportContext(cat=cat, design=ok, workload=cat.get("workload", "math500"),
+                                    version="test")).projection_only == {}

@@ -10,6 +10,7 @@ only (no tapa.h), so any C++17 compiler can check it.
 from __future__ import annotations
 
 from dse.design import Design
+from dse.specs import ModelSpec
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
 from dse.exporters.text import comment_text
@@ -20,12 +21,39 @@ PREFILL_NOTE = ("the FPGA draft's prompt prefill runs on the target GPU and its 
                 "vLLM files")
 
 
+def unsupported_layer(m: ModelSpec) -> list[str]:
+    """What of a model's layer FlexLLM's decoder (a Llama/Qwen2 layer: RoPE, RMSNorm, a gated
+    MLP, no q/k norms, no MLP or output biases) does not implement."""
+    out = []
+    if (m.mlp_kind or "gated") != "gated":
+        out.append("a plain (2-matrix) MLP")
+    if (m.position_embedding or "rope") != "rope":
+        out.append("learned absolute positions")
+    if (m.norm or "rmsnorm") != "rmsnorm":
+        out.append("LayerNorm")
+    if (m.norms_per_layer or 2) != 2:
+        out.append(f"{m.norms_per_layer} norms per layer")
+    if m.qk_norm:
+        out.append("q/k norms")
+    if m.mlp_bias or m.attention_bias or m.lm_head_bias:
+        out.append("MLP, output-projection or head biases")
+    if m.embedding_dim is not None and m.embedding_dim != m.hidden_size:
+        out.append("a projected embedding")
+    return out
+
+
 def render(ctx: ExportContext) -> Rendered:
-    """The exporter "hls": fpga/<board>/draft_config.h of an FPGA draft."""
+    """The exporter "hls": fpga/<board>/draft_config.h of an FPGA draft. A draft whose layer
+    the FlexLLM kernels do not implement (GPT-2, OPT, Qwen3, ...) still gets its geometry, and
+    the build directory is marked projection-only with the reason."""
     fd = need_fpga_draft(ctx, "hls")
     text = draft_config_h(ctx.design, fd.engine, ctx.version)
+    missing = unsupported_layer(fd.engine.model)
+    why = {} if not missing else {fd.build_dir: (
+        f"the FlexLLM-style kernels implement a Llama/Qwen2 layer; {fd.engine.model.name} has "
+        + ", ".join(missing) + ", so these constants describe it but do not build it")}
     return Rendered(files=(ExportFile(f"{fd.build_dir}/draft_config.h", text, PURPOSE),),
-                    notes=(PREFILL_NOTE,))
+                    notes=(PREFILL_NOTE,), projection_only=why)
 
 
 def draft_config_h(design: Design, eng: DraftEngine, version: str) -> str:
