@@ -10,10 +10,10 @@ only (no tapa.h), so any C++17 compiler can check it.
 from __future__ import annotations
 
 from dse.design import Design
-from dse.specs import ModelSpec
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
 from dse.exporters.text import comment_text
+from dse.specs import ModelSpec
 
 PURPOSE = "compile-time constants of the FlexLLM-style draft decoder"
 PREFILL_NOTE = ("the FPGA draft's prompt prefill runs on the target GPU and its KV cache "
