@@ -125,17 +125,21 @@ MISS_NOTES: dict[str, str] = {
     "mlc-llm": "Llama-2-70B at TP 8 over A100 PCIe runs faster than the ring all-reduce model "
                "allows once it is fitted to TP 2 and 4 (+65%): MLC's all-reduce over PCIe does "
                "not grow with 2(tp-1) steps there.",
-    "mlc-llm-jetson": "its Llama-3, Qwen2.5 and Phi-3.5 points fit within 13%, its Gemma-2 "
-                      "2B/9B points run 31-43% slower than the same 4-bit byte rate allows: "
-                      "Gemma-2's extra per-layer work (4 norms, 256-wide heads, logit "
-                      "soft-capping) and its 256K tied vocabulary are not in a per-step cost "
-                      "fitted on Llama-shaped models. This is why the MLC-LLM family misses "
-                      "the 10% bar (10.8%).",
-    "vllm-eager": "its launch cost comes from vLLM 0.4's eager fallback (83 A100 points); an "
-                  "RTX 3090 running a Nov 2023 eager vLLM with AWQ decodes a 7B model in 5.7 ms "
-                  "per token, twice as fast as that launch cost allows (+117%), so the family "
-                  "misses the 10% bar (17.8% over 4 points); fitting the launch to that one "
-                  "point instead would set it to ~6 us per layer and contradict the 83.",
+    "mlc-llm-jetson": "its Llama-3, Qwen2.5 and Phi-3.5 points on the Orin Nano fit within "
+                      "13%, its Gemma-2 2B/9B points run 24-42% slower than the same 4-bit "
+                      "byte rate allows (Gemma-2's extra per-layer work, 4 norms, 256-wide "
+                      "heads and logit soft-capping, and its 256K tied vocabulary are not in a "
+                      "per-step cost fitted on Llama-shaped models), and two sources disagree "
+                      "by 3.5x on INT4 Llama-3.2-1B on the AGX Orin (163.9 tokens/s from "
+                      "benchmark.sh, 47.0 through mlc_llm serve; power mode unstated in both), "
+                      "so one of them misses by 70-80% whatever the fit. This is why the MLC-LLM "
+                      "family misses the 10% bar (12.1%).",
+    "vllm-eager": "its launch cost comes from vLLM 0.4's eager fallback (83 A100 points) and "
+                  "predicts the Jetson AGX Orin --enforce-eager points within 14%; an RTX 3090 "
+                  "running a Nov 2023 eager vLLM with AWQ decodes a 7B model in 5.7 ms per "
+                  "token, twice as fast as that launch cost allows (+117%), so the family misses "
+                  "the 10% bar (12.8% over 6 points); fitting the launch to that one point "
+                  "instead would set it to ~6 us per layer and contradict the 83.",
     "hopper": "SGLang and HF 4.51 points are all on one H20, whose batch-1 weight streaming "
               "reaches about 38% of its 4 TB/s (SGLang's fitted e_mem); a Hopper part with more "
               "SMs per byte/s (H100, H200) is expected to reach more, so those two profiles "
