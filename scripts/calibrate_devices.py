@@ -67,7 +67,7 @@ def serving_text(path: Path, pf: gpu_fit.ProfileFit, cv: list[gpu_fit.CvPoint]) 
              f"fitted_to = {_toml_str(pf.spec.note)}",
              f"parameters = {_toml_str(params)}",
              f"derived = {_toml_str(', '.join(sorted(pf.derived)) or 'none')}",
-             'method = "scipy.optimize.least_squares on log(predicted / measured), '
+             'method = "scipy.optimize.least_squares, soft-L1 loss on log(predicted / measured), '
              'dse.validation.gpu_fit"',
              f"points = {f.points}",
              f"base_generation = {_toml_str(f.base_generation)}",

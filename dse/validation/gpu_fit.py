@@ -8,8 +8,9 @@ per profile, which of them the published data of that stack decides (the rest ar
 another profile and say so in the file). A term is fitted per GPU generation only where the
 data of that stack covers more than one generation (`by_generation`).
 
-The fit minimises squared log(predicted / measured) over the profile's points. Cross-validation
-is leave-one-out: each point is predicted by a fit made without it.
+The fit minimises a robust (soft-L1) loss of log(predicted / measured) over the profile's
+points (`ROBUST_SCALE`). Cross-validation is leave-one-out: each point is predicted by a fit
+made without it, the other profiles' derived values held at the full calibration's.
 """
 
 from __future__ import annotations
