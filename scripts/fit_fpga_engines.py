@@ -49,7 +49,7 @@ def fit_all(extra: list[str], write: bool) -> bool:
         worst = "-" if cv.worst_abs_rel_error is None else f"{cv.worst_abs_rel_error:.1%}"
         fitted = ", ".join(f"{k}={x:.4g}" for k, x in r.fitted.items())
         print(f"{name:<14} {cv.n:>3} {med:>8} {worst:>8}  {fitted}; {cv.note}")
-        for x in r.loo:
+        for x in [*r.loo, *r.prefill_loo]:
             print(f"    loo  {x.id:<44} measured {x.measured:>9.4g} predicted {x.predicted:>9.4g}"
                   f" {x.rel_error:+.1%}")
         for x in r.predictions:

@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dse.devices import fpga, shape
@@ -151,3 +152,35 @@ def test_data_file_well_formed():
         assert r.get("catalog_engine", "flexllm") in names
         assert r.get("catalog_device", "u280") in boards
         assert all(len(p) == 2 and p[1] > 0 for p in r["points"])
+
+
+def test_prefill_runs_at_its_own_efficiency(cat):
+    """prefill_efficiency scales the prefill bound only: doubling it halves the bound part of a
+    prefill (the pipeline fills stay) and leaves decode unchanged."""
+    from dse.devices import fpga as f
+
+    eng = cat.engine("streamtensor")
+    model = cat.model("gpt2-medium")
+    lo = f.fpga_cost(model, f.default_build(cat.fpga("u55c"), replace(eng, prefill_efficiency=0.2),
+                                            weight_bits=4, activation_bits=8))
+    hi = f.fpga_cost(model, f.default_build(cat.fpga("u55c"), replace(eng, prefill_efficiency=0.4),
+                                            weight_bits=4, activation_bits=8))
+    n = 256
+    fills = float(np.ceil(n / lo.prefill_token_parallel) * lo.layer_fill_s + lo.head_fill_s)
+    assert float(f.prefill_s(lo, n)) - fills == pytest.approx(
+        2 * (float(f.prefill_s(hi, n)) - fills), rel=1e-12)
+    assert float(f.decode_token_s(lo, 100)) == float(f.decode_token_s(hi, 100))
+    absent = f.fpga_cost(model, f.default_build(cat.fpga("u55c"), replace(
+        eng, prefill_efficiency=None), weight_bits=4, activation_bits=8))
+    assert float(absent.prefill_efficiency) == eng.achieved_efficiency
+
+
+def test_streamtensor_prefill_is_cross_validated(cat):
+    """Its four measured TTFTs: leave-one-out within 10% each (the fitted value is current)."""
+    data = v.load()
+    r = v.engine_report(cat, v.points(data), "streamtensor")
+    assert r.prefill_cv.n == 4
+    assert r.prefill_cv.median_abs_rel_error is not None
+    assert max(abs(x.rel_error) for x in r.prefill_loo) < 0.10
+    assert r.fitted["prefill_efficiency"] == pytest.approx(
+        cat.engine("streamtensor").prefill_efficiency, rel=1e-5)

@@ -128,6 +128,7 @@ class FpgaCost:
     bw_bytes_per_s: Num
     macs_per_s: Num
     achieved_efficiency: Num
+    prefill_efficiency: Num  # the share of its bound a prefill pass reaches
     layer_fill_s: Num  # all layers, per forward pass
     head_fill_s: Num
     prefill_token_parallel: Num
@@ -153,6 +154,8 @@ def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:
         bw_bytes_per_s=effective_bw_bytes_per_s(b),
         macs_per_s=b.mac_lanes * b.clock_hz,
         achieved_efficiency=b.engine.achieved_efficiency,
+        prefill_efficiency=(b.engine.achieved_efficiency if b.engine.prefill_efficiency is None
+                            else b.engine.prefill_efficiency),
         layer_fill_s=model.num_layers * b.engine.fill_cycles_per_layer / b.clock_hz,
         head_fill_s=b.engine.lm_head_fill_cycles / b.clock_hz,
         prefill_token_parallel=b.engine.prefill_token_parallel,
@@ -205,7 +208,8 @@ def absorb_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike) -> F64:
 
 def prefill_s(c: FpgaCost, n_new: ArrayLike, ctx: ArrayLike = 0) -> F64:
     """Prefill n_new tokens after ctx in passes of prefill_token_parallel tokens; logits of the
-    last token only. Each pass streams the weights once."""
+    last token only. Each pass streams the weights once. The design reaches prefill_efficiency
+    of the bound (its own fit where it has prefill measurements, else achieved_efficiency)."""
     n = np.asarray(n_new, dtype=float)
     k = np.asarray(ctx, dtype=float)
     passes = np.ceil(n / c.prefill_token_parallel)
@@ -214,7 +218,7 @@ def prefill_s(c: FpgaCost, n_new: ArrayLike, ctx: ArrayLike = 0) -> F64:
     pairs = n * k + n * (n + 1) / 2
     t_mac = (n * c.body_macs_per_token + c.attn_macs_per_pair * pairs) / c.macs_per_s
     head = np.maximum(c.head_weight_bytes / c.bw_bytes_per_s, c.head_macs / c.macs_per_s)
-    t = (np.maximum(t_mem, t_mac) + head) / c.achieved_efficiency + passes * c.layer_fill_s
+    t = (np.maximum(t_mem, t_mac) + head) / c.prefill_efficiency + passes * c.layer_fill_s
     t = t + c.head_fill_s
     return np.asarray(np.where(n > 0, t, 0.0))
 

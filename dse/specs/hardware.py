@@ -193,6 +193,10 @@ class FpgaEngineSpec(Spec):
                                 "FlexLLM's 2048)")
     clock_hz: float | None = pos("clock_MHz", help="the design's kernel clock (absent: the "
                                  "board's default clock)")
+    prefill_efficiency: float | None = frac(
+        help="achieved share of the prefill bound (MACs or bytes), fitted to the design's own "
+        "prefill times; prefill is compute-bound where decode is memory-bound, so it need not "
+        "equal achieved_efficiency (absent: achieved_efficiency)")
 
     kind = "fpga-engine"
 

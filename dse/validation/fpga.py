@@ -143,11 +143,30 @@ def fit_dynamic_power(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngine
     return float(brentq(g, 0.0, 1e4, xtol=1e-9))
 
 
+def fit_prefill_efficiency(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+                           ) -> float | None:
+    """prefill_efficiency minimising sum(log(predicted / measured)^2) over the design's
+    measured prefill points (None: it has none)."""
+    prefill = [p for p in pts if p.kind == "fpga_prefill"]
+    if not prefill:
+        return None
+
+    def loss(eta: float) -> float:
+        e = replace(engine, prefill_efficiency=eta)
+        return float(sum(math.log(predict(cat, p, e) / p.value) ** 2 for p in prefill))
+
+    r = minimize_scalar(loss, bounds=ETA_BOUNDS, method="bounded", options={"xatol": 1e-9})
+    return float(r.x)
+
+
 def fit_engine(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
                ) -> dict[str, float]:
     """The fitted keys (TOML names) of one engine from its fittable points."""
     eta = fit_efficiency(cat, pts, engine)
     out = {"achieved_efficiency": eta}
+    eta_p = fit_prefill_efficiency(cat, pts, replace(engine, achieved_efficiency=eta))
+    if eta_p is not None:
+        out["prefill_efficiency"] = eta_p
     k = fit_dynamic_power(cat, pts, replace(engine, achieved_efficiency=eta))
     if k is not None:
         out["dynamic_w_per_ghz_kdsp"] = k
@@ -202,6 +221,22 @@ def cv_row(design: str, residuals: Sequence[Residual], n: int) -> CvRow:
                  "leave-one-out: each point predicted by a fit to the others")
 
 
+def prefill_cv(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+               ) -> tuple[CvRow, list[Residual]]:
+    """LOO over the engine's measured prefill points (prefill_efficiency refitted each time)."""
+    prefill = [p for p in pts if p.kind == "fpga_prefill"]
+    if len(prefill) < 2:
+        return cv_row(engine.name + " prefill", [], len(prefill)), []
+
+    def fit(sub: Sequence[FpgaPoint]) -> FpgaEngineSpec:
+        return replace(engine, prefill_efficiency=fit_prefill_efficiency(cat, sub, engine))
+
+    res = leave_one_out(prefill, fit=fit,
+                        predict_one=lambda e, p: predict(cat, p, e),  # type: ignore[arg-type]
+                        measured=lambda p: p.value, name=lambda p: p.id)
+    return cv_row(engine.name + " prefill", res, len(prefill)), res
+
+
 def engine_cv(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
               ) -> tuple[CvRow, list[Residual]]:
     """LOO over the engine's fitted decode points (the power fit follows the efficiency)."""
@@ -222,6 +257,8 @@ class EngineReport:
     fitted: dict[str, float]
     cv: CvRow
     loo: list[Residual]
+    prefill_cv: CvRow
+    prefill_loo: list[Residual]
     in_sample: list[Residual]  # fitted points at the full fit
     predictions: list[Residual]  # the design's simulated / unfittable points at the full fit
     skipped: list[str]  # points whose board or model the catalog lacks
@@ -237,9 +274,11 @@ def engine_report(cat: Catalog, all_points: Sequence[FpgaPoint], name: str) -> E
     fitted = fit_engine(cat, fit_pts, base) if fit_pts else {}
     engine = apply(base, fitted)
     cv, loo = engine_cv(cat, fit_pts, base)
+    pcv, ploo = prefill_cv(cat, fit_pts, replace(base, achieved_efficiency=engine
+                                                  .achieved_efficiency))
     in_sample = [Residual(p.id, p.value, predict(cat, p, engine)) for p in fit_pts]
     preds = [Residual(p.id, p.value, predict(cat, p, engine)) for p in ok if not p.fittable]
-    return EngineReport(name, fitted, cv, loo, in_sample, preds, skipped)
+    return EngineReport(name, fitted, cv, loo, pcv, ploo, in_sample, preds, skipped)
 
 
 def fitted_engines(data: Mapping[str, Any]) -> list[str]:
@@ -269,6 +308,12 @@ def markdown_section(cat: Catalog) -> list[str]:
         worst = "-" if r.cv.worst_abs_rel_error is None else f"{r.cv.worst_abs_rel_error:.1%}"
         fitted = ", ".join(f"{k} {x:.4g}" for k, x in r.fitted.items())
         lines.append(f"| {r.engine} | {r.cv.n} | {med} | {worst} | {fitted} | {r.cv.note} |")
+        if r.prefill_cv.n:
+            p = r.prefill_cv
+            pmed = "-" if p.median_abs_rel_error is None else f"{p.median_abs_rel_error:.1%}"
+            pworst = "-" if p.worst_abs_rel_error is None else f"{p.worst_abs_rel_error:.1%}"
+            lines.append(f"| {r.engine} prefill | {p.n} | {pmed} | {pworst} | "
+                         f"prefill_efficiency | {p.note} |")
     lines += ["", "Predictions of points no fit used (simulated figures, prefill times):", "",
               "| point | measured | tool | error |", "|---|---|---|---|"]
     for r in reports:
