@@ -26,6 +26,7 @@ from dse.devices import gpu as gpu_cost_mod
 from dse.devices.power import gpu_power_w
 from dse.devices.shape import precision
 from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec
+from dse.validation.measurements import JETSON_CONTEXT_TOKENS, QWEN_BENCH_GENERATED_TOKENS
 
 # Which serving profile models each measured framework. The Jetson build is assumed eager: its
 # flat ~17 tokens/s "across different prefill and decode lengths" is the signature of a
@@ -35,8 +36,6 @@ FRAMEWORK_PROFILE = {
     "hf-transformers-4.46": "hf-eager",
     "vllm-source-build": "vllm-eager",
 }
-QWEN_BENCH_GENERATED_TOKENS = 2048  # Qwen2.5 speed benchmark: generate 2048 tokens
-JETSON_CONTEXT_TOKENS = 512  # assumption: mid-length step context for the paper's Jetson figure
 FLEXLLM_CONTEXT_TOKENS = 1536  # FlexLLM benches 1024 prompt + 1024 new tokens: mean context
 FLEXLLM_BASELINE_DEVICE = "a100-80gb-sxm"  # assumption: FlexLLM says only "A100"
 # FlexLLM's A100 baseline (HF transformers generate, BF16, sampling, Llama-3.2-1B): "about 40

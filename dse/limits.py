@@ -29,3 +29,9 @@ MAX_PROBLEMS = 100_000
 MAX_KNOBS_PER_HARDWARE = 1_000_000
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
 MAX_TP = 64
+
+# Parse-time ceilings of the FPGA build flags of `dse roofline` (each board's own range is then
+# checked: a V80 holds 10,848 DSP58 x 3 INT8 MACs = 32,544 lanes; HBM boards expose at most 64
+# pseudo-channels), so a typo is refused before any arithmetic.
+MAX_MAC_LANES = 1_000_000
+MAX_CHANNELS = 1024

@@ -7,13 +7,8 @@ import argparse
 from typing import Any
 
 from dse.cli.common import positive_float, table, whole_number
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_TP
+from dse.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.specs import Catalog, spec_fields
-
-# Parse-time ceilings of the FPGA build flags (the board's own range is checked by dse.roofline:
-# a V80 holds 10,848 DSP58 x 3 INT8 MACs; HBM boards expose up to 64 channels).
-MAX_MAC_LANES = 1_000_000
-MAX_CHANNELS = 1024
 
 # The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
 CATALOG_GROUPS = ("boards", "models", "serving")

@@ -112,18 +112,24 @@ def rel_error(predicted: float, measured: float) -> float:
 # ---------------------------------------------------------------------------------- fits
 
 
+def _fit_share(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec, key: str
+               ) -> float:
+    """The engine field `key` (an achieved share of a bound) minimising
+    sum(log(predicted / measured)^2) over `pts`."""
+    def loss(eta: float) -> float:
+        e = apply(engine, {key: eta})
+        return float(sum(math.log(predict(cat, p, e) / p.value) ** 2 for p in pts))
+
+    r = minimize_scalar(loss, bounds=ETA_BOUNDS, method="bounded", options={"xatol": 1e-9})
+    return float(r.x)
+
+
 def fit_efficiency(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec) -> float:
     """achieved_efficiency minimising sum(log(predicted / measured)^2) over the decode points."""
     decode = [p for p in pts if p.kind == "fpga_decode"]
     if not decode:
         raise ValueError(f"{engine.name}: no decode point to fit achieved_efficiency to")
-
-    def loss(eta: float) -> float:
-        e = replace(engine, achieved_efficiency=eta)
-        return float(sum(math.log(predict(cat, p, e) / p.value) ** 2 for p in decode))
-
-    r = minimize_scalar(loss, bounds=ETA_BOUNDS, method="bounded", options={"xatol": 1e-9})
-    return float(r.x)
+    return _fit_share(cat, decode, engine, "achieved_efficiency")
 
 
 def fit_dynamic_power(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
@@ -148,15 +154,7 @@ def fit_prefill_efficiency(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaE
     """prefill_efficiency minimising sum(log(predicted / measured)^2) over the design's
     measured prefill points (None: it has none)."""
     prefill = [p for p in pts if p.kind == "fpga_prefill"]
-    if not prefill:
-        return None
-
-    def loss(eta: float) -> float:
-        e = replace(engine, prefill_efficiency=eta)
-        return float(sum(math.log(predict(cat, p, e) / p.value) ** 2 for p in prefill))
-
-    r = minimize_scalar(loss, bounds=ETA_BOUNDS, method="bounded", options={"xatol": 1e-9})
-    return float(r.x)
+    return _fit_share(cat, prefill, engine, "prefill_efficiency") if prefill else None
 
 
 def fit_engine(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec

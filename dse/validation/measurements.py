@@ -62,6 +62,8 @@ _GENERATED: tuple[tuple[re.Pattern[str], Timed | None], ...] = (
 )
 NO_NVLINK = re.compile(r"not NVLink|no NVLink|without NVLink", re.I)
 DEFAULT_GENERATED_TOKENS = 128  # assumption: a decode figure with no stated output length
+QWEN_BENCH_GENERATED_TOKENS = 2048  # the Qwen speed benchmarks generate 2048 tokens
+JETSON_CONTEXT_TOKENS = 512  # assumption: mid-length step context for the paper's Jetson figure
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ def _timing(entry: dict[str, Any]) -> tuple[Timed, int]:
     setting = entry.get("setting", "")
     if "speed = (prompt + generated tokens) / time" in setting or (
             "generate 2048 tokens after an input" in setting):
-        return "end_to_end", 2048
+        return "end_to_end", QWEN_BENCH_GENERATED_TOKENS
     for rx, timed in _GENERATED:
         m = rx.search(setting)
         if m:
@@ -140,7 +142,8 @@ def _brief_entries() -> Iterable[tuple[str, dict[str, Any]]]:
                 # the paper's Jetson figure: a decode rate at a mid-length step context
                 "setting": ("decode 128 tokens" if jetson else
                             "generate 2048 tokens after an input of N tokens"),
-                "source": f"dse/data/{fname}", "context_default": 512 if jetson else None,
+                "source": f"dse/data/{fname}",
+                "context_default": JETSON_CONTEXT_TOKENS if jetson else None,
             }
 
 
