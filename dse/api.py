@@ -140,12 +140,14 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
 
 def evaluate(design: Design, workload: str | PathLike | WorkloadSpec, *,
              evaluator: EvaluatorName = "closed-form", problems: int = 5000, seed: int = 0,
-             catalog: Catalog | None = None) -> Report:
+             intervals: bool = True, catalog: Catalog | None = None) -> Report:
     """Per-problem metrics of a design on a workload (the one entry point of the engine).
 
     evaluator: "closed-form" (expected values; milliseconds) or "simulator" (replays `problems`
-    synthetic problems drawn with `seed`; adds latency percentiles). A non-finite metric
-    raises DseError instead of returning.
+    synthetic problems drawn with `seed`; adds latency percentiles). intervals: add each
+    headline metric's 90% interval and the provenance of each component (`Report.intervals`,
+    `Report.provenance`; dse.uncertainty, about 20 more closed-form evaluations). A
+    non-finite metric raises DseError instead of returning.
     """
     from dse.engine.closed_form import evaluate as _evaluate
 
@@ -153,8 +155,13 @@ def evaluate(design: Design, workload: str | PathLike | WorkloadSpec, *,
         raise UsageError(f"evaluator: {evaluator!r} is not one of closed-form, simulator")
     if evaluator == "simulator":
         _check_problems(problems, seed)
-    return _evaluate(design, load_workload(workload, catalog=catalog), evaluator=evaluator,
-                     problems=problems, seed=seed)
+    w = load_workload(workload, catalog=catalog)
+    r = _evaluate(design, w, evaluator=evaluator, problems=problems, seed=seed)
+    if not intervals:
+        return r
+    from dse.uncertainty import attach
+
+    return attach(r, design, w)
 
 
 @dataclass(frozen=True)
@@ -179,10 +186,12 @@ def _check_problems(problems: int, seed: int) -> None:
 
 
 def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problems: int = 5000,
-             seed: int = 0, trace: PathLike | Trace | None = None,
+             seed: int = 0, trace: PathLike | Trace | None = None, intervals: bool = True,
              catalog: Catalog | None = None) -> Simulation:
     """Trace-driven simulation: `problems` synthetic problems drawn with `seed` from the
-    workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace)."""
+    workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace).
+    intervals: add the closed form's relative 90% intervals around the simulated means and
+    the provenance (as `evaluate`)."""
     from dse.engine.closed_form import finite, report_from_replay
     from dse.engine.simulator import Trace, read_jsonl, replay, synthetic_trace
     from dse.schedules import Costs
@@ -196,7 +205,12 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
     else:
         tr = read_jsonl(trace)
     rp = replay(c, tr, timeline_problem=0)
-    return Simulation(finite(report_from_replay(c, rp)), tr, list(rp.timeline or []))
+    report = finite(report_from_replay(c, rp))
+    if intervals:
+        from dse.uncertainty import attach
+
+        report = attach(report, design, c.workload)
+    return Simulation(report, tr, list(rp.timeline or []))
 
 
 # -------------------------------------------------------------------------------- search
@@ -225,17 +239,23 @@ def _constraints(min_accuracy: float | None, max_latency_s: float | None,
 def sweep(space: PathLike | Space | None = None, *,
           objectives: Sequence[Objective] = ("j_per_token",),
           min_accuracy: float | None = None, max_latency_s: float | None = None,
-          max_power_w: float | None = None, catalog: Catalog | None = None) -> SweepResult:
+          max_power_w: float | None = None, confidence: float = 0.9,
+          catalog: Catalog | None = None) -> SweepResult:
     """Every design of the space (vectorised mean-value model): the exact optimum of one
     objective, or the exact Pareto front of several, under the constraints (min_accuracy in
     percent, max_latency_s per problem, max_power_w average system power; None: the space's
-    defaults). The best design is re-evaluated with the closed form (`metrics["closed_form"]`).
+    defaults). Constraints are checked at the pessimistic end of each metric's interval at
+    `confidence` in [0.5, 1) (0.9: the end of the 90% interval; 0.5: central values); designs
+    are ranked by central values. The best design is re-evaluated with the closed form
+    (`metrics["closed_form"]`); the reported ones carry `intervals` and `provenance`.
     """
     from dse.search import sweep as _sweep
+    from dse.search.objectives import check_confidence
 
     cat = _catalog(catalog)
     return _sweep(cat, load_space(space, catalog=cat), list(objectives),
-                  _constraints(min_accuracy, max_latency_s, max_power_w))
+                  _constraints(min_accuracy, max_latency_s, max_power_w),
+                  confidence=check_confidence(confidence))
 
 
 def optimize(space: PathLike | Space | None = None, *,
@@ -243,9 +263,10 @@ def optimize(space: PathLike | Space | None = None, *,
              timeout_s: float | None = None, seed: int = 0, storage: str | None = None,
              study_name: str | None = None, min_accuracy: float | None = None,
              max_latency_s: float | None = None, max_power_w: float | None = None,
-             catalog: Catalog | None = None) -> OptimizeResult:
+             confidence: float = 0.9, catalog: Catalog | None = None) -> OptimizeResult:
     """Optuna search of the space until the study holds `trials` completed trials (or
-    `timeout_s` passes), with a TPE sampler seeded by `seed`.
+    `timeout_s` passes), with a TPE sampler seeded by `seed`. Constraints are checked at the
+    pessimistic end of each metric's interval at `confidence` (as `sweep`).
 
     storage: None keeps the study in memory (gone with the process); a SQLAlchemy URL
     (sqlite:///studies.db, postgresql://...) makes it resumable and shareable. The `dse optimize`
@@ -257,10 +278,14 @@ def optimize(space: PathLike | Space | None = None, *,
         raise UsageError(f"trials: must be a whole number >= 1, got {trials!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UsageError(f"seed: must be a whole number >= 0, got {seed!r}")
+    from dse.search.objectives import check_confidence
+
+    confidence = check_confidence(confidence)
     cat = _catalog(catalog)
     return _optimize(cat, load_space(space, catalog=cat), list(objectives),
                      _constraints(min_accuracy, max_latency_s, max_power_w), trials=trials,
-                     timeout=timeout_s, seed=seed, storage=storage, study_name=study_name)
+                     timeout=timeout_s, seed=seed, storage=storage, study_name=study_name,
+                     confidence=confidence)
 
 
 # -------------------------------------------------------------------------------- export

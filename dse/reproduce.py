@@ -20,7 +20,7 @@ execution time, `paper_energy`), and the speculation stall ratio is a share of s
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
@@ -52,9 +52,21 @@ class Row:
     within: bool
     calibrated: bool
     tolerance: str
+    # the tool's 90% interval (dse.uncertainty.paper_rows; nan until computed) and whether it
+    # meets the paper's value or range
+    tool_low: float = float("nan")
+    tool_high: float = float("nan")
+
+    @property
+    def inside(self) -> bool | None:
+        """The paper's value (or range) meets the tool's interval; None without one."""
+        if not (np.isfinite(self.tool_low) and np.isfinite(self.tool_high)):
+            return None
+        return bool(self.tool_low - 1e-12 <= self.paper_high
+                    and self.tool_high + 1e-12 >= self.paper_low)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"inside": self.inside}
 
 
 def reported() -> dict[str, Any]:
@@ -80,22 +92,47 @@ def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str) -> R
 
 
 class _Runs:
-    """Reports of the paper's systems, evaluated once each (closed form)."""
+    """Reports of the paper's systems, evaluated once each (closed form).
 
-    def __init__(self, cat: Catalog) -> None:
+    values: factor values of dse.uncertainty to evaluate at (key -> value); a run none of
+    whose factors is in them is taken from `base` (the central runs) unchanged."""
+
+    def __init__(self, cat: Catalog, values: Mapping[str, float] | None = None,
+                 base: _Runs | None = None) -> None:
         self.cat = cat
+        self.values = dict(values or {})
+        self.base = base
         self.cache: dict[tuple[str, str, str, bool], tuple[Design, Report]] = {}
+        self._keys: dict[tuple[str, str, str, bool], set[str]] = {}
 
     def run(self, system: str, dataset: str, schedule: str, backtracking: bool = True
             ) -> tuple[Design, Report]:
         key = (system, dataset, schedule, backtracking)
         if key not in self.cache:
+            if self.base is not None and not self.values.keys() & self.base.factor_keys(key):
+                self.cache[key] = self.base.run(*key)
+                return self.cache[key]
             sched = PRESETS[schedule]
             if not backtracking:
                 sched = sched.with_flags(backtracking=False)
             d = build_design(self.cat, load_system(self.cat, system), sched)
-            self.cache[key] = (d, evaluate(d, self.cat.workload(dataset)))
+            w = self.cat.workload(dataset)
+            if self.values:
+                from dse.uncertainty import shifted_report
+
+                self.cache[key] = shifted_report(d, w, self.values)
+            else:
+                self.cache[key] = (d, evaluate(d, w))
         return self.cache[key]
+
+    def factor_keys(self, key: tuple[str, str, str, bool]) -> set[str]:
+        """The keys of the factors of one (central) run."""
+        if key not in self._keys:
+            from dse.uncertainty import design_factors
+
+            d, _ = self.run(*key)
+            self._keys[key] = {f.key for f in design_factors(d, self.cat.workload(key[1]))}
+        return self._keys[key]
 
     def get(self, system: str, dataset: str, schedule: str, backtracking: bool = True
             ) -> Report:
@@ -103,7 +140,9 @@ class _Runs:
 
     def paper_energy(self, system: str, dataset: str, schedule: str) -> PaperEnergy:
         d, r = self.run(system, dataset, schedule)
-        return paper_energy(d, self.cat.workload(dataset), r)
+        from dse.uncertainty import perturbed_workload
+
+        return paper_energy(d, perturbed_workload(self.cat.workload(dataset), self.values), r)
 
 
 @dataclass(frozen=True)
@@ -144,10 +183,12 @@ def paper_energy(d: Design, w: WorkloadSpec, r: Report) -> PaperEnergy:
                        wasted_j / total_j if total_j > 0 else 0.0)
 
 
-def rows(cat: Catalog) -> list[Row]:
+def rows(cat: Catalog, runs: _Runs | None = None) -> list[Row]:
+    """Every paper row beside the tool's central value (runs: the evaluations to use, e.g.
+    perturbed ones for the intervals, dse.uncertainty.paper_rows)."""
     rep = reported()
     datasets = rep["datasets"]
-    runs = _Runs(cat)
+    runs = runs or _Runs(cat)
     out: list[Row] = []
 
     def gpu(cfg: str, ds: str, sched: str) -> Report:
@@ -380,8 +421,16 @@ def cross_validation_lines(cat: Catalog) -> list[str]:
     return [*gpu_cv.markdown_section(gpu_cv.load()), "", *fpga_cv.markdown_section(cat)]
 
 
+def tool_text(r: Row) -> str:
+    """The tool's value, with its 90% interval where computed."""
+    if not (np.isfinite(r.tool_low) and np.isfinite(r.tool_high)):
+        return f"{r.tool:.4g}"
+    return f"{r.tool:.4g} [{r.tool_low:.4g}-{r.tool_high:.4g}]"
+
+
 def markdown(rs: list[Row], device_rows: list[Any],
-             sensitivity: Sequence[Row] = (), cross_validation: Sequence[str] = ()) -> str:
+             sensitivity: Sequence[Row] = (), cross_validation: Sequence[str] = (),
+             coverage: Sequence[str] = ()) -> str:
     s = summary(rs)
     lines = [
         "# Validation: the HeteroReason paper and published device measurements",
@@ -401,15 +450,21 @@ def markdown(rs: list[Row], device_rows: list[Any],
         "",
         "## Paper rows",
         "",
-        "| id | paper | tool | within | calibrated | if missed: responsible assumption |",
-        "|---|---|---|---|---|---|",
+        "The tool column gives the value and its 90% interval [low-high] (dse.uncertainty, "
+        "docs/uncertainty.md); *in interval*: the paper's value, or part of its range, lies "
+        "in it.",
+        "",
+        "| id | paper | tool [90% interval] | within | in interval | calibrated | "
+        "if missed: responsible assumption |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rs:
         paper = f"{r.paper_low:.4g}" if r.paper_low == r.paper_high else (
             f"{r.paper_low:.4g}-{r.paper_high:.4g}")
         why = "" if r.within else miss_reason(r.id)
-        lines.append(f"| `{r.id}` | {paper} | {r.tool:.4g} | {'yes' if r.within else 'no'} | "
-                     f"{'yes' if r.calibrated else ''} | {why} |")
+        inside = {None: "", True: "yes", False: "no"}[r.inside]
+        lines.append(f"| `{r.id}` | {paper} | {tool_text(r)} | {'yes' if r.within else 'no'} "
+                     f"| {inside} | {'yes' if r.calibrated else ''} | {why} |")
     if sensitivity:
         tool = {r.id: r for r in rs}
         n_in = sum(r.within for r in sensitivity)
@@ -433,6 +488,8 @@ def markdown(rs: list[Row], device_rows: list[Any],
                      f"{d.rel_error:+.1%} | {'yes' if d.fitted else ''} |")
     if cross_validation:
         lines += ["", "## Cost-model cross-validation", "", *cross_validation]
+    if coverage:
+        lines += ["", "## Interval coverage", "", *coverage]
     return "\n".join(lines) + "\n"
 
 

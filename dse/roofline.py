@@ -7,6 +7,7 @@ from typing import Any
 from dse.devices.registry import KINDS, place, resolve
 from dse.errors import InfeasibleError, SpecError
 from dse.specs import Catalog
+from dse.uncertainty.factors import RANK, placement_factors
 
 # The flag (and JSON key) that sets each build knob.
 FLAG_OF = {"clock_hz": "clock_mhz", "mac_lanes": "mac_lanes", "memory_channels": "channels"}
@@ -85,7 +86,15 @@ def roofline(
     roof, bound = pl.decode_bound(context)
     prefill_bound = pl.prefill_bound(prompt_tokens)
     power = float(pl.power_w("decode", context))
+    idle = float(pl.power_w("idle"))
     infeasible = pl.infeasibility()
+    fs = placement_factors(pl)
+    by_op = {op: f for f in fs if f.quantity == "time"
+             for op in (("decode", "prefill") if f.key.startswith("time:all:")
+                        else (f.key.split(":")[1],))}
+    pw = next((f for f in fs if f.quantity == "power"), None)
+    power_iv = [power, power] if pw is None else [idle + (power - idle) * pw.low,
+                                                  idle + (power - idle) * pw.high]
     return {
         "model": m.name,
         "device": dev.name,
@@ -98,9 +107,13 @@ def roofline(
         "clock_mhz": pl.clock_hz / 1e6 if pl.clock_hz is not None else None,
         **_fpga_knobs(pl),
         "decode_s_per_token": decode_s,
+        "decode_s_per_token_interval": [decode_s * by_op["decode"].low,
+                                        decode_s * by_op["decode"].high],
         "decode_tokens_per_s": 1.0 / decode_s,
         "roofline_s_per_token": roof,
         "prefill_s": prefill_s,
+        "prefill_s_interval": [prefill_s * by_op["prefill"].low,
+                               prefill_s * by_op["prefill"].high],
         "bound": bound,
         "prefill_bound": prefill_bound,
         "weights_bytes": pl.weights_bytes,
@@ -110,6 +123,9 @@ def roofline(
         "fits": not infeasible,
         "infeasible": infeasible,
         "power_w": power,
-        "idle_w": float(pl.power_w("idle")),
+        "power_w_interval": power_iv,
+        "idle_w": idle,
         "j_per_token": power * decode_s,
+        "provenance": {"status": max((f.status for f in fs), key=RANK.__getitem__),
+                       "basis": " | ".join(f.basis for f in fs)},
     }

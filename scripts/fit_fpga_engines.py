@@ -3,6 +3,9 @@
     python scripts/fit_fpga_engines.py                 # fit, write boards/engines/*.toml, print CV
     python scripts/fit_fpga_engines.py --check         # exit 1 if the engine files are not current
 
+It also writes dse/data/fpga_cv.json, every design's cross-validated and predicted residuals,
+which the intervals (dse.uncertainty) read.
+
 Data: dse/data/published_fpga.toml; fits and leave-one-out CV: dse/validation/fpga.py. An engine
 whose points name a board or model the catalog lacks is skipped for those points (listed);
 """
@@ -57,6 +60,12 @@ def fit_all(extra: list[str], write: bool) -> bool:
                   f" {x.rel_error:+.1%}")
         for s in r.skipped:
             print(f"    skipped {s} (board or model not in the catalog)")
+    cv_path = ROOT / "dse" / "data" / v.CV_FILE
+    cv_text = v.cv_dumps(v.cv_residuals(cat))
+    old_cv = cv_path.read_text(encoding="utf-8") if cv_path.exists() else ""
+    changed |= cv_text != old_cv
+    if write and cv_text != old_cv:
+        cv_path.write_text(cv_text, encoding="utf-8")
     return changed
 
 

@@ -46,12 +46,18 @@ def test_options_are_keyword_only_and_typed(name: str) -> None:
 
 
 def test_evaluate_is_the_golden_closed_form() -> None:
-    """The API's evaluate of a named system equals the golden report of that design."""
+    """The API's evaluate of a named system equals the golden report of that design, and by
+    default adds the intervals and provenance the golden reports leave out."""
     d = dse.load_design("paper-config1-u280", schedule="heteroreason")
-    r = dse.evaluate(d, workload="math500")
+    r = dse.evaluate(d, workload="math500", intervals=False)
     golden = json.loads((GOLDEN_DIR / "paper-config1-u280__math500__heteroreason.json")
                         .read_text(encoding="utf-8"))["report"]
     assert compare(golden, r.to_dict()) == []
+    full = dse.evaluate(d, workload="math500")
+    assert full.latency_s_per_problem == r.latency_s_per_problem
+    lo, hi = full.intervals["latency_s_per_problem"]
+    assert lo < r.latency_s_per_problem < hi
+    assert set(full.provenance) >= {"draft", "prm", "target"}
     assert r.evaluator == "closed-form"
     assert math.isclose(sum(r.latency_breakdown_s.values()), r.latency_s_per_problem,
                         rel_tol=1e-9)

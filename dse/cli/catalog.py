@@ -83,11 +83,14 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                  serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
                  clock_mhz=a.clock_mhz, tp=a.tp, engine=a.engine, mac_lanes=a.mac_lanes,
                  channels=a.channels)
+    d_lo, d_hi = (x * 1e3 for x in r["decode_s_per_token_interval"])
+    p_lo, p_hi = (x * 1e3 for x in r["prefill_s_interval"])
+    w_lo, w_hi = r["power_w_interval"]
     rows = [
-        ["decode", f"{r['decode_s_per_token'] * 1e3:.3f} ms/token",
+        ["decode", f"{r['decode_s_per_token'] * 1e3:.3f} [{d_lo:.3f}-{d_hi:.3f}] ms/token",
          f"{r['decode_tokens_per_s']:.1f} tokens/s", r["bound"]],
-        ["prefill", f"{r['prefill_s'] * 1e3:.3f} ms", f"{a.prompt_tokens} tokens",
-         r["prefill_bound"]],
+        ["prefill", f"{r['prefill_s'] * 1e3:.3f} [{p_lo:.3f}-{p_hi:.3f}] ms",
+         f"{a.prompt_tokens} tokens", r["prefill_bound"]],
     ]
     asked = (a.engine, a.clock_mhz, a.mac_lanes, a.channels) != (None, None, None, None)
     build = (f", {r['clock_mhz']:g} MHz, {r['mac_lanes']} MAC lanes, {r['channels']} channels"
@@ -101,8 +104,10 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         f"kB/token, needs {r['memory_needed_bytes'] / 1e9:.2f} GB of "
         f"{r['memory_bytes'] / 1e9:.1f} GB: {'fits' if r['fits'] else 'DOES NOT FIT'}",
         f"roofline floor {r['roofline_s_per_token'] * 1e3:.3f} ms/token; power "
-        f"{r['power_w']:.1f} W decoding, {r['idle_w']:.1f} W idle; "
+        f"{r['power_w']:.1f} [{w_lo:.1f}-{w_hi:.1f}] W decoding, {r['idle_w']:.1f} W idle; "
         f"{r['j_per_token']:.3f} J/token",
+        f"[low-high]: 90% intervals; {r['provenance']['status']}: "
+        + r["provenance"]["basis"].split(" | ")[0][:120],
     ]
     if r["infeasible"]:
         lines.append("infeasible: " + "; ".join(r["infeasible"]))

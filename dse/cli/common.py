@@ -44,6 +44,36 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def with_interval(value: Any, interval: Sequence[float] | None) -> Any:
+    """`value [low-high]` in 4 significant digits (the value alone without an interval)."""
+    if interval is None or value is None:
+        return value
+    lo, hi = interval
+    return f"{value:.4g} [{lo:.4g}-{hi:.4g}]"
+
+
+def provenance_text(report: Mapping[str, Any]) -> str:
+    """One line per component of a report's provenance: its status, then what it rests on."""
+    prov = report.get("provenance") or {}
+    lines = ["provenance:"]
+    for comp, p in prov.items():
+        lines.append(f"  {comp}: {p['status']} ({p['basis'].split(' | ')[0][:110]}"
+                     + (", ..." if " | " in p["basis"] else "") + ")")
+    return "\n".join(lines) if prov else ""
+
+
+def confidence_type(s: str) -> float:
+    """An argparse type for --confidence: a number in [0.5, 1)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0.5, 1), got {s[:40]!r}"
+                                         ) from None
+    if not 0.5 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0.5, 1), got {s[:40]!r}")
+    return v
+
+
 def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:
     """An argparse type: a whole number in lo..hi (hi: a cap of dse.limits)."""
 

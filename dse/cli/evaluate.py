@@ -9,10 +9,12 @@ from typing import Any
 
 from dse.cli.common import (
     nonneg_int,
+    provenance_text,
     read_workload,
     refuse_overwriting_inputs,
     table,
     whole_number,
+    with_interval,
     write_file,
 )
 from dse.errors import UsageError
@@ -81,11 +83,12 @@ def evaluate_args(p: argparse.ArgumentParser) -> None:
 
 def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import REPORT_COLUMNS, closed_form_caveats, evaluate
+    from dse.uncertainty import attach
 
     w = _scenario(a, cat)
     reports, caveats = {}, []
     for d in _designs(a, cat, a.schedule or None):
-        rep = evaluate(d, w)
+        rep = attach(evaluate(d, w), d, w)
         notes = closed_form_caveats(rep)
         reports[d.schedule.name] = rep.to_dict() | {"caveats": notes}
         caveats += [f"note ({d.schedule.name}): {c}" for c in notes]
@@ -96,10 +99,12 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             r["energy_gain_vs_brsd"] = base["j_per_token"] / r["j_per_token"]
     first = next(iter(reports.values()))
     columns = (*REPORT_COLUMNS, *EXTRA_COLUMNS)
-    rows = [[r.get(key) for _, key in columns] for r in reports.values()]
+    rows = [[with_interval(r.get(key), r["intervals"].get(key)) for _, key in columns]
+            for r in reports.values()]
     head = [label for label, _ in columns]
-    text = (f"{first['system']} on {first['workload']} (closed form, per problem)\n"
-            + table(head, rows) + "".join(f"\n{c}" for c in caveats))
+    text = (f"{first['system']} on {first['workload']} (closed form, per problem; "
+            "[low-high]: 90% intervals)\n" + table(head, rows)
+            + "".join(f"\n{c}" for c in caveats) + "\n" + provenance_text(first))
     return {"system": first["system"], "workload": first["workload"],
             "schedules": reports}, text
 
@@ -120,6 +125,7 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import finite, report_from_replay
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
     from dse.schedules import Costs
+    from dse.uncertainty import attach
 
     refuse_overwriting_inputs({"--trace-out": a.trace_out, "--timeline-out": a.timeline_out},
                               {"--trace": a.trace, "--design": a.design,
@@ -135,7 +141,7 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     c = Costs(d, _scenario(a, cat))
     tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
     rp = replay(c, tr, timeline_problem=0)
-    r = finite(report_from_replay(c, rp)).to_dict()
+    r = attach(finite(report_from_replay(c, rp)), d, c.workload).to_dict()
     if a.trace_out:
         write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
     if a.timeline_out:
@@ -143,10 +149,17 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                    "problem": 0, "intervals": rp.timeline}
         write_file(a.timeline_out, json.dumps(payload, indent=1))
     pct = r["percentiles"]
-    rows = [[r["schedule"], r["latency_s_per_problem"], pct["latency_p50_s"],
-             pct["latency_p95_s"], r["goodput_tokens_per_s"], r["j_per_token"], r["accuracy"],
+    iv = r["intervals"]
+    rows = [[r["schedule"], with_interval(r["latency_s_per_problem"],
+                                          iv.get("latency_s_per_problem")),
+             pct["latency_p50_s"], pct["latency_p95_s"],
+             with_interval(r["goodput_tokens_per_s"], iv.get("goodput_tokens_per_s")),
+             with_interval(r["j_per_token"], iv.get("j_per_token")),
+             with_interval(r["accuracy"], iv.get("accuracy")),
              r["backtracks_per_problem"], r["speculation_stall_ratio"]]]
-    text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated\n"
+    text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated "
+            "([low-high]: 90% intervals of the mean, the closed form's relative width)\n"
             + table(["schedule", "mean latency s", "p50 s", "p95 s", "goodput tok/s",
-                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows))
+                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows)
+            + "\n" + provenance_text(r))
     return r, text

@@ -16,17 +16,20 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
-    from dse.validation import gpu_cv
+    from dse.validation import coverage, gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
-    rs = reproduce.rows(cat)
+    rs = coverage.paper_rows(cat)
     dev = calibrate.validation_rows(cat)
-    summ = reproduce.summary(rs)
+    summ: dict[str, Any] = dict(reproduce.summary(rs))
+    summ["coverage"] = {"paper_rows": coverage.paper_coverage(rs).to_dict(),
+                        "device_points": [c.to_dict() for c in coverage.device_coverage()]}
     cv = gpu_cv.load()
     if a.markdown:
         md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
-                                reproduce.cross_validation_lines(cat))
+                                reproduce.cross_validation_lines(cat),
+                                coverage.markdown_section(rs))
         write_file(a.markdown, md)
     if a.html:
         page = reproduce.html(rs)
@@ -40,10 +43,15 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         "device_cross_validation": {"gpu": gpu_cv.to_json(gpu_cv.summarise(cv))},
     }
     rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
-             else f"{r.paper_low:.4g}-{r.paper_high:.4g}", r.tool, "yes" if r.within else "NO",
+             else f"{r.paper_low:.4g}-{r.paper_high:.4g}", reproduce.tool_text(r),
+             "yes" if r.within else "NO", {None: "", True: "yes", False: "NO"}[r.inside],
              "yes" if r.calibrated else ""] for r in rs]
-    text = (table(["id", "paper", "tool", "within", "calibrated"], rows) + "\n\n"
+    pc = coverage.paper_coverage(rs)
+    text = (table(["id", "paper", "tool [90% interval]", "within", "in interval",
+                   "calibrated"], rows) + "\n\n"
             + f"{summ['within']}/{summ['rows']} within tolerance; calibrated "
             f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
-            f"{summ['predicted_within']}/{summ['predicted']}")
+            f"{summ['predicted_within']}/{summ['predicted']}\n"
+            f"coverage: {pc.inside}/{pc.n} predicted rows ({pc.share:.0%}) inside the tool's "
+            f"90% interval, median relative width {pc.median_rel_width:.1%}")
     return payload, text

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from dse.cli.common import (
+    confidence_type,
     nonneg_int,
     positive_float,
     positive_int,
     quiet_optuna,
     refuse_overwriting_inputs,
     table,
+    with_interval,
 )
 from dse.errors import InfeasibleError, UsageError
 from dse.search.objectives import CONSTRAINT_TABLE, OBJECTIVES, Constraint, check_objectives
@@ -49,6 +51,10 @@ def _search_args(p: argparse.ArgumentParser) -> None:
                    "scenarios/spaces/default.toml)")
     for c in CONSTRAINT_TABLE.values():  # one flag per declared constraint
         p.add_argument(c.flag, type=bound_type(c), metavar=c.metavar, help=c.help, dest=c.name)
+    p.add_argument("--confidence", type=confidence_type, default=0.9, metavar="C",
+                   help="check constraints at the pessimistic end of each metric's interval: "
+                   "0.9 (default) at the end of the 90%% interval, 0.5 at the central values; "
+                   "designs are ranked by their central values")
     p.add_argument("--out", metavar="DIR", help="write best.toml, pareto.csv, pareto.html "
                    "(and trials.csv for optimize) into DIR")
     p.add_argument("--force", action="store_true", help="replace files already in --out")
@@ -67,8 +73,8 @@ def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], 
 def _best_table(objectives: list[str], best: list[Any]) -> str:
     metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
                                  + ["j_per_token", "latency_s_per_problem", "accuracy"]))
-    rows = [[i + 1, *(c.metrics.get(m) for m in metrics), c.label]
-            for i, c in enumerate(best[:20])]
+    rows = [[i + 1, *(with_interval(c.metrics.get(m), c.intervals.get(m)) for m in metrics),
+             c.label] for i, c in enumerate(best[:20])]
     more = f"\n({len(best) - 20} more on the front)" if len(best) > 20 else ""
     return table(["#", *metrics, "design"], rows) + more
 
@@ -91,12 +97,26 @@ def _closed_form_line(best: Any) -> str:
     cf = best.metrics.get("closed_form")
     if not cf:
         return ""
-    return (f"\n#1 by the accurate closed form (dse evaluate): {cf['latency_s_per_problem']:.4g} "
-            f"s/problem, {cf['j_per_token']:.4g} J/token, accuracy {cf['accuracy']:.4g}%")
+    iv = cf.get("intervals", {})
+
+    def v(m: str) -> str:
+        return str(with_interval(float(cf[m]), iv.get(m)))
+
+    return (f"\n#1 by the accurate closed form (dse evaluate): {v('latency_s_per_problem')} "
+            f"s/problem, {v('j_per_token')} J/token, accuracy {v('accuracy')}%")
 
 
 def _constraint_text(cons: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in cons.items()) or "none"
+
+
+def _confidence_text(confidence: float) -> str:
+    if confidence <= 0.5:
+        return "constraints checked at central values (--confidence 0.5)"
+    return (f"constraints checked at the pessimistic end of each metric's interval "
+            f"(--confidence {confidence:g}"
+            + ("" if confidence != 0.9 else ": the end of the 90% interval")
+            + "); ranked by central values; [low-high]: 90% intervals")
 
 
 def sweep_args(p: argparse.ArgumentParser) -> None:
@@ -113,7 +133,7 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         if show:
             print(f"\rsweep: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
 
-    r = sweep(cat, space, objectives, cons, progress=progress)
+    r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence)
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"
@@ -121,13 +141,13 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload = {"best": [c.to_dict() for c in r.best], "pareto": [c.to_dict() for c in r.pareto],
                "n_designs": r.n_designs, "n_feasible": r.n_feasible,
                "n_hardware": r.n_hardware, "seconds": r.seconds, "objectives": objectives,
-               "constraints": r.constraints, "space": space.name,
+               "constraints": r.constraints, "confidence": r.confidence, "space": space.name,
                "infeasible_hardware": r.infeasible, "infeasible_examples": r.examples,
                "files": files}
     head = (f"swept {r.n_designs:,} designs ({r.n_hardware} hardware choices x "
             f"{r.n_designs // max(r.n_hardware, 1):,} knob settings) of space {space.name} in "
             f"{r.seconds:.2f} s; {r.n_feasible:,} feasible (constraints: "
-            f"{_constraint_text(r.constraints)})")
+            f"{_constraint_text(r.constraints)})\n{_confidence_text(r.confidence)}")
     for k, v in sorted(r.infeasible.items()):
         head += f"\ninfeasible: {k}: {v} hardware choices, e.g. {r.examples[k]}"
     if not r.best:
@@ -167,7 +187,8 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     # a resumed or shared study: each process samples its own designs (worker = its pid)
     r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
                  seed=a.seed, storage=url, study_name=a.study_name,
-                 progress=sys.stderr.isatty() and not a.json, worker=os.getpid())
+                 progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
+                 confidence=a.confidence)
     study = load_study(url, r.study_name)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
@@ -181,10 +202,11 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
                "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
                "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
-               "constraints": r.constraints, "seconds": r.seconds, "files": files}
+               "constraints": r.constraints, "confidence": r.confidence,
+               "seconds": r.seconds, "files": files}
     head = (f"study {r.study_name} in {r.storage}: {r.n_trials} completed trials "
             f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
-            f"{_constraint_text(r.constraints)}")
+            f"{_constraint_text(r.constraints)}\n{_confidence_text(r.confidence)}")
     if not r.best:
         raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
                               f"trials (constraints: {_constraint_text(r.constraints)}); relax "

@@ -59,6 +59,9 @@ class DeviceKind:
     prompt_prefill_on_gpu: bool  # a GPU prefills its prompt and the KV cache migrates to it
     place: Builder = field(repr=False)
     build_knobs: tuple[str, ...] = ()  # knob names its builder accepts (e.g. clock_hz)
+    # how it ingests streamed tokens (Placement.absorb_s): in one prefill pass, or one decode
+    # pass per token; an absorb shares that operation's cost-model error (dse.uncertainty)
+    absorb_like: Literal["prefill", "decode"] = "prefill"
     knob_ranges: Callable[[Any], dict[str, float]] = field(default=_no_knobs, repr=False)
 
     @property
@@ -130,8 +133,8 @@ KINDS.register(DeviceKind(
     precisions=tuple(fpga.FPGA_PRECISIONS), default_precision="w8a8",
     software_kind="fpga-engine", software_key="engine", software_label="FPGA engine",
     default_software="flexllm",  # the engine (draft_engine) when a system names none
-    prompt_prefill_on_gpu=True, place=fpga.place, build_knobs=fpga.BUILD_KNOBS,
-    knob_ranges=fpga.knob_ranges,
+    prompt_prefill_on_gpu=True, absorb_like="decode", place=fpga.place,
+    build_knobs=fpga.BUILD_KNOBS, knob_ranges=fpga.knob_ranges,
 ))
 
 

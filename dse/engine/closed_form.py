@@ -95,6 +95,10 @@ class Report:
     # finished its step-ahead speculation before the verdict and waited (None without
     # step-ahead); `speculation_stall_ratio` is the same stall as a share of the latency
     speculation_stall_step_share: float | None = None
+    # 90% intervals {metric: [low, high]} and what each component rests on (dse.uncertainty
+    # fills both; empty when a report is made without them)
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    provenance: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -12,7 +12,8 @@ bundle's own files. Bundle layout (paths relative to the output directory; expor
     gpu/vllm_target.yaml          [vllm]
     host/scheduler.yaml           [host] host scheduler parameters
     design.toml                   the design (dse evaluate --design reads it back)
-    report.json                   the predicted metrics (dse.engine.closed_form.evaluate)
+    report.json                   the predicted metrics (dse.engine.closed_form.evaluate), their
+                                  90% intervals and provenance (dse.uncertainty.attach)
     manifest.json                 schema_version, tool version, sha256 and purpose of every
                                   other file, projection-only flags, notes
 
@@ -40,6 +41,7 @@ from dse.exporters.text import SAFE_COMPONENT
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.specs import Catalog, build_spec
 from dse.specs.emit import json_text
+from dse.uncertainty import attach
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -90,7 +92,7 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec, *,
                                   "kind": design.draft.kind,
                                   "build_dir": build_dir,
                                   "projection_only": build_dir in projection}
-    report = evaluate(design, workload).to_dict()
+    report = attach(evaluate(design, workload), design, workload).to_dict()
     files["design.toml"] = _design_toml(design, workload, report, v)
     files["report.json"] = json_text({"schema_version": SCHEMA_VERSION, "tool_version": v,
                                       "predicted": True, **report})

@@ -6,7 +6,8 @@ evaluator, so that reading studies does not load the mean-value model."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dse.design import build_design
@@ -21,6 +22,10 @@ class Candidate:
     design: DesignFile
     metrics: dict[str, Any]  # metric -> value; "closed_form" -> its headline metrics
     toml: str
+    # 90% intervals of the metrics (metric -> [low, high]) and the provenance of each
+    # component (dse.uncertainty); empty until `with_intervals`
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    provenance: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -42,7 +47,53 @@ class Candidate:
                                                                    for f in FLAGS}}
                                              if sch is not None else None),
                            "workload": self.design.workload},
-                "metrics": self.metrics}
+                "metrics": self.metrics,
+                **({"intervals": self.intervals, "provenance": self.provenance}
+                   if self.intervals else {})}
+
+
+def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Candidate
+                   ) -> Candidate:
+    """The candidate with 90% intervals and provenance. They come from the closed form of its
+    design on each workload of the mix (dse.uncertainty.attach); the mix's relative interval
+    is the weighted mean of the workloads' low and high ends over their central values (the
+    workloads share the device factors, so their errors move together), applied to each
+    metric the candidate shows. Its `closed_form` block gets its own absolute intervals."""
+    from dse.engine.closed_form import evaluate
+    from dse.uncertainty import INTERVAL_METRICS, attach
+
+    sched = c.design.schedule
+    if sched is None:
+        return c
+    d = build_design(cat, c.design.system, sched)
+    rel: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in INTERVAL_METRICS}
+    prov: dict[str, dict[str, str]] = {}
+    total = sum(wt for _, wt in workloads)
+    for name, wt in workloads:
+        w = cat.workload(name)
+        r = attach(evaluate(d, w), d, w)
+        for m, (lo, hi) in r.intervals.items():
+            v = float(getattr(r, m))
+            rel[m][0] += wt * lo
+            rel[m][1] += wt * v
+            rel[m][2] += wt * hi
+        for comp, p in r.provenance.items():
+            prov.setdefault(comp, p)
+    out: dict[str, list[float]] = {}
+    for m, (lo, v, hi) in rel.items():
+        shown = c.metrics.get(m)
+        if v <= 0 or not isinstance(shown, float) or not math.isfinite(shown):
+            continue
+        if m == "accuracy":  # an additive shift: the same points around the value shown
+            out[m] = [max(shown - (v - lo) / total, 0.0), min(shown + (hi - v) / total, 100.0)]
+        else:
+            out[m] = [shown * lo / v, shown * hi / v]
+    metrics = dict(c.metrics)
+    cf = metrics.get("closed_form")
+    if isinstance(cf, dict) and len(workloads) == 1:
+        metrics["closed_form"] = {**cf, "intervals": {m: [rel[m][0], rel[m][2]] for m in rel
+                                                      if rel[m][1] > 0}}
+    return replace(c, metrics=metrics, intervals=out, provenance=prov)
 
 
 def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:

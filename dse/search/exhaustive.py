@@ -16,13 +16,16 @@ from numpy.typing import NDArray
 
 from dse.arrays import F64
 from dse.errors import DseError
-from dse.search.candidates import Candidate
+from dse.search.candidates import Candidate, with_intervals
 from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
+    DEFAULT_CONFIDENCE,
     METRICS,
     NO_CONSTRAINTS,
     OBJECTIVES,
     Constraints,
+    active,
+    check_confidence,
     check_objectives,
     direction,
 )
@@ -44,6 +47,7 @@ class SweepResult:
     points: dict[str, F64] = field(default_factory=dict)  # a sample of feasible designs
     infeasible: dict[str, int] = field(default_factory=dict)  # reason -> hardware choices
     examples: dict[str, str] = field(default_factory=dict)  # reason -> one full reason
+    confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
 
 
 _REASON_KINDS = (("needs", "does not fit device memory"),
@@ -67,13 +71,17 @@ def _reason_kind(reason: str) -> str:
 def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           constraints: Constraints = NO_CONSTRAINTS, *,
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
-          seed: int = 0) -> SweepResult:
+          seed: int = 0, confidence: float = DEFAULT_CONFIDENCE) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
-    Pareto front (several), under the constraints."""
+    Pareto front (several), under the constraints, checked at the pessimistic end of each
+    constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
+    central values); designs are ranked by their central values."""
     objectives = check_objectives(objectives)
+    confidence = check_confidence(confidence)
     cons = constraints.merged(space)
     t0 = time.perf_counter()
-    ev = Evaluator(cat, space)
+    ev = Evaluator(cat, space, confidence=confidence,
+                   checked={c.metric: c.bound for c, _ in active(cons)})
     hws = hardware(cat, space)
     if not hws:
         raise DseError(f"{space.path}: the space has no hardware choice whose draft and "
@@ -99,7 +107,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
                 reasons[_reason_kind(why)] += 1
                 examples.setdefault(_reason_kind(why), why)
             continue
-        ok = feasible_mask(r.metrics, cons).ravel()
+        ok = feasible_mask(r.for_constraints(), cons).ravel()
         idx = np.flatnonzero(ok)
         n_feasible += len(idx)
         if len(idx) == 0:
@@ -140,5 +148,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
                                    name=f"{space.name}-pareto-{n}", closed_form=n == 0))
         best = front[:1]
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
+    front = [with_intervals(cat, space.workloads, c) for c in front]
+    best = front[:1] if front else [with_intervals(cat, space.workloads, c) for c in best]
     return SweepResult(objectives, cons, len(hws) * per_hw, n_feasible, len(hws),
-                       time.perf_counter() - t0, best, front, points, dict(reasons), examples)
+                       time.perf_counter() - t0, best, front, points, dict(reasons), examples,
+                       confidence)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -158,19 +158,49 @@ class HardwareResult:
     reasons: tuple[str, ...]  # why it cannot run; empty when feasible
     metrics: dict[str, F64]  # each [F, A, K]; empty when infeasible
     capex_usd: float
+    # the constrained metrics at the pessimistic end the search checks (Evaluator.checked)
+    checked: dict[str, F64] = field(default_factory=dict)
+
+    def for_constraints(self) -> dict[str, F64]:
+        """The metrics constraints are checked against: pessimistic where computed."""
+        return {**self.metrics, **self.checked}
 
 
 class Evaluator:
-    """Evaluates hardware choices of one space (caches the model-pair tables)."""
+    """Evaluates hardware choices of one space (caches the model-pair tables).
 
-    def __init__(self, cat: Catalog, space: Space) -> None:
+    confidence and checked: the constraints' metrics (metric -> "min" or "max") are also
+    computed at the pessimistic end of their interval (dse.uncertainty, first order over the
+    hardware's factors), scaled by `pessimism(confidence)`: 0.9 is the end of the 90%
+    interval, 0.5 the central value. `HardwareResult.checked` holds them."""
+
+    def __init__(self, cat: Catalog, space: Space, *, confidence: float = 0.5,
+                 checked: Mapping[str, str] | None = None) -> None:
         self.cat, self.space, self.grid = cat, space, knob_grid(space)
         self.workloads = [(cat.workload(n), wt) for n, wt in space.workloads]
+        self.confidence = confidence
+        self.checked = dict(checked or {})
+        self._perturbed_pairs: dict[tuple[Any, ...], PairTables] = {}
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
     def pair(self, wname: str, draft: str, target: str) -> PairTables:
         return pair_tables(self.cat.workload(wname), draft, target, self.grid,
                            self.space.max_context_tokens)
+
+    def _pair_at(self, w: WorkloadSpec, draft: str, target: str, values: Mapping[str, float]
+                 ) -> PairTables:
+        mine = tuple(sorted((k, v) for k, v in values.items() if f":{w.name}" in k
+                            and not k.startswith(("time:", "power:"))))
+        if not mine:
+            return self.pair(w.name, draft, target)
+        key = (w.name, draft, target, mine)
+        if key not in self._perturbed_pairs:
+            from dse.uncertainty import perturbed_workload
+
+            self._perturbed_pairs[key] = pair_tables(
+                perturbed_workload(w, dict(mine)), draft, target, self.grid,
+                self.space.max_context_tokens)
+        return self._perturbed_pairs[key]
 
     def design(self, hw: Hardware) -> Design:
         return build_design(self.cat, system_for(self.space, hw), PRESETS["heteroreason"],
@@ -190,14 +220,62 @@ class Evaluator:
         why = tuple(infeasibility(d))
         if why:
             return HardwareResult(hw, why, {}, 0.0)
+        metrics = self.metrics(hw, d)
+        checked: dict[str, F64] = {}
+        scale = pessimism(self.confidence)
+        if scale > 0 and self.checked:
+            iv = self.intervals(hw, d, metrics, tuple(self.checked))
+            for m, side in self.checked.items():
+                lo, hi = iv[m]
+                c = metrics[m]
+                checked[m] = c - (c - lo) * scale if side == "min" else c + (hi - c) * scale
+        return HardwareResult(hw, (), metrics, self.capex_usd(hw), checked)
+
+    def factors(self, d: Design) -> list[Any]:
+        """The hardware's uncertain factors over the space's workloads (an accuracy shift
+        weighted by its workload's weight in the mix)."""
+        from dataclasses import replace
+
+        from dse.uncertainty import design_factors
+
+        out: dict[str, Any] = {}
+        for w, weight in self.workloads:
+            for f in design_factors(d, w, thresholds=(*map(float, self.grid.accept),
+                                                    *map(float, self.grid.backtrack))):
+                if f.additive:
+                    f = replace(f, low=f.low * weight, high=f.high * weight)
+                out.setdefault(f.key, f)
+        return list(out.values())
+
+    def intervals(self, hw: Hardware, d: Design, central: Mapping[str, F64],
+                  metrics: tuple[str, ...]) -> dict[str, tuple[F64, F64]]:
+        """90% intervals of the given metrics over the whole grid of one hardware choice."""
+        from dse.uncertainty import intervals, scale_design
+
+        def at(values: Mapping[str, float]) -> dict[str, F64]:
+            return self.metrics(hw, scale_design(d, values), values)
+
+        return intervals(self.factors(d), central, at, metrics)
+
+    def metrics(self, hw: Hardware, d: Design, values: Mapping[str, float] | None = None
+                ) -> dict[str, F64]:
+        """Every metric of a (feasible) design over the knob grid [F, A, K]; values: factor
+        values of dse.uncertainty whose workload part applies here (the design is already
+        scaled)."""
+        values = values or {}
         f_n, a_n, k_n = self.grid.shape
         lat = np.empty((f_n, a_n, k_n))
         e = np.empty((f_n, a_n, k_n))
         n_off = int((self.grid.max_backtracks == 0).sum())  # forward-only columns come first
         tok: F64 | float = 0.0
         acc: F64 | float = 0.0
-        for wi, (w, weight) in enumerate(self.workloads):
-            pt = self.pair(w.name, hw.draft.model, hw.target.model)
+        for wi, (w0, weight) in enumerate(self.workloads):
+            pt = self._pair_at(w0, hw.draft.model, hw.target.model, values)
+            w = w0
+            if values:
+                from dse.uncertainty import perturbed_workload
+
+                w = perturbed_workload(w0, values)
             comp_all = components_grid(Costs(d, w), pt.pa, pt.resp)
             for fi, (sa, sh) in enumerate(self.grid.flags):
                 for on in (False, True):
@@ -227,13 +305,12 @@ class Evaluator:
         goodput = tok_b / lat
         usd_per_s = capex / (self.space.lifetime_years * SECONDS_PER_YEAR) \
             + power / 1000.0 * self.space.usd_per_kwh / 3600.0
-        metrics = {
+        return {
             "latency_s_per_problem": lat, "energy_j_per_problem": e,
             "tokens_per_problem": tok_b, "j_per_token": e / tok_b,
             "goodput_tokens_per_s": goodput, "accuracy": acc_b,
             "power_w": power, "cost_usd_per_mtok": usd_per_s / goodput * 1e6,
         }
-        return HardwareResult(hw, (), metrics, capex)
 
     def knobs(self, f: int, a: int, k: int) -> dict[str, Any]:
         g = self.grid
@@ -243,6 +320,16 @@ class Evaluator:
                 "backtrack_threshold": float(g.backtrack[k]) if mb > 0 else float(g.accept[a]),
                 "max_backtracks": mb, "backtrack_window": int(g.window[k]),
                 "backtracking": mb > 0, "step_ahead": sa, "shadow_sync": sh}
+
+
+def pessimism(confidence: float) -> float:
+    """How far towards the pessimistic end of the 90% interval a constraint is checked at
+    `confidence`: Phi^-1(confidence) / Phi^-1(0.9), so 0.9 is the interval's end, 0.5 the
+    central value and 0.95 beyond the end (normal tails assumed between)."""
+    from statistics import NormalDist
+
+    n = NormalDist()
+    return max(n.inv_cdf(confidence), 0.0) / n.inv_cdf(0.9)
 
 
 def feasible_mask(metrics: dict[str, F64], constraints: dict[str, float]) -> NDArray[np.bool_]:

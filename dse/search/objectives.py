@@ -208,6 +208,19 @@ class Constraints:
 NO_CONSTRAINTS = Constraints()  # the space's defaults only
 
 
+# Constraints are checked at the pessimistic end of the metric's 90% interval by default.
+DEFAULT_CONFIDENCE = 0.9
+
+
+def check_confidence(confidence: Any, name: str = "confidence") -> float:
+    """A confidence in [0.5, 1): 0.5 checks constraints at central values, 0.9 at the end of
+    the 90% interval (dse.search.grid.pessimism)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
+            0.5 <= confidence < 1):
+        raise UsageError(f"{name}: must be a number in [0.5, 1), got {confidence!r}")
+    return float(confidence)
+
+
 def active(constraints: Mapping[str, float]) -> list[tuple[Constraint, float]]:
     """The (row, bound) of each constraint given, in table order."""
     return [(c, float(constraints[c.name])) for c in CONSTRAINT_TABLE.values()

@@ -25,12 +25,15 @@ from typing import Any
 import numpy as np
 
 from dse.errors import UsageError
-from dse.search.candidates import Candidate, closed_form_metrics
+from dse.search.candidates import Candidate, closed_form_metrics, with_intervals
 from dse.search.grid import Evaluator, candidate, feasible_mask, violation
 from dse.search.objectives import (
+    DEFAULT_CONFIDENCE,
     NO_CONSTRAINTS,
     OBJECTIVES,
     Constraints,
+    active,
+    check_confidence,
     check_objectives,
     direction,
 )
@@ -50,16 +53,18 @@ class OptimizeResult:
     n_new: int  # trials this call ran
     best: list[Candidate]
     seconds: float
+    confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
 
 
-def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float]) -> str:
+def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float],
+                 confidence: float = DEFAULT_CONFIDENCE) -> str:
     """What a study was created for: resuming it with another space or objective is refused."""
     h = hashlib.sha256(repr((space.workloads, space.drafts, space.prms, space.targets,
                              space.accept_thresholds, space.backtrack_thresholds,
                              space.max_backtracks, space.backtrack_windows, space.step_ahead,
                              space.shadow_sync, space.max_context_tokens,
                              space.lifetime_years, space.usd_per_kwh, list(objectives),
-                             sorted(cons.items()))).encode())
+                             sorted(cons.items()), confidence)).encode())
     return h.hexdigest()[:16]
 
 
@@ -67,22 +72,28 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
              constraints: Constraints = NO_CONSTRAINTS, *, trials: int = 200,
              timeout: float | None = None, seed: int = 0, storage: str | None = None,
              study_name: str | None = None, progress: bool = False, worker: int = 0,
-             callback: Callable[[int, int], None] | None = None) -> OptimizeResult:
+             callback: Callable[[int, int], None] | None = None,
+             confidence: float = DEFAULT_CONFIDENCE) -> OptimizeResult:
     """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
     seconds pass). Several processes may run on one storage and study at once.
 
     storage: a SQLAlchemy URL, or None for Optuna's in-memory storage (gone with the process;
     the `dse optimize` command passes its SQLite default). A resumed or shared study seeds its
     sampler from (seed, worker, trials already in the study): give each concurrent worker its
-    own `worker` number so that they do not sample the same designs."""
+    own `worker` number so that they do not sample the same designs.
+
+    confidence: constraints are checked at the pessimistic end of each constrained metric's
+    interval (0.9: the 90% interval's end; 0.5: the central values); the objectives are the
+    central values."""
     import optuna
 
     objectives = check_objectives(objectives)
+    confidence = check_confidence(confidence)
     cons = constraints.merged(space)
     t0 = time.perf_counter()
     url = storage if storage is not None else IN_MEMORY
     name = study_name or f"{space.name}-{'+'.join(objectives)}"
-    digest = space_digest(space, objectives, cons)
+    digest = space_digest(space, objectives, cons, confidence)
     dirs = [direction(o) for o in objectives]
     store = optuna.storages.InMemoryStorage() if storage is None else open_storage(url)
     study = optuna.create_study(
@@ -94,12 +105,14 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         study.set_user_attr("space", space.name)
         study.set_user_attr("objectives", objectives)
         study.set_user_attr("constraints", cons)
+        study.set_user_attr("confidence", confidence)
         study.set_user_attr("workloads", [list(w) for w in space.workloads])
     elif got != digest:
         raise UsageError(f"study {name}: this study was created for another space, "
-                         f"objective or constraints ({study.user_attrs.get('space')}, "
+                         f"objective, constraints or confidence ({study.user_attrs.get('space')}, "
                          f"{study.user_attrs.get('objectives')}, "
-                         f"{study.user_attrs.get('constraints')}); use another study name")
+                         f"{study.user_attrs.get('constraints')}, confidence "
+                         f"{study.user_attrs.get('confidence', 0.5)}); use another study name")
     done = len(study_trials(study))
     eff_seed = seed if not study.trials else int.from_bytes(hashlib.sha256(
         f"{seed}:{worker}:{len(study.trials)}".encode()).digest()[:4], "little")
@@ -113,7 +126,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         study.sampler = optuna.samplers.TPESampler(
             seed=eff_seed, multivariate=True, group=True, constraints_func=constraints_func,
             n_startup_trials=10)
-    ev = Evaluator(cat, space)
+    ev = Evaluator(cat, space, confidence=confidence,
+                   checked={c.metric: c.bound for c, _ in active(cons)})
     single = len(objectives) == 1
     g = ev.grid
     knobs = study_knobs(cat, space, algorithm=not single)
@@ -140,12 +154,12 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
             return worst[0] if single else worst
         if single:
             val = r.metrics[OBJECTIVES[objectives[0]]] * dirs[0]
-            ok = feasible_mask(r.metrics, cons)
+            ok = feasible_mask(r.for_constraints(), cons)
             if ok.any():
                 flat = int(np.argmin(np.where(ok, val, np.inf)))
                 viol = 0.0
             else:
-                v = violation(r.metrics, cons)
+                v = violation(r.for_constraints(), cons)
                 flat = int(np.argmin(v))
                 viol = float(v.ravel()[flat])
             f, ai, k = (int(x) for x in np.unravel_index(flat, g.shape))
@@ -159,7 +173,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                 k = int(np.flatnonzero((g.max_backtracks == mb)
                                        & (g.backtrack == values["backtrack_threshold"])
                                        & (g.window == values["backtrack_window"]))[0])
-            one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.metrics.items()}
+            one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.for_constraints().items()}
             viol = max(0.0, float(violation(one, cons).ravel()[0]))
         c = candidate(ev, hw, r.metrics, f, ai, k, name=f"{name}-trial-{trial.number}")
         trial.set_user_attr("design_toml", c.toml)
@@ -183,5 +197,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         b = best[0]
         b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
                                                        best[0].design.workload)
+    best = [with_intervals(cat, space.workloads, c) for c in best]
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
-                          len(study.trials) - n_before, best, time.perf_counter() - t0)
+                          len(study.trials) - n_before, best, time.perf_counter() - t0,
+                          confidence)

@@ -319,3 +319,44 @@ def markdown_section(cat: Catalog) -> list[str]:
             lines.append(f"| `{x.id}` | {x.measured:.4g} | {x.predicted:.4g} | "
                          f"{x.rel_error:+.1%} |")
     return lines
+
+
+CV_FILE = "fpga_cv.json"
+
+
+def cv_residuals(cat: Catalog) -> list[dict[str, Any]]:
+    """Every FPGA residual the evidence offers, for the intervals (dse.uncertainty, which reads
+    the file itself: this module loads scipy.optimize): each
+    design's leave-one-out decode and prefill predictions, and its predictions of the points it
+    was not fitted to (simulated figures, other boards). One row per point: the engine, the
+    operation (decode or prefill), where the residual comes from, the board, the model, and the
+    relative error."""
+    data = load()
+    pts = points(data)
+    by_id = {p.id: p for p in pts}
+    out: list[dict[str, Any]] = []
+    for name in fitted_engines(data):
+        if name == "flexllm":
+            continue  # fitted to one ratio by dse.calibrate: no residual exists
+        r = engine_report(cat, pts, name)
+        for source, res in (("leave-one-out", [*r.loo, *r.prefill_loo]),
+                            ("prediction", r.predictions)):
+            for x in res:
+                p = by_id[x.id]
+                out.append({"engine": name,
+                            "op": "prefill" if p.kind == "fpga_prefill" else "decode",
+                            "source": source, "board": p.board, "model": p.model,
+                            "id": x.id, "rel_error": round(x.rel_error, 9)})
+    return out
+
+
+def cv_dumps(rows: Sequence[Mapping[str, Any]]) -> str:
+    import json
+
+    measured = sorted({(p.engine, p.board, p.model) for p in points(load())
+                       if p.fittable and p.engine and p.board and p.model})
+    return json.dumps({"schema_version": 1, "generated_by": "scripts/fit_fpga_engines.py",
+                       "measured_settings": [list(m) for m in measured],
+                       "residuals": list(rows)}, indent=1) + "\n"
+
+

@@ -1,0 +1,212 @@
+"""The evidence the intervals rest on, loaded once: the declared ranges and settings of
+dse/data/uncertainty.toml and the cross-validated residuals the calibration scripts write
+(dse/data/gpu_cv.json, fpga_cv.json, accuracy_cv.json).
+
+Widths are split-conformal: the 90% half-width of a group of leave-one-out residuals r_i
+(|ln(predicted / measured)| for times, points for accuracy) is the ceil((n + 1) 0.9)-th smallest
+of them. Under exchangeability that holds a new point of the same group with probability
+>= 0.9; outside the group (a GPU generation, model size, operation or design its data does not
+cover) it says nothing, so the width is widened by the declared extrapolation factor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from dse.errors import SpecError
+
+DATA = "uncertainty.toml"
+QUANTITIES = ("time", "power", "prm_concentration", "steps_mean")
+MATCH_KEYS = ("device", "serving", "model", "kind", "workload")
+STATUSES = ("calibrated", "cross-validated", "extrapolated")
+_TOP = {"schema_version", "level", "device", "accuracy", "declared"}
+_DEVICE = {"min_points", "extrapolation_factor", "model_size_margin", "sources"}
+_ACCURACY = {"floor_points", "calibration_threshold", "sources"}
+_DECLARED = {"name", "quantity", "match", "low", "high", "status", "source"}
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A declared 90% range for something no measurement pins down."""
+
+    name: str
+    quantity: str
+    match: Mapping[str, str]
+    low: float
+    high: float
+    status: str
+    source: str
+
+    def applies(self, **what: str) -> bool:
+        return all(what.get(k) == v for k, v in self.match.items())
+
+
+@dataclass(frozen=True)
+class Settings:
+    level: float
+    min_points: int
+    extrapolation_factor: float
+    model_size_margin: float
+    accuracy_floor_points: float
+    calibration_threshold: float
+    declared: tuple[Declared, ...]
+
+
+def _fail(key: str, why: str) -> SpecError:
+    return SpecError(f"dse/data/{DATA}", key, why)
+
+
+def _only(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise _fail(f"{where}{extra[0]}", "unknown key")
+
+
+def parse(data: Mapping[str, Any]) -> Settings:
+    """The settings of an uncertainty.toml table, checked strictly (unknown keys, ranges,
+    a declared range without a source are errors that name the key)."""
+    _only(data, _TOP, "")
+    if data.get("schema_version") != 1:
+        raise _fail("schema_version", "must be 1")
+    level = float(data["level"])
+    if not 0.5 <= level < 1:
+        raise _fail("level", f"must be in [0.5, 1), got {level}")
+    dev, acc = data["device"], data["accuracy"]
+    _only(dev, _DEVICE, "device.")
+    _only(acc, _ACCURACY, "accuracy.")
+    for key in ("min_points", "extrapolation_factor", "model_size_margin"):
+        if key not in dev.get("sources", {}):
+            raise _fail(f"device.sources.{key}", "missing: every setting needs a source")
+    for key in ("floor_points", "calibration_threshold"):
+        if key not in acc.get("sources", {}):
+            raise _fail(f"accuracy.sources.{key}", "missing: every setting needs a source")
+    declared = []
+    for i, d in enumerate(data.get("declared", [])):
+        where = f"declared[{i}]."
+        _only(d, _DECLARED, where)
+        missing = sorted(_DECLARED - set(d))
+        if missing:
+            raise _fail(where + missing[0], "missing")
+        if d["quantity"] not in QUANTITIES:
+            raise _fail(where + "quantity", f"{d['quantity']!r}; valid: {', '.join(QUANTITIES)}")
+        if d["status"] not in STATUSES:
+            raise _fail(where + "status", f"{d['status']!r}; valid: {', '.join(STATUSES)}")
+        _only(d["match"], set(MATCH_KEYS), where + "match.")
+        lo, hi = float(d["low"]), float(d["high"])
+        if not 0 < lo <= hi:
+            raise _fail(where + "low", f"need 0 < low <= high, got {lo}, {hi}")
+        if not str(d["source"]).strip():
+            raise _fail(where + "source", "empty")
+        declared.append(Declared(d["name"], d["quantity"], dict(d["match"]), lo, hi,
+                                 d["status"], d["source"]))
+    return Settings(level, int(dev["min_points"]), float(dev["extrapolation_factor"]),
+                    float(dev["model_size_margin"]), float(acc["floor_points"]),
+                    float(acc["calibration_threshold"]), tuple(declared))
+
+
+@cache
+def settings() -> Settings:
+    text = resources.files("dse.data").joinpath(DATA).read_text(encoding="utf-8")
+    return parse(tomllib.loads(text))
+
+
+def half_width(residuals: Sequence[float], level: float) -> float:
+    """The split-conformal half-width: the ceil((n + 1) level)-th smallest |residual|, or the
+    largest where n is too small for that rank (then it covers n / (n + 1) < level; the
+    basis says so, `coverage_note`); 0 for no residual."""
+    r = np.sort(np.abs(np.asarray(residuals, dtype=float)))
+    if len(r) == 0:
+        return 0.0
+    k = min(math.ceil((len(r) + 1) * level), len(r))
+    return float(r[k - 1])
+
+
+def coverage_note(n: int, level: float) -> str:
+    """'' where n residuals give the level, else what the largest of them covers."""
+    if n == 0 or math.ceil((n + 1) * level) <= n:
+        return ""
+    return f" (the largest of {n}: a {n / (n + 1):.0%} interval)"
+
+
+# ------------------------------------------------------------------ cross-validated residuals
+
+
+@dataclass(frozen=True)
+class GpuResidual:
+    profile: str
+    family: str
+    device: str
+    generation: str
+    model: str
+    precision: str
+    op: str  # "decode" (decode and end-to-end timings) or "prefill"
+    log_error: float  # ln(leave-one-out prediction / measurement)
+    calibrated: bool = True  # the point is in the profile's fit
+
+
+def _json(name: str) -> dict[str, Any]:
+    """A package data file (read here, not through dse.validation, whose fitting modules load
+    scipy.optimize: `dse evaluate` and `dse roofline` never need it)."""
+    return dict(json.loads(resources.files("dse.data").joinpath(name).read_text(
+        encoding="utf-8")))
+
+
+@cache
+def gpu_residuals() -> tuple[GpuResidual, ...]:
+    """The GPU points' leave-one-out residuals (dse/data/gpu_cv.json)."""
+    return tuple(GpuResidual(c["profile"], c["family"], c["device"], c["generation"],
+                             c["model"], c["precision"],
+                             "prefill" if c["timed"] == "prefill" else "decode",
+                             math.log(c["loo_s"] / c["measured_s"]))
+                 for c in _json("gpu_cv.json")["points"]
+                 if c["loo_s"] is not None and c["loo_s"] > 0)
+
+
+@cache
+def gpu_fitted_settings() -> frozenset[tuple[str, str, str, str]]:
+    """(profile, device, model, precision) of every measured GPU point a fit used."""
+    return frozenset((c["profile"], c["device"], c["model"], c["precision"])
+                     for c in _json("gpu_cv.json")["points"])
+
+
+@dataclass(frozen=True)
+class FpgaResidual:
+    engine: str
+    op: str
+    source: str  # "leave-one-out" or "prediction"
+    board: str | None
+    model: str | None
+    log_error: float
+
+
+@cache
+def fpga_residuals() -> tuple[FpgaResidual, ...]:
+    """The FPGA designs' residuals (dse/data/fpga_cv.json)."""
+    return tuple(FpgaResidual(r["engine"], r["op"], r["source"], r["board"], r["model"],
+                              math.log1p(r["rel_error"]))
+                 for r in _json("fpga_cv.json")["residuals"] if r["rel_error"] > -1)
+
+
+@cache
+def fpga_measured_settings() -> frozenset[tuple[str, str, str]]:
+    """(engine, board, model) of every measured FPGA point (FlexLLM's own: its U280 log)."""
+    out = {tuple(m) for m in _json("fpga_cv.json")["measured_settings"]}
+    return frozenset(out | {("flexllm", "u280", "llama-3.2-1b-instruct")})
+
+
+@cache
+def accuracy_cv() -> Mapping[str, Any] | None:
+    """dse/data/accuracy_cv.json (scripts/calibrate_workloads.py), or None before it exists."""
+    f = resources.files("dse.data").joinpath("accuracy_cv.json")
+    if not f.is_file():
+        return None
+    return dict(json.loads(f.read_text(encoding="utf-8")))

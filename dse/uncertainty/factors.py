@@ -1,0 +1,266 @@
+"""The uncertain factors of one design on one workload, each with its 90% range and what it
+rests on.
+
+- Each placement's operation times (decode; prefill and, by the kind, absorb): a multiplier
+  whose range is the split-conformal 90% width of its serving family's leave-one-out residuals
+  (GPU, dse/data/gpu_cv.json) or of the FPGA designs' residuals (fpga_cv.json), widened where
+  the data does not cover the setting; a declared range replaces it where one applies (the V80
+  draft).
+- Each placement's dynamic power above idle: a declared range (GPU, FPGA).
+- The accuracy: a shift in points, the 90% width of the accuracy cross-validation (leave one
+  dataset out for a measured (draft, target) pair, leave one config out for an unmeasured one).
+- The PRM score concentration, away from the calibration threshold only; the workload
+  statistics that are assumptions (declared).
+
+A factor's key names what its error is shared by (the same placement in two designs, the same
+workload), so a ratio of two designs moves both together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dse.devices import shape
+from dse.devices.protocol import Placement
+from dse.scenario import WorkloadSpec
+from dse.uncertainty import evidence as ev
+from dse.uncertainty.perturb import device_identity, placement_identity
+
+if TYPE_CHECKING:
+    from dse.design import Design
+
+Status = str  # one of evidence.STATUSES
+RANK = {s: i for i, s in enumerate(ev.STATUSES)}  # calibrated < cross-validated < extrapolated
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One uncertain input: its 90% range [low, high] around `central` (a multiplier's central
+    value is 1, an accuracy shift's 0)."""
+
+    key: str
+    component: str  # what the provenance lists it under: draft, prm, target, init, accuracy, ...
+    quantity: str  # time, power, accuracy, prm_concentration, steps_mean
+    central: float
+    low: float
+    high: float
+    status: Status
+    basis: str
+    affects_accuracy: bool = True
+
+    @property
+    def additive(self) -> bool:
+        return self.quantity == "accuracy"
+
+    def moves(self, metric: str) -> bool:
+        """Whether the factor can move the metric at all (device times and powers never move
+        the accuracy; an accuracy shift moves nothing else)."""
+        if metric == "accuracy":
+            return self.affects_accuracy and self.quantity not in ("time", "power")
+        return not self.additive
+
+
+def _log_range(half_width: float) -> tuple[float, float]:
+    return float(np.exp(-half_width)), float(np.exp(half_width))
+
+
+@cache
+def _model_params(name: str) -> int | None:
+    from dse.specs import Catalog
+
+    cat = Catalog.load()
+    return shape.total_params(cat.model(name)) if name in cat.names("model") else None
+
+
+def _declared(quantity: str, **what: str) -> ev.Declared | None:
+    hits = [d for d in ev.settings().declared if d.quantity == quantity and d.applies(**what)]
+    return max(hits, key=lambda d: len(d.match)) if hits else None
+
+
+def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, str]:
+    s = ev.settings()
+    res = ev.gpu_residuals()
+    own = [r for r in res if r.profile == p.serving]
+    if not own:
+        pool = [r for r in res if r.op == op]
+        hw = ev.half_width([r.log_error for r in pool], s.level)
+        return (hw * s.extrapolation_factor, "extrapolated",
+                f"serving {p.serving!r} has no measured point: all {len(pool)} GPU {op} "
+                f"residuals, widened x{s.extrapolation_factor:g}")
+    family = own[0].family
+    fam = [r for r in res if r.family == family]
+    pool = [r for r in fam if r.op == op]
+    why: list[str] = []
+    if len(pool) < s.min_points:
+        pool = [r for r in res if r.op == op]
+        why.append(f"{family} has {len([r for r in fam if r.op == op])} {op} points: all "
+                   f"stacks' {op} residuals")
+    hw = ev.half_width([r.log_error for r in pool], s.level)
+    gens = {r.generation for r in fam}
+    if generation not in gens:
+        why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
+    sizes = [n for r in fam if (n := _model_params(r.model)) is not None]
+    size = shape.total_params(p.model)
+    if sizes and not (min(sizes) / s.model_size_margin <= size <= max(sizes)
+                      * s.model_size_margin):
+        why.append(f"{p.model.name} outside {family}'s measured sizes "
+                   f"({min(sizes) / 1e9:.2g}-{max(sizes) / 1e9:.2g} B parameters)")
+    if why:
+        return (hw * s.extrapolation_factor, "extrapolated",
+                "; ".join(why) + f"; widened x{s.extrapolation_factor:g}")
+    fitted = (p.serving, p.device.name, p.model.name, p.precision.name) in \
+        ev.gpu_fitted_settings()
+    basis = (f"{family} leave-one-out, {len(pool)} {op} points, 90% within "
+             f"x{np.exp(hw):.3f}")
+    return (hw, "calibrated" if fitted else "cross-validated",
+            ("a measured setting; " if fitted else "") + basis)
+
+
+def _fpga_time(p: Placement, op: str) -> tuple[float, Status, str]:
+    """A design measured on this board: the FPGA designs' leave-one-out residuals (a fit to a
+    design's other points predicting one: how a design's fit carries to another model or
+    context). A board the design never ran on: every residual, the predictions of other
+    boards and simulated figures included, widened."""
+    s = ev.settings()
+    res = ev.fpga_residuals()
+    measured = ev.fpga_measured_settings()
+    on_board = any(e == p.serving and b == p.device.name for e, b, _ in measured)
+    pool = [r for r in res if r.source == "leave-one-out"] if on_board else list(res)
+    hw = ev.half_width([r.log_error for r in pool], s.level)
+    scope = (f"{len(pool)} leave-one-out residuals of the FPGA designs"
+             f"{ev.coverage_note(len(pool), s.level)}")
+    if (p.serving, p.device.name, p.model.name) in measured:
+        return hw, "calibrated", f"a measured setting; {scope}"
+    if on_board:
+        return hw, "cross-validated", f"{p.serving} measured on {p.device.name}; {scope}"
+    return (hw * s.extrapolation_factor, "extrapolated",
+            f"{p.serving} never measured on {p.device.name}: all {len(pool)} FPGA residuals "
+            f"(other boards' predictions included), widened x{s.extrapolation_factor:g}")
+
+
+def _unmeasured_kind(p: Placement, op: str) -> tuple[float, Status, str]:
+    s = ev.settings()
+    pool = [r.log_error for r in ev.gpu_residuals() if r.op == op] + [
+        r.log_error for r in ev.fpga_residuals() if r.op == op]
+    hw = ev.half_width(pool, s.level)
+    return (hw * s.extrapolation_factor, "extrapolated",
+            f"no measurement of a {p.kind} device: all {len(pool)} {op} residuals, widened "
+            f"x{s.extrapolation_factor:g}")
+
+
+# The cross-validation evidence of each device kind (a kind without any is extrapolated).
+TIME_EVIDENCE = {
+    "gpu": lambda p, op: _gpu_time(p, op, str(getattr(p.device, "generation", ""))),
+    "fpga": _fpga_time,
+}
+
+
+def _time_factors(p: Placement, component: str, ops: Sequence[str]) -> list[Factor]:
+    """One factor per operation, or one declared range for all of them."""
+    ident = placement_identity(p)
+    d = _declared("time", device=p.device.name, serving=p.serving, model=p.model.name,
+                  kind=p.kind)
+    if d is not None:
+        return [Factor(f"time:all:{ident}", component, "time", 1.0, d.low, d.high, d.status,
+                       f"{' and '.join(ops)} times: declared range {d.name} ({d.source})")]
+    out = []
+    for op in ops:
+        hw, status, basis = TIME_EVIDENCE.get(p.kind, _unmeasured_kind)(p, op)
+        lo, hi = _log_range(hw)
+        out.append(Factor(f"time:{op}:{ident}", component, "time", 1.0, lo, hi, status,
+                          f"{op}: {basis}"))
+    return out
+
+
+def _power_factor(p: Placement, component: str) -> Factor | None:
+    d = _declared("power", device=p.device.name, serving=p.serving, kind=p.kind)
+    if d is None:
+        return None
+    return Factor(f"power:{device_identity(p)}", component, "power", 1.0, d.low, d.high,
+                  d.status, f"dynamic power: declared range {d.name} ({d.source})",
+                  affects_accuracy=False)
+
+
+def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor | None:
+    data = ev.accuracy_cv()
+    if data is None:
+        return None
+    from dse.workflow import accuracy_provenance  # type: ignore[attr-defined]
+
+    s = ev.settings()
+    status, basis = accuracy_provenance(w, draft, target)
+    scheme = "leave_one_dataset_out" if status == "calibrated" else "leave_one_config_out"
+    errs = [r["error_points"] for r in data[scheme]["rows"]
+            if r.get("error_points") is not None]
+    hw = max(ev.half_width(errs, s.level),
+             s.accuracy_floor_points)
+    return Factor(f"accuracy:{w.name}:{draft}:{target}", "accuracy", "accuracy", 0.0, -hw, hw,
+                  status, f"{basis}; {scheme.replace('_', '-')} residuals of Table III, "
+                  f"{len(errs)} rows, 90% within +-{hw:.2g} points")
+
+
+def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float]) -> list[Factor]:
+    s = ev.settings()
+    out = []
+    if any(abs(t - s.calibration_threshold) > 1e-9 for t in thresholds):
+        d = _declared("prm_concentration", workload=w.name)
+        if d is not None:
+            kappa = w.prm_good_alpha + w.prm_good_beta
+            out.append(Factor(f"prm_concentration:{w.name}", "prm_scores", "prm_concentration",
+                              kappa, d.low, d.high, d.status,
+                              f"thresholds away from {s.calibration_threshold:g}: declared "
+                              f"range {d.name} ({d.source})"))
+    d = _declared("steps_mean", workload=w.name)
+    if d is not None:
+        out.append(Factor(f"workload:{w.name}:steps_mean", "workload", "steps_mean", 1.0,
+                          d.low, d.high, d.status, f"steps per problem: declared range "
+                          f"{d.name} ({d.source})", affects_accuracy=False))
+    return out
+
+
+def placement_factors(p: Placement, component: str = "device",
+                      ops: Sequence[str] = ("decode", "prefill")) -> list[Factor]:
+    """The time factors (one per operation, or one declared for all) and the dynamic-power
+    factor of one placement."""
+    out = _time_factors(p, component, ops)
+    pf = _power_factor(p, component)
+    return out + ([pf] if pf is not None else [])
+
+
+def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | None = None
+                   ) -> tuple[Factor, ...]:
+    """Every uncertain factor of a design on a workload (one per key); thresholds: the accept
+    and backtrack thresholds it runs at (default: the design's; a search gives its grid's)."""
+    out: dict[str, Factor] = {}
+    roles: Sequence[tuple[str, Placement | None]] = (
+        ("draft", d.draft), ("prm", d.prm), ("target", d.target), ("init", d.init_gpu))
+    for component, p in roles:
+        if p is None:
+            continue
+        ops = ("prefill",) if component in ("prm", "init") else ("decode", "prefill")
+        for f in _time_factors(p, component, ops):
+            out.setdefault(f.key, f)
+        pf = _power_factor(p, component)
+        if pf is not None:
+            out.setdefault(pf.key, pf)
+    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name)
+    if acc is not None:
+        out[acc.key] = acc
+    ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
+    for f in _workload_factors(w, ts):
+        out[f.key] = f
+    return tuple(out.values())
+
+
+def provenance(factors: Iterable[Factor]) -> dict[str, dict[str, str]]:
+    """Per component: the least certain status among its factors and what each rests on."""
+    by: dict[str, list[Factor]] = {}
+    for f in factors:
+        by.setdefault(f.component, []).append(f)
+    return {c: {"status": max((f.status for f in fs), key=RANK.__getitem__),
+                "basis": " | ".join(f.basis for f in fs)} for c, fs in by.items()}

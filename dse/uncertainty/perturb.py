@@ -1,0 +1,136 @@
+"""Perturbing a design and a workload by the uncertain factors of dse.uncertainty.
+
+A factor is a multiplier on one placement's operation times or dynamic power, a change of the
+PRM score concentration, a workload statistic, or a shift of the accuracy in points. Each one is
+applied here to the inputs of the evaluators (never to their code), so the closed form, the
+mean-value model and the simulator see the same perturbed design.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dse.devices.protocol import Placement, PowerState
+from dse.devices.registry import KINDS
+from dse.scenario import WorkloadSpec
+
+if TYPE_CHECKING:
+    from dse.design import Design
+
+F64 = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ScaledPlacement:
+    """A placement whose decode times, prefill / absorb times and dynamic power (above idle)
+    are multiplied by the given factors; everything else is the inner placement's."""
+
+    inner: Placement
+    decode_factor: float = 1.0
+    prefill_factor: float = 1.0
+    power_factor: float = 1.0
+    absorb_factor: float = 1.0  # the decode or the prefill factor, as the kind absorbs
+
+    def __getattr__(self, name: str) -> Any:  # the Placement attributes not scaled here
+        return getattr(self.inner, name)
+
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        return self.inner.decode_s(n, ctx) * self.decode_factor
+
+    def decode_token_s(self, ctx: ArrayLike) -> F64:
+        return self.inner.decode_token_s(ctx) * self.decode_factor
+
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
+                  ) -> F64:
+        return self.inner.prefill_s(n_new, ctx, all_positions=all_positions) * self.prefill_factor
+
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+        return self.inner.absorb_s(n, ctx) * self.absorb_factor
+
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+        idle = self.inner.power_w("idle")
+        return idle + (self.inner.power_w(state, ctx, n_new) - idle) * self.power_factor
+
+
+def placement_identity(p: Placement) -> str:
+    """What a placement's cost-model error is shared by: the same model at the same precision
+    and tensor-parallel width, on the same board, under the same software (two designs that
+    place it so are wrong together)."""
+    return f"{p.device.name}/{p.serving}/{p.model.name}/{p.precision.name}/tp{p.tp}"
+
+
+def device_identity(p: Placement) -> str:
+    """What a placement's power error is shared by: the board and its software."""
+    return f"{p.device.name}/{p.serving}"
+
+
+PLACEMENT_FIELDS = ("draft", "prm", "target", "init_gpu")
+
+
+def scale_design(d: Design, values: Mapping[str, float]) -> Design:
+    """The design with every placement whose factor keys (`time:decode:<identity>`,
+    `time:prefill:<identity>`, `time:all:<identity>` for both, `power:<device identity>`)
+    appear in `values` scaled by them."""
+    changes: dict[str, Any] = {}
+    for name in PLACEMENT_FIELDS:
+        p = getattr(d, name)
+        if p is None:
+            continue
+        ident = placement_identity(p)
+        both = values.get(f"time:all:{ident}", 1.0)
+        dec = values.get(f"time:decode:{ident}", 1.0) * both
+        pre = values.get(f"time:prefill:{ident}", 1.0) * both
+        pw = values.get(f"power:{device_identity(p)}", 1.0)
+        if (dec, pre, pw) != (1.0, 1.0, 1.0):
+            absorb = dec if KINDS.get(p.kind).absorb_like == "decode" else pre
+            changes[name] = ScaledPlacement(p, dec, pre, pw, absorb)
+    return replace(d, **changes) if changes else d
+
+
+def _beta_mean_at_cdf(cdf: float, kappa: float, threshold: float) -> float:
+    """The mean mu of Beta(mu kappa, (1 - mu) kappa) whose CDF at `threshold` is `cdf` (the
+    CDF falls as mu grows; bisection to 1e-12)."""
+    from scipy import special  # here: `dse roofline` loads this module and never needs scipy
+
+    lo, hi = 1e-9, 1 - 1e-9
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if special.betainc(mid * kappa, (1 - mid) * kappa, threshold) > cdf:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def with_concentration(w: WorkloadSpec, kappa: float, threshold: float) -> WorkloadSpec:
+    """The workload with both PRM score distributions at concentration kappa (alpha + beta),
+    their means moved so that each CDF at the calibration threshold stays what it was: every
+    calibrated number (taken at that threshold) is unchanged, only other thresholds move. This
+    is the direction the calibration data cannot see."""
+    from scipy import special
+
+    out: dict[str, Any] = {}
+    for cls in ("good", "bad"):
+        a, b = getattr(w, f"prm_{cls}_alpha"), getattr(w, f"prm_{cls}_beta")
+        mu = _beta_mean_at_cdf(float(special.betainc(a, b, threshold)), kappa, threshold)
+        out[f"prm_{cls}_alpha"], out[f"prm_{cls}_beta"] = mu * kappa, (1 - mu) * kappa
+    return replace(w, **out)
+
+
+def perturb_workload(w: WorkloadSpec, values: Mapping[str, float], threshold: float
+                     ) -> WorkloadSpec:
+    """The workload under the factors `prm_concentration:<workload>` (a concentration) and
+    `workload:<workload>:<statistic>` (a multiplier on that statistic)."""
+    kappa = values.get(f"prm_concentration:{w.name}")
+    if kappa is not None:
+        w = with_concentration(w, kappa, threshold)
+    stats: dict[str, Any] = {k.split(":", 2)[2]: v for k, v in values.items()
+             if k.startswith(f"workload:{w.name}:")}
+    if stats:
+        w = replace(w, **{k: getattr(w, k) * v for k, v in stats.items()})
+    return w
