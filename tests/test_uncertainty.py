@@ -257,3 +257,9 @@ def test_provenance_statuses(cat):
     # a pooling PRM's prefill has no vLLM prefill measurement: extrapolated, widened
     prm = [f for f in fs.values() if f.component == "prm" and f.quantity == "time"]
     assert prm[0].status == "extrapolated" and "widened" in prm[0].basis
+
+
+def test_csv_interval_columns_name_the_interval_metrics():
+    from dse.search import files
+
+    assert files.INTERVAL_METRICS == INTERVAL_METRICS

@@ -26,6 +26,12 @@ DESIGN_FIELDS = ("draft_device", "draft_model", "draft_precision", "draft_servin
                  "backtrack_window")
 
 
+# the metrics a reported design's interval covers (dse.uncertainty.INTERVAL_METRICS; named here
+# so that writing a CSV does not load the evaluators)
+INTERVAL_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token",
+                    "energy_j_per_problem", "accuracy")
+
+
 def candidate_row(c: Candidate) -> dict[str, Any]:
     d = c.to_dict()["design"]
     row: dict[str, Any] = {k: d.get(k) for k in DESIGN_FIELDS}
@@ -33,6 +39,9 @@ def candidate_row(c: Candidate) -> dict[str, Any]:
     row.update(schedule=sch.get("name"), backtracking=sch.get("backtracking"),
                step_ahead=sch.get("step_ahead"), shadow_sync=sch.get("shadow_sync"))
     row.update({k: c.metrics.get(k) for k in (*METRICS, "capex_usd")})
+    for m in INTERVAL_METRICS:  # the 90% interval's ends (empty where none was computed)
+        lo, hi = c.intervals.get(m, (None, None))
+        row[f"{m}_low"], row[f"{m}_high"] = lo, hi
     return row
 
 
