@@ -107,7 +107,7 @@ def main() -> int:
     stale = False
     for ds in rep["datasets"]:
         path = ROOT / "scenarios" / "workloads" / f"{ds}.toml"
-        w = cat.get("workload", ds)
+        w = cat.workload(ds)
         values = values_for(cat, p, ds)
         current = {k: getattr(w, k) for k in (*PRM_KEYS, "error_nesting")}
         current["in_chain_error_factor"] = dict(w.in_chain_error_factor or {})

@@ -16,7 +16,7 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
-    from dse.validation import gpu_cv
+    from dse.validation import accuracy, gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
@@ -25,7 +25,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     summ = reproduce.summary(rs)
     cv = gpu_cv.load()
     if a.markdown:
-        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
+        md = reproduce.markdown(rs, dev, reproduce.accuracy_cv_lines(),
                                 reproduce.cross_validation_lines(cat))
         write_file(a.markdown, md)
     if a.html:
@@ -33,7 +33,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         write_file(a.html, page)
     payload = {
         "rows": [r.to_dict() for r in rs],
-        "summary": summ,
+        "summary": {**summ, "cross_validation": accuracy.summary_json(accuracy.load())},
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "fitted": d.fitted} for d in dev],

@@ -151,7 +151,7 @@ def rejection(cat: Catalog, p: Params, s: Setting) -> float:
     return 1.0 - float(pr.p_accept)
 
 
-def _unpack(x: Sequence[float], pairs: Sequence[str]) -> Params:
+def _unpack(x: Sequence[float] | np.ndarray, pairs: Sequence[str]) -> Params:
     return Params(float(x[0]), float(x[1]), float(x[2]), float(x[3]),
                   {k: float(v) for k, v in zip(pairs, x[4:], strict=True)})
 
