@@ -20,12 +20,15 @@ In-chain rewrite quality (one parameter per measured (draft, target) pair): a ta
 rewrites a rejected step continues a foreign reasoning chain (the draft's prefix, its style and
 its accepted-but-imperfect steps), not its own, so its error on those steps need not be what its
 solo accuracy gives. The workload's `in_chain_error_factor` table, keyed "<draft> -> <target>",
-multiplies both conditional rewrite error rates (given a bad and given a good draft step, capped
-at 1): rho = 1 is the solo-accuracy form, rho > 1 a target that loses more inside the draft's
-chain than its solo accuracy says. Fitted jointly with the PRM statistics to Table III
+gives rho; both conditional rewrite error rates (given a bad and given a good draft step) are
+multiplied by 1 + (rho - 1) p_accept (capped at 1): in full in a chain the draft wrote, not at
+all when the target writes every step (tau_a -> 1 keeps the target-only limit). rho = 1 is the
+solo-accuracy form, rho > 1 a target that loses more inside the draft's chain than its solo
+accuracy says. Fitted jointly with the PRM statistics to Table III
 (`dse.validation.accuracy`); a pair without an entry keeps rho = 1 and its accuracy is
 *extrapolated* (`accuracy_provenance`). E.g. h_d = 0.1, h_t = 0.02, nesting 1: P(target bad |
-draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 it is 0.3; P(target bad | draft good) = 0.
+draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 at p_accept 1 it is 0.3 (0.25 at p_accept
+0.5); P(target bad | draft good) = 0.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def step_probabilities(
     # nested errors: P(target bad | draft bad) and P(target bad | draft good), in the chain
     t_if_bad, t_if_good = in_chain_rewrite_error(
         *nested_target_error(h_d, h_t, w.error_nesting),
-        factor=in_chain_error_factor(w, draft_model, target_model))
+        factor=in_chain_error_factor(w, draft_model, target_model), draft_share=p_accept)
     p_rej = 1 - p_accept
     h_rw = np.where(p_rej > 0, (h_d * fb_a * t_if_bad + (1 - h_d) * fg_a * t_if_good)
                     / np.maximum(p_rej, 1e-300), h_t)
@@ -163,14 +166,18 @@ def in_chain_error_factor(w: WorkloadSpec, draft_model: str, target_model: str) 
     return float(table.get(pair_key(draft_model, target_model), 1.0))
 
 
-def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor: float
-                           ) -> tuple[F64, F64]:
+def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor: float,
+                           draft_share: ArrayLike = 1.0) -> tuple[F64, F64]:
     """The target's conditional rewrite error rates inside the draft's chain: the solo-form
-    rates (`nested_target_error`) times rho, capped at 1. rho = 1 returns them unchanged."""
+    rates (`nested_target_error`) times 1 + (rho - 1) s, capped at 1, where s is the share of
+    the chain the draft wrote (p_accept): rho applies in full to a chain of draft steps and not
+    at all when the target writes every step (its own chain, its solo accuracy). rho = 1 or
+    s = 0 returns the rates unchanged. E.g. rates (0.2, 0), rho 1.5, s 0.5: x 1.25 -> (0.25, 0)."""
     if factor <= 0:
         raise ValueError(f"in-chain error factor must be > 0, got {factor!r}")
-    return (np.minimum(1.0, factor * np.asarray(t_if_bad, dtype=float)),
-            np.minimum(1.0, factor * np.asarray(t_if_good, dtype=float)))
+    k = 1.0 + (factor - 1.0) * np.clip(np.asarray(draft_share, dtype=float), 0.0, 1.0)
+    return (np.minimum(1.0, k * np.asarray(t_if_bad, dtype=float)),
+            np.minimum(1.0, k * np.asarray(t_if_good, dtype=float)))
 
 
 def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str
@@ -182,8 +189,9 @@ def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str
     if w.in_chain_error_factor and key in w.in_chain_error_factor:
         src = w.sources.get(f"in_chain_error_factor.{key}") or w.sources.get(
             "in_chain_error_factor", "")
-        basis = src.split(";")[0].strip() if src else "fitted in-chain factor"
-        return "calibrated", f"{basis} ({draft_model} draft, {target_model} target)"
+        basis = src.split(";")[0].strip() if src else (
+            f"fitted in-chain factor ({draft_model} draft, {target_model} target)")
+        return "calibrated", basis
     return "extrapolated", (f"no in-chain measurement of {target_model} after a {draft_model} "
                             "draft; solo-accuracy form (in-chain factor 1)")
 

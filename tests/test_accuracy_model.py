@@ -40,13 +40,19 @@ def test_in_chain_rewrite_error_by_hand():
     """h_d = 0.1, h_t = 0.02. Fully nested: P(t bad | d bad) = 0.02 / 0.1 = 0.2,
     P(t bad | d good) = 0 (h_t < h_d); rho 1.5: 0.3 and 0. Nesting 0.5:
     0.5 x 0.2 + 0.5 x 0.02 = 0.11 and 0.5 x 0 + 0.5 x 0.02 = 0.01; rho 1.5: 0.165 and 0.015.
-    rho 20 caps the first at 1 (20 x 0.2 = 4): 1.0 and 20 x 0 = 0."""
+    rho 20 caps the first at 1 (20 x 0.2 = 4): 1.0 and 20 x 0 = 0. The factor scales with the
+    draft's share of the chain s: rho 1.5 at s 0.5 multiplies by 1.25 (0.2 -> 0.25); at s 0 by
+    1 (the target's own chain)."""
     b, g = in_chain_rewrite_error(*nested_target_error(0.1, 0.02, 1.0), factor=1.5)
     assert (float(b), float(g)) == pytest.approx((0.3, 0.0))
     b, g = in_chain_rewrite_error(*nested_target_error(0.1, 0.02, 0.5), factor=1.5)
     assert (float(b), float(g)) == pytest.approx((0.165, 0.015))
     b, g = in_chain_rewrite_error(*nested_target_error(0.1, 0.02, 1.0), factor=20.0)
     assert (float(b), float(g)) == (1.0, 0.0)
+    b, _ = in_chain_rewrite_error(0.2, 0.0, factor=1.5, draft_share=0.5)
+    assert float(b) == pytest.approx(0.25)
+    b, _ = in_chain_rewrite_error(0.2, 0.0, factor=1.5, draft_share=0.0)
+    assert float(b) == pytest.approx(0.2)
     with pytest.raises(ValueError, match="must be > 0"):
         in_chain_rewrite_error(0.1, 0.0, factor=0.0)
 
