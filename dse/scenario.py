@@ -17,6 +17,7 @@ from dse.limits import (
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
     MAX_CV,
+    MAX_IN_CHAIN_ERROR_FACTOR,
     MAX_TP,
 )
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
@@ -43,6 +44,10 @@ class WorkloadSpec(Spec):
                                   help="generation budget (prompt + response), RSD: 4096")
     accuracy: Mapping[str, float] = spec_field(lo=0.0, hi=100.0,
                                                help="model name -> solo greedy accuracy, %")
+    in_chain_error_factor: Mapping[str, float] | None = spec_field(
+        lo=0.0, lo_open=True, hi=MAX_IN_CHAIN_ERROR_FACTOR,
+        help="'<draft> -> <target>' -> the target's rewrite error inside that draft's chain, "
+        "relative to its solo-accuracy form (1: as solo); fitted to Table III, absent: 1")
 
     kind = "workload"
 

@@ -15,6 +15,20 @@ The PRM scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (work
                               target's error rate on rejected steps (nested errors, below)
 With tau_a -> 1 every draft step is rewritten (target-only accuracy); with tau_a -> 0 every
 draft step is kept (draft-only accuracy).
+
+In-chain rewrite quality (one parameter per measured (draft, target) pair): a target that
+rewrites a rejected step continues a foreign reasoning chain (the draft's prefix, its style and
+its accepted-but-imperfect steps), not its own, so its error on those steps need not be what its
+solo accuracy gives. The workload's `in_chain_error_factor` table, keyed "<draft> -> <target>",
+gives rho; both conditional rewrite error rates (given a bad and given a good draft step) are
+multiplied by 1 + (rho - 1) p_accept (capped at 1): in full in a chain the draft wrote, not at
+all when the target writes every step (tau_a -> 1 keeps the target-only limit). rho = 1 is the
+solo-accuracy form, rho > 1 a target that loses more inside the draft's chain than its solo
+accuracy says. Fitted jointly with the PRM statistics to Table III
+(`dse.validation.accuracy`); a pair without an entry keeps rho = 1 and its accuracy is
+*extrapolated* (`accuracy_provenance`). E.g. h_d = 0.1, h_t = 0.02, nesting 1: P(target bad |
+draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 at p_accept 1 it is 0.3 (0.25 at p_accept
+0.5); P(target bad | draft good) = 0.
 """
 
 from __future__ import annotations
@@ -77,6 +91,8 @@ class StepProbabilities:
     h_draft: F64
     h_target: F64
     h_rewrite: F64  # P(a rewrite is bad): the target's error on the steps the PRM rejected
+    t_if_bad: F64  # P(rewrite bad | draft step bad), in-chain (factor applied)
+    t_if_good: F64  # P(rewrite bad | draft step good), in-chain
     p_accept: F64
     p_fail: F64  # refined step scored below the backtrack threshold
     p_bad_accepted: F64  # P(bad and accepted) for a draft step
@@ -96,14 +112,17 @@ def step_probabilities(
     fg_b = beta_cdf(backtrack_threshold, w.prm_good_alpha, w.prm_good_beta)
     fb_b = beta_cdf(backtrack_threshold, w.prm_bad_alpha, w.prm_bad_beta)
     p_accept = (1 - h_d) * (1 - fg_a) + h_d * (1 - fb_a)
-    # nested errors: P(target bad | draft bad) and P(target bad | draft good)
-    t_if_bad, t_if_good = nested_target_error(h_d, h_t, w.error_nesting)
+    # nested errors: P(target bad | draft bad) and P(target bad | draft good), in the chain
+    t_if_bad, t_if_good = in_chain_rewrite_error(
+        *nested_target_error(h_d, h_t, w.error_nesting),
+        factor=in_chain_error_factor(w, draft_model, target_model), draft_share=p_accept)
     p_rej = 1 - p_accept
     h_rw = np.where(p_rej > 0, (h_d * fb_a * t_if_bad + (1 - h_d) * fg_a * t_if_good)
                     / np.maximum(p_rej, 1e-300), h_t)
     p_fail = (1 - h_rw) * fg_b + h_rw * fb_b
     return StepProbabilities(
         h_draft=np.asarray(h_d), h_target=np.asarray(h_t), h_rewrite=np.asarray(h_rw),
+        t_if_bad=np.asarray(t_if_bad), t_if_good=np.asarray(t_if_good),
         p_accept=np.asarray(p_accept), p_fail=np.asarray(p_fail),
         p_bad_accepted=np.asarray(h_d * (1 - fb_a)), p_bad_pass=np.asarray(h_rw * (1 - fb_b)),
         p_bad_fail=np.asarray(h_rw * fb_b),
@@ -133,6 +152,48 @@ def nested_target_error(h_d: ArrayLike, h_t: ArrayLike, nesting: float = 1.0
     if_good = np.where(h_t > h_d, (h_t - h_d) / np.maximum(1 - h_d, 1e-300), 0.0)
     return (np.asarray(nesting * if_bad + (1 - nesting) * h_t),
             np.asarray(nesting * if_good + (1 - nesting) * h_t))
+
+
+def pair_key(draft_model: str, target_model: str) -> str:
+    """The key of a (draft, target) pair in a workload's `in_chain_error_factor` table."""
+    return f"{draft_model} -> {target_model}"
+
+
+def in_chain_error_factor(w: WorkloadSpec, draft_model: str, target_model: str) -> float:
+    """rho of the pair on this workload: its fitted value, or 1 (the solo-accuracy form) for a
+    pair nobody measured in a chain."""
+    table = w.in_chain_error_factor or {}
+    return float(table.get(pair_key(draft_model, target_model), 1.0))
+
+
+def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor: float,
+                           draft_share: ArrayLike = 1.0) -> tuple[F64, F64]:
+    """The target's conditional rewrite error rates inside the draft's chain: the solo-form
+    rates (`nested_target_error`) times 1 + (rho - 1) s, capped at 1, where s is the share of
+    the chain the draft wrote (p_accept): rho applies in full to a chain of draft steps and not
+    at all when the target writes every step (its own chain, its solo accuracy). rho = 1 or
+    s = 0 returns the rates unchanged. E.g. rates (0.2, 0), rho 1.5, s 0.5: x 1.25 -> (0.25, 0)."""
+    if factor <= 0:
+        raise ValueError(f"in-chain error factor must be > 0, got {factor!r}")
+    k = 1.0 + (factor - 1.0) * np.clip(np.asarray(draft_share, dtype=float), 0.0, 1.0)
+    return (np.minimum(1.0, k * np.asarray(t_if_bad, dtype=float)),
+            np.minimum(1.0, k * np.asarray(t_if_good, dtype=float)))
+
+
+def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str
+                        ) -> tuple[str, str]:
+    """("calibrated" | "extrapolated", a one-line basis) of an accuracy prediction: calibrated
+    where the workload carries a fitted in-chain factor for the pair (Table III measured it in a
+    chain), extrapolated otherwise (the solo-accuracy form, rho = 1)."""
+    key = pair_key(draft_model, target_model)
+    if w.in_chain_error_factor and key in w.in_chain_error_factor:
+        src = w.sources.get(f"in_chain_error_factor.{key}") or w.sources.get(
+            "in_chain_error_factor", "")
+        basis = src.split(";")[0].strip() if src else (
+            f"fitted in-chain factor ({draft_model} draft, {target_model} target)")
+        return "calibrated", basis
+    return "extrapolated", (f"no in-chain measurement of {target_model} after a {draft_model} "
+                            "draft; solo-accuracy form (in-chain factor 1)")
 
 
 # --------------------------------------------------------------------- distributions

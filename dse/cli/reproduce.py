@@ -16,7 +16,7 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse import calibrate, reproduce
-    from dse.validation import coverage, gpu_cv
+    from dse.validation import accuracy, coverage, gpu_cv
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
@@ -27,7 +27,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                         "device_points": [c.to_dict() for c in coverage.device_coverage()]}
     cv = gpu_cv.load()
     if a.markdown:
-        md = reproduce.markdown(rs, dev, reproduce.config2_target_sensitivity(cat),
+        md = reproduce.markdown(rs, dev, reproduce.accuracy_cv_lines(),
                                 reproduce.cross_validation_lines(cat),
                                 coverage.markdown_section(rs))
         write_file(a.markdown, md)
@@ -36,7 +36,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         write_file(a.html, page)
     payload = {
         "rows": [r.to_dict() for r in rs],
-        "summary": summ,
+        "summary": {**summ, "cross_validation": accuracy.summary_json(accuracy.load())},
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "fitted": d.fitted} for d in dev],

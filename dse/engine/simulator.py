@@ -45,7 +45,6 @@ from dse.specs.schema import check_keys, parse_json, read_text
 from dse.workflow import (
     lognormal_params,
     max_steps,
-    nested_target_error,
     sample_steps,
     step_probabilities,
 )
@@ -102,8 +101,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     rng = np.random.default_rng(seed)
     pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
                             d.backtrack_threshold)
-    h_d, h_t, h_rw = float(pr.h_draft), float(pr.h_target), float(pr.h_rewrite)
-    t_if_bad, t_if_good = (float(v) for v in nested_target_error(h_d, h_t, w.error_nesting))
+    h_d, h_rw = float(pr.h_draft), float(pr.h_rewrite)
+    t_if_bad, t_if_good = float(pr.t_if_bad), float(pr.t_if_good)
     m_c = float(pr.p_accept) * w.draft_step_tokens_mean + (1 - float(pr.p_accept)) * (
         w.target_step_tokens_mean)
     s_max = max_steps(w, d.max_context_tokens, m_c)

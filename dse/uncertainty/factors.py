@@ -190,7 +190,7 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor | None:
     data = ev.accuracy_cv()
     if data is None:
         return None
-    from dse.workflow import accuracy_provenance  # type: ignore[attr-defined]
+    from dse.workflow import accuracy_provenance
 
     s = ev.settings()
     status, basis = accuracy_provenance(w, draft, target)
