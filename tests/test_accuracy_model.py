@@ -137,7 +137,7 @@ def test_cv_json_shape_and_sizes(cv):
     ids = {f"accuracy.{c}.{m}.{d}" for c in ("config1", "config2") for m in ("rsd", "brsd")
            for d in DATASETS}
     for sec, key in (("fit", "fitted"), ("leave_one_config_out", "predicted"),
-                     ("leave_one_dataset_out", "predicted")):
+                     ("leave_one_dataset_out", "predicted"), ("leave_one_row_out", "predicted")):
         rows = cv[sec]["rows"]
         assert {r["id"] for r in rows} == ids
         for r in rows:

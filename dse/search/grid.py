@@ -255,7 +255,15 @@ class Evaluator:
         def at(values: Mapping[str, float]) -> dict[str, F64]:
             return self.metrics(hw, scale_design(d, values), values)
 
-        return intervals(self.factors(d), central, at, metrics)
+        return intervals(self.factors(d), {**central, "p_accept": self.p_accept(hw)}, at,
+                         metrics)
+
+    def p_accept(self, hw: Hardware) -> F64:
+        """The accept probability over the grid [F, A, K], the space's workloads' weighted
+        mean (what scales an accuracy shift, dse.uncertainty.propagate.shift_scale)."""
+        pa = sum(wt * self.pair(w.name, hw.draft.model, hw.target.model).pa
+                 for w, wt in self.workloads)
+        return np.broadcast_to(np.asarray(pa, dtype=float)[None, :, None], self.grid.shape)
 
     def metrics(self, hw: Hardware, d: Design, values: Mapping[str, float] | None = None
                 ) -> dict[str, F64]:

@@ -51,11 +51,14 @@ def shifted_report(d: Design, w: WorkloadSpec, values: Mapping[str, float]
     """The perturbed design and its closed-form report at the factor values, an accuracy
     shift (`accuracy:<workload>:<draft>:<target>`) added to its accuracy."""
     from dse.engine.closed_form import evaluate
+    from dse.uncertainty.propagate import shift_scale
 
     d2, w2 = perturbed(d, w, values)
     r = evaluate(d2, w2)
-    shift = values.get(f"accuracy:{w.name}:{d.draft.model.name}:{d.target.model.name}")
-    if shift is not None and r.accuracy is not None:
+    key = f"accuracy:{w.name}:{d.draft.model.name}:{d.target.model.name}"
+    if key in values and r.accuracy is not None:
+        (f,) = [f for f in design_factors(d, w) if f.key == key]
+        shift = values[key] * float(shift_scale(f, r.p_accept))
         r = replace(r, accuracy=min(max(r.accuracy + shift, 0.0), 100.0))
     return d2, r
 
@@ -67,7 +70,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
 
     def at(values: Mapping[str, float]) -> dict[str, float]:
         r = evaluate(*perturbed(d, w, values))
-        return {m: float(getattr(r, m)) for m in metrics}
+        return {m: float(getattr(r, m)) for m in (*metrics, "p_accept")}
 
     return at
 
@@ -80,7 +83,7 @@ def attach(report: Report, d: Design, w: WorkloadSpec) -> Report:
     metrics = [m for m in INTERVAL_METRICS if getattr(report, m) is not None]
     at = evaluate_at(d, w, metrics)
     central = at({}) if report.evaluator != "closed-form" else {
-        m: float(getattr(report, m)) for m in metrics}
+        m: float(getattr(report, m)) for m in (*metrics, "p_accept")}
     iv = intervals(fs, central, at, metrics)
     out: dict[str, list[float]] = {}
     for m in metrics:

@@ -8,7 +8,8 @@ rests on.
   draft).
 - Each placement's dynamic power above idle: a declared range (GPU, FPGA).
 - The accuracy: a shift in points, the 90% width of the accuracy cross-validation (leave one
-  dataset out for a measured (draft, target) pair, leave one config out for an unmeasured one).
+  row out for a measured (draft, target) pair on a measured dataset, leave one dataset out for
+  it on another, leave one config out for an unmeasured pair).
 - The PRM score concentration, away from the calibration threshold only; the workload
   statistics that are assumptions (declared).
 
@@ -30,6 +31,7 @@ from dse.devices.protocol import Placement
 from dse.scenario import WorkloadSpec
 from dse.uncertainty import evidence as ev
 from dse.uncertainty.perturb import device_identity, placement_identity
+from dse.workflow import step_probabilities
 
 if TYPE_CHECKING:
     from dse.design import Design
@@ -52,6 +54,10 @@ class Factor:
     status: Status
     basis: str
     affects_accuracy: bool = True
+    # an accuracy shift's width scales with the share of committed steps the draft wrote,
+    # p_accept / accept_reference (capped at 1, never below width_floor): None for a fixed one
+    accept_reference: float | None = None
+    width_floor: float = 0.0
 
     @property
     def additive(self) -> bool:
@@ -194,14 +200,24 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor | None:
 
     s = ev.settings()
     status, basis = accuracy_provenance(w, draft, target)
-    scheme = "leave_one_dataset_out" if status == "calibrated" else "leave_one_config_out"
+    measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
+    if status != "calibrated":
+        scheme = "leave_one_config_out"  # an unmeasured pair: what an unmeasured target costs
+    elif w.name in measured:
+        scheme = "leave_one_row_out"  # the pair and the dataset are both measured
+    else:
+        scheme = "leave_one_dataset_out"  # a measured pair on a dataset nobody measured
     errs = [r["error_points"] for r in data[scheme]["rows"]
             if r.get("error_points") is not None]
     hw = max(ev.half_width(errs, s.level),
              s.accuracy_floor_points)
+    t0 = s.calibration_threshold
+    ref = float(step_probabilities(w, draft, target, t0, t0).p_accept)
     return Factor(f"accuracy:{w.name}:{draft}:{target}", "accuracy", "accuracy", 0.0, -hw, hw,
                   status, f"{basis}; {scheme.replace('_', '-')} residuals of Table III, "
-                  f"{len(errs)} rows, 90% within +-{hw:.2g} points")
+                  f"{len(errs)} rows, 90% within +-{hw:.2g} points at the calibration's "
+                  f"p_accept {ref:.2f}, in proportion below it", accept_reference=ref,
+                  width_floor=s.accuracy_floor_points)
 
 
 def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float]) -> list[Factor]:

@@ -4,7 +4,7 @@ A factor's range [low, high] is read as the 5th and 95th percentiles of its dist
 log-normal for a multiplier or a concentration (median sqrt(low high)), normal for an
 accuracy shift (median (low + high) / 2). The model's own value (`central`, 1 for a
 multiplier) need not be the median: a declared one-sided range such as the V80 draft's
-[1.0, 1.34] puts it at the low end. Each factor i is evaluated at its median and its two ends
+[1.0, 1.33] puts it at the low end. Each factor i is evaluated at its median and its two ends
 (all others central), which gives a shift s_i = f(mid_i) - f0 and moves a_i = f(high_i) -
 f(mid_i), b_i = f(low_i) - f(mid_i). For independent factors whose effects add (first order),
 the 90% interval is
@@ -32,6 +32,18 @@ Z90 = 1.6448536269514722  # the standard normal's 95th percentile
 Metrics = Mapping[str, "F64 | float"]
 EvaluateAt = Callable[[Mapping[str, float]], Metrics]
 ACCURACY = "accuracy"
+
+
+def shift_scale(f: Factor, p_accept: F64 | float | None) -> F64 | float:
+    """How much of an accuracy shift's range applies at p_accept: the chain model is exact in
+    the target-only limit (every step rewritten: the target's published solo accuracy), so its
+    cross-validated error applies in proportion to the share of committed steps the draft
+    wrote, relative to the calibration settings' share (capped at 1, and never below the
+    declared floor of the width)."""
+    if f.accept_reference is None or p_accept is None or f.high <= 0:
+        return 1.0
+    share = np.clip(np.asarray(p_accept, dtype=float) / max(f.accept_reference, 1e-12), 0, 1)
+    return np.maximum(share, min(f.width_floor / f.high, 1.0))
 
 
 def median(f: Factor) -> float:
@@ -79,8 +91,10 @@ def intervals(factors: Sequence[Factor], central: Metrics, at: EvaluateAt,
               metrics: Sequence[str]) -> dict[str, tuple[F64, F64]]:
     """The 90% interval of each metric (arrays broadcast like the central values); accuracy is
     kept within [0, 100] and nothing positive goes below zero. An additive factor (an
-    accuracy shift) moves only the accuracy; device times and powers never move it."""
+    accuracy shift) moves only the accuracy, scaled by `shift_scale` at central["p_accept"]
+    where given; device times and powers never move it."""
     f0 = {m: np.asarray(central[m], dtype=float) for m in metrics}
+    p_acc = central.get("p_accept")
     parts: dict[str, tuple[list[F64], list[F64], list[F64]]] = {m: ([], [], []) for m in metrics}
     for f in factors:
         used = [m for m in metrics if f.moves(m)]
@@ -88,7 +102,8 @@ def intervals(factors: Sequence[Factor], central: Metrics, at: EvaluateAt,
             continue
         evaluated: dict[float, Metrics]
         if f.additive:
-            evaluated = {v: {ACCURACY: f0[ACCURACY] + v} for v in points(f)}
+            k = shift_scale(f, p_acc)
+            evaluated = {v: {ACCURACY: f0[ACCURACY] + v * k} for v in points(f)}
         else:
             evaluated = {v: at({f.key: v}) for v in points(f)}
         for m in used:
@@ -124,7 +139,9 @@ def monte_carlo(factors: Sequence[Factor], at: EvaluateAt, metrics: Sequence[str
     check of the first-order intervals; a few hundred evaluations, tests only)."""
     rng = np.random.default_rng(seed)
     values = {f.key: sample(f, rng, draws) for f in factors}
-    shift = sum((values[f.key] for f in factors if f.additive), np.zeros(draws))
+    p_acc = at({}).get("p_accept")
+    shift = sum((values[f.key] * shift_scale(f, p_acc) for f in factors if f.additive),
+                np.zeros(draws))
     rows = {m: np.empty(draws) for m in metrics}
     keep_acc = [f.key for f in factors if not f.additive and f.moves(ACCURACY)]
     for i in range(draws):

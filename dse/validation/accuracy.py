@@ -26,7 +26,9 @@ Cross-validation:
   extrapolated solo-accuracy form: what an unmeasured target costs;
 - leave one dataset out: fit on 3 datasets' 12 rows, predict the 4th's 4; nothing is
   dataset-specific (mu_b follows from the left-out dataset's published draft accuracy through
-  the fitted relation), so the left-out dataset needs no parameter of its own.
+  the fitted relation), so the left-out dataset needs no parameter of its own;
+- leave one row out: fit on 15 rows, predict the 16th: the error of a setting whose pair and
+  dataset are both measured (the intervals' width there, dse.uncertainty).
 """
 
 from __future__ import annotations
@@ -207,6 +209,10 @@ def cross_validate(cat: Catalog, reported: Mapping[str, Any]) -> tuple[Params, d
         train = [s for s in rows if s.dataset != out]
         test = [s for s in rows if s.dataset == out]
         lodo += _rows(test, predict(cat, fit(cat, train)[0], test), "predicted")
+    loro: list[dict[str, Any]] = []
+    for i, s in enumerate(rows):
+        train = [r for j, r in enumerate(rows) if j != i]
+        loro += _rows([s], predict(cat, fit(cat, train)[0], [s]), "predicted")
     max_rej = max(rejection(cat, p, s) for s in rows if s.method == "rsd")
     doc = {"schema_version": SCHEMA_VERSION, "generated_by": GENERATED_BY,
            "fit": {"rows": fitted, **_summary(fitted),
@@ -215,7 +221,8 @@ def cross_validate(cat: Catalog, reported: Mapping[str, Any]) -> tuple[Params, d
                    "start_spread": round(spread, 6),
                    "max_rejection_probability": round(max_rej, 4)},
            "leave_one_config_out": {**_summary(loco), "rows": loco},
-           "leave_one_dataset_out": {**_summary(lodo), "rows": lodo}}
+           "leave_one_dataset_out": {**_summary(lodo), "rows": lodo},
+           "leave_one_row_out": {**_summary(loro), "rows": loro}}
     return p, doc
 
 
@@ -259,15 +266,17 @@ def markdown_section(doc: Mapping[str, Any]) -> list[str]:
         f"| in-sample fit (16 rows) | {f['median_abs_error']:.2f} | {f['max_abs_error']:.2f} |",
     ]
     names = {"leave_one_config_out": "leave one config out",
-             "leave_one_dataset_out": "leave one dataset out"}
+             "leave_one_dataset_out": "leave one dataset out",
+             "leave_one_row_out": "leave one row out"}
     for k, name in names.items():
         lines.append(f"| {name} | {doc[k]['median_abs_error']:.2f} | "
                      f"{doc[k]['max_abs_error']:.2f} |")
-    lines += ["", "| id | paper | fitted | leave one config out | leave one dataset out |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| id | paper | fitted | leave one config out | leave one dataset out | "
+              "leave one row out |", "|---|---|---|---|---|---|"]
     loco = {r["id"]: r["predicted"] for r in doc["leave_one_config_out"]["rows"]}
     lodo = {r["id"]: r["predicted"] for r in doc["leave_one_dataset_out"]["rows"]}
+    loro = {r["id"]: r["predicted"] for r in doc["leave_one_row_out"]["rows"]}
     for r in f["rows"]:
         lines.append(f"| `{r['id']}` | {r['paper']:.4g} | {r['fitted']:.4g} | "
-                     f"{loco[r['id']]:.4g} | {lodo[r['id']]:.4g} |")
+                     f"{loco[r['id']]:.4g} | {lodo[r['id']]:.4g} | {loro[r['id']]:.4g} |")
     return lines
