@@ -61,6 +61,18 @@ def report(params: Params) -> Report:
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
+def report_with_intervals(params: Params) -> Report:
+    """The report with its 90% intervals and provenance (dse.uncertainty; about 20 more
+    closed-form evaluations, so only the Uncertainty tab asks for it)."""
+    from dse.uncertainty import attach
+
+    s = state_of(params)
+    w = catalog().get("workload", s.workload)
+    d = design_of(s)
+    return attach(report(params), d, w)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
 def timeline(params: Params, seed: int) -> views.Timeline:
     s = state_of(params)
     return views.problem_timeline(design_of(s), catalog().get("workload", s.workload), seed)

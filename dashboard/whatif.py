@@ -217,6 +217,24 @@ def fig_roofline(rfs: list[views.RoleRoofline]) -> go.Figure:
     return fig
 
 
+def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
+    """This design and its GPU baselines, each headline metric with its 90% error bar."""
+    panels = views.INTERVAL_PANELS
+    fig = make_subplots(rows=1, cols=len(panels),
+                        subplot_titles=[f"{label} ({unit})" for _, label, unit in panels])
+    for col, (m, _, unit) in enumerate(panels, start=1):
+        rr = [r for r in rows if r["metric"] == m]
+        fig.add_scatter(
+            x=[r["design"] for r in rr], y=[r["value"] for r in rr], mode="markers",
+            marker={"size": 10, "color": "#264653"}, showlegend=False, row=1, col=col,
+            error_y={"type": "data", "symmetric": False,
+                     "array": [r["high"] - r["value"] for r in rr],
+                     "arrayminus": [r["value"] - r["low"] for r in rr]},
+            hovertemplate="%{x}: %{y:.4g} " + unit + "<extra></extra>")
+    fig.update_layout(height=360, margin={"t": 60})
+    return fig
+
+
 def fig_tornado(rows: list[dict[str, Any]]) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True,
                         subplot_titles=["latency per problem", "J / token"])
@@ -287,9 +305,9 @@ for col, (name, g) in zip(c, gains.items(), strict=False):
                f"{base[name].j_per_token:.3f} J/token; energy gain {g['energy_gain']:.2f}x")
 
 # only the open tab is drawn (the others cost nothing until chosen)
-t_lat, t_tl, t_roof, t_sens, t_cli = st.tabs(
-    ["Latency and energy", "Timeline", "Roofline", "Sensitivity", "Command line"],
-    key="wi_tab", on_change="rerun")
+t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
+    ["Latency and energy", "Uncertainty", "Timeline", "Roofline", "Sensitivity",
+     "Command line"], key="wi_tab", on_change="rerun")
 if t_lat.open:
     with t_lat:
         c1, c2 = st.columns(2)
@@ -302,6 +320,24 @@ if t_lat.open:
                    f"{rep.wasted_tokens_per_problem:.1f} per problem "
                    f"({rep.wasted_energy_share:.2%} of energy); backtracks "
                    f"{rep.backtracks_per_problem:.2f} per problem.")
+if t_unc.open:
+    with t_unc:
+        full = common.report_with_intervals(params)
+        with_iv = {f"{rep.schedule} (this)": full}
+        for b, bs in base_states.items():
+            if b in base:
+                with_iv[f"{b} (GPU)"] = common.report_with_intervals(common.key(bs))
+        st.plotly_chart(fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
+        iv = full.intervals
+        st.caption("90% intervals (dse.uncertainty): latency "
+                   f"{iv['latency_s_per_problem'][0]:.3f}-{iv['latency_s_per_problem'][1]:.3f}"
+                   f" s, energy {iv['j_per_token'][0]:.3f}-{iv['j_per_token'][1]:.3f} J/token"
+                   + (f", accuracy {iv['accuracy'][0]:.1f}-{iv['accuracy'][1]:.1f} %"
+                      if "accuracy" in iv else "")
+                   + ". Widths come from the cost models' cross-validated residuals and the "
+                   "declared ranges; the baselines share this design's GPUs, so their errors "
+                   "move together.")
+        st.dataframe(views.provenance_rows(full), key="wi_provenance", hide_index=True)
 if t_tl.open:
     with t_tl:
         ss.setdefault("wi_timeline_seed", 0)

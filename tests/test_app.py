@@ -65,6 +65,26 @@ def test_whatif_default_shows_the_closed_form(cat):
     assert at.code[0].value.startswith(f"dse evaluate --system {views.DEFAULT_SYSTEM}")
 
 
+def test_whatif_uncertainty_tab(cat):
+    """The Uncertainty tab: error bars for this design and its baselines, the intervals in
+    words and the provenance table, all from dse.uncertainty.attach."""
+    from dse.uncertainty import attach
+
+    at = ok(run_app())
+    at.session_state["wi_tab"] = "Uncertainty"
+    ok(at.run())
+    assert len(at.get("plotly_chart")) == 1
+    spec = cat.get("system", views.DEFAULT_SYSTEM)
+    d = build_design(cat, spec, PRESETS[views.DEFAULT_SCHEDULE])
+    w = cat.get("workload", views.DEFAULT_WORKLOAD)
+    full = attach(evaluate(d, w), d, w)
+    lo, hi = full.intervals["latency_s_per_problem"]
+    assert any(f"latency {lo:.3f}-{hi:.3f} s" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    assert set(table["component"]) >= {"draft", "prm", "target"}
+    assert set(table["status"]) <= {"calibrated", "cross-validated", "extrapolated"}
+
+
 def test_accept_threshold_matches_dse_evaluate(cat):
     """Raising the accept threshold lowers p_accept and changes latency exactly as
     `dse evaluate --set accept_threshold=0.85` does."""

@@ -185,3 +185,30 @@ def tornado(design: Design, workload: WorkloadSpec, rel: float = 0.1) -> list[di
                    abs(r["j_per_token_high"] - r["j_per_token_low"]) / r["j_per_token_base"])
 
     return sorted(rows, key=swing, reverse=True)
+
+
+# The metrics the Uncertainty tab draws with error bars: (Report field, label, unit).
+INTERVAL_PANELS = (("latency_s_per_problem", "Latency per problem", "s"),
+                   ("j_per_token", "Energy per token", "J/token"),
+                   ("accuracy", "Accuracy", "%"))
+
+
+def interval_rows(reports: Mapping[str, Report]) -> list[dict[str, Any]]:
+    """One row per (design, metric): the value and its 90% interval's ends (reports made with
+    dse.uncertainty.attach; a metric without an interval is left out)."""
+    out = []
+    for name, r in reports.items():
+        for m, label, unit in INTERVAL_PANELS:
+            v = getattr(r, m)
+            if v is None or m not in r.intervals:
+                continue
+            lo, hi = r.intervals[m]
+            out.append({"design": name, "metric": m, "label": label, "unit": unit,
+                        "value": float(v), "low": float(lo), "high": float(hi)})
+    return out
+
+
+def provenance_rows(report: Report) -> list[dict[str, str]]:
+    """The provenance as table rows: component, status, what it rests on."""
+    return [{"component": c, "status": p["status"], "rests on": p["basis"]}
+            for c, p in report.provenance.items()]
