@@ -38,7 +38,7 @@ def v80_implied_factors(cat: Catalog) -> dict[str, float]:
             w = cat.workload(ds)
             target = evaluate(strong, w).latency_s_per_problem
 
-            def gap(x: float, w=w, target=target) -> float:
+            def gap(x: float, w=w, target=target, het=het, key=key) -> float:
                 return evaluate(scale_design(het, {key: x}), w).latency_s_per_problem - target
 
             out[f"{cfg}.{ds}"] = float(brentq(gap, 0.5, 4.0, xtol=1e-6))

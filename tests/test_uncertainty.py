@@ -165,19 +165,22 @@ def test_concentration_moves_only_other_thresholds(cat):
 
 @pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config2-v80"])
 def test_first_order_matches_monte_carlo_closed_form(cat, system):
-    """The first-order interval against 150 joint draws of the same ranges: each end within
+    """The first-order interval, with the factors' moves by the closed form and by the
+    mean-value model, against 150 joint closed-form draws of the same ranges: each end within
     20% of the Monte Carlo interval's width (150 draws put the 5th/95th percentiles within
     about 10% of it; the rest is the first order's curvature)."""
     d, w = design(cat, system), cat.workload("math500")
     ms = ("latency_s_per_problem", "j_per_token")
     fs = [f for f in design_factors(d, w) if not f.additive]
     at = evaluate_at(d, w, ms)
-    fo = intervals(fs, at({}), at, ms)
     mc = monte_carlo(fs, at, ms, draws=150, seed=1)
-    for m in ms:
-        width = mc[m][1] - mc[m][0]
-        assert abs(float(fo[m][0]) - mc[m][0]) <= 0.2 * width, m
-        assert abs(float(fo[m][1]) - mc[m][1]) <= 0.2 * width, m
+    for moves in ("closed-form", "mean-value"):  # attach's default: the mean-value moves
+        at_fo = evaluate_at(d, w, ms, moves=moves)
+        fo = intervals(fs, at_fo({}), at_fo, ms)
+        for m in ms:
+            width = mc[m][1] - mc[m][0]
+            assert abs(float(fo[m][0]) - mc[m][0]) <= 0.2 * width, (moves, m)
+            assert abs(float(fo[m][1]) - mc[m][1]) <= 0.2 * width, (moves, m)
 
 
 def test_first_order_matches_monte_carlo_over_a_grid(cat):
@@ -268,3 +271,20 @@ def test_accuracy_width_shrinks_towards_the_target_only_limit(cat):
     r1 = attach(evaluate(d1, w), d1, w)
     assert (r1.intervals["accuracy"][1] - r1.intervals["accuracy"][0]) < 0.5 * (
         full[1] - full[0])
+
+
+@pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config1-3090",
+                                    "paper-config2-jetson"])
+def test_power_factors_are_linear_in_energy(cat, system):
+    """The shortcut for power factors (no re-evaluation) equals re-evaluating the scaled
+    design, to rounding."""
+    d, w = design(cat, system), cat.workload("gsm8k")
+    at = evaluate_at(d, w)
+    for f in design_factors(d, w):
+        if f.quantity != "power":
+            continue
+        fast = at({f.key: f.high})
+        slow = evaluate(scale_design(d, {f.key: f.high}), w)
+        assert fast["energy_j_per_problem"] == pytest.approx(slow.energy_j_per_problem,
+                                                             rel=1e-9), f.key
+        assert fast["latency_s_per_problem"] == slow.latency_s_per_problem

@@ -55,10 +55,12 @@ class Candidate:
 def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Candidate
                    ) -> Candidate:
     """The candidate with 90% intervals and provenance. They come from the closed form of its
-    design on each workload of the mix (dse.uncertainty.attach); the mix's relative interval
+    design on each workload of the mix, the factors' moves by the mean-value model the search
+    ranks with (dse.uncertainty.attach, moves="mean-value"); the mix's relative interval
     is the weighted mean of the workloads' low and high ends over their central values (the
     workloads share the device factors, so their errors move together), applied to each
-    metric the candidate shows. Its `closed_form` block gets its own absolute intervals."""
+    metric the candidate shows. Its `closed_form` block gets the closed form's own interval
+    (the factors' moves by the closed form, as `dse evaluate` reports it)."""
     from dse.engine.closed_form import evaluate
     from dse.uncertainty import INTERVAL_METRICS, attach
 
@@ -71,7 +73,7 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
     total = sum(wt for _, wt in workloads)
     for name, wt in workloads:
         w = cat.workload(name)
-        r = attach(evaluate(d, w), d, w)
+        r = attach(evaluate(d, w), d, w, moves="mean-value")
         for m, (lo, hi) in r.intervals.items():
             v = float(getattr(r, m))
             rel[m][0] += wt * lo
@@ -90,9 +92,10 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
             out[m] = [shown * lo / v, shown * hi / v]
     metrics = dict(c.metrics)
     cf = metrics.get("closed_form")
-    if isinstance(cf, dict) and len(workloads) == 1:
-        metrics["closed_form"] = {**cf, "intervals": {m: [rel[m][0], rel[m][2]] for m in rel
-                                                      if rel[m][1] > 0}}
+    if isinstance(cf, dict) and len(workloads) == 1:  # its own interval: closed-form moves
+        w = cat.workload(workloads[0][0])
+        r = attach(evaluate(d, w), d, w)
+        metrics["closed_form"] = {**cf, "intervals": dict(r.intervals)}
     return replace(c, metrics=metrics, intervals=out, provenance=prov)
 
 

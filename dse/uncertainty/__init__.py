@@ -28,9 +28,21 @@ if TYPE_CHECKING:
 INTERVAL_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token",
                     "energy_j_per_problem", "accuracy")
 
-__all__ = ["INTERVAL_METRICS", "Factor", "attach", "design_factors", "evaluate_at",
-           "intervals", "monte_carlo", "perturbed", "perturbed_workload", "provenance",
-           "scale_design", "shifted_report"]
+__all__ = [
+    "INTERVAL_METRICS",
+    "Factor",
+    "attach",
+    "design_factors",
+    "dynamic_energy_by_power_key",
+    "evaluate_at",
+    "intervals",
+    "monte_carlo",
+    "perturbed",
+    "perturbed_workload",
+    "provenance",
+    "scale_design",
+    "shifted_report",
+]
 
 
 def perturbed_workload(w: WorkloadSpec, values: Mapping[str, float]) -> WorkloadSpec:
@@ -63,25 +75,103 @@ def shifted_report(d: Design, w: WorkloadSpec, values: Mapping[str, float]
     return d2, r
 
 
-def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS
-                ) -> EvaluateAt:
-    """A function from factor values to the closed form's metrics of the perturbed design."""
-    from dse.engine.closed_form import evaluate
+def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[str, float]:
+    """Energy per problem above idle (J) of each power factor's key (`power:<device
+    identity>`): every device's energy less its idle draw over the latency, the prompt
+    prefill's energy counted with the placement that ran it. Energy is linear in each
+    placement's dynamic power (idle + (P - idle) x f), so a power factor f moves the energy by
+    exactly (f - 1) x this."""
+    from dse.engine.closed_form import DEVICES
+    from dse.schedules import Costs
+    from dse.uncertainty.perturb import device_identity
+
+    init_j = Costs(d, w).init_energy_j()
+    init_dev = "target" if d.init_gpu is not None else "draft"
+    out: dict[str, float] = {}
+    for role in DEVICES:
+        p = getattr(d, role)
+        dyn = r.energy_by_device_j[role] - float(p.power_w("idle")) * r.latency_s_per_problem
+        if role == init_dev:
+            dyn -= init_j
+        key = f"power:{device_identity(p)}"
+        out[key] = out.get(key, 0.0) + dyn
+    init_p = d.init_gpu or d.draft
+    key = f"power:{device_identity(init_p)}"
+    out[key] = out.get(key, 0.0) + init_j
+    return out
+
+
+MOVES = ("mean-value", "closed-form")
+
+
+def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
+                moves: str = "closed-form", central: Report | None = None) -> EvaluateAt:
+    """A function from factor values to the metrics of the perturbed design, around the
+    closed form's central report.
+
+    moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
+    (about 30 ms each). "mean-value": the sweep's mean-value model (dse.symbolic, about 1 ms),
+    whose relative move of each timing and energy metric is applied to the closed form's
+    value (the two share every timing rule, dse.schedules.rules; for the paper's systems
+    their intervals agree within a few percent of the width, tests/test_uncertainty.py, but
+    where the mean-value model's overlaps differ, e.g. forward-only at a high threshold, an
+    end can differ by a third of the width), the accuracy from the closed form's
+    accuracy-only pass. Power factors alone move only the energy, linearly: they are computed
+    from the central report without another evaluation (`dynamic_energy_by_power_key`).
+    central: the design's closed-form report, where the caller has it."""
+    from dse.engine.closed_form import accuracy_only, evaluate
+
+    if moves not in MOVES:
+        raise ValueError(f"moves: {moves!r}; valid: {', '.join(MOVES)}")
+    central = central if central is not None else evaluate(d, w)
+    dyn = dynamic_energy_by_power_key(d, w, central)
+    mv0: dict[str, float] = {}
+    if moves == "mean-value":
+        from dse.symbolic import mean_value
+
+        mv0 = mean_value(d, w)
+
+    def relative(values: Mapping[str, float]) -> Report:
+        from dse.symbolic import mean_value
+
+        d2, w2 = perturbed(d, w, values)
+        mv = mean_value(d2, w2)
+        out = {m: getattr(central, m) * mv[m] / mv0[m] for m in
+               ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token",
+                "energy_j_per_problem")}
+        acc = central.accuracy
+        if acc is not None and w2 != w:
+            acc = accuracy_only(d2, w2)
+        return replace(central, accuracy=acc, **out)
 
     def at(values: Mapping[str, float]) -> dict[str, float]:
-        r = evaluate(*perturbed(d, w, values))
+        if not values:
+            r = central
+        elif all(k.startswith("power:") for k in values):
+            e = central.energy_j_per_problem + sum((v - 1.0) * dyn.get(k, 0.0)
+                                                   for k, v in values.items())
+            r = replace(central, energy_j_per_problem=e,
+                        j_per_token=e / central.tokens_per_problem)
+        elif moves == "mean-value":
+            r = relative(values)
+        else:
+            r = evaluate(*perturbed(d, w, values))
         return {m: float(getattr(r, m)) for m in (*metrics, "p_accept")}
 
     return at
 
 
-def attach(report: Report, d: Design, w: WorkloadSpec) -> Report:
-    """The report with its 90% intervals and provenance. The intervals are the closed form's
-    (first order over the design's factors); a simulated report gets the same relative
-    interval around its own central value."""
+def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-form"
+           ) -> Report:
+    """The report with its 90% intervals and provenance: first order over the design's
+    factors, around the closed form's value, each factor's moves by the closed form (about
+    20 evaluations, 0.5-1 s) or, with moves="mean-value", by the sweep's mean-value model
+    (about 0.1 s once sympy is loaded; what the search's reported designs use). A simulated
+    report gets the same relative interval around its own central value."""
     fs = design_factors(d, w)
     metrics = [m for m in INTERVAL_METRICS if getattr(report, m) is not None]
-    at = evaluate_at(d, w, metrics)
+    at = evaluate_at(d, w, metrics, moves=moves,
+                     central=report if report.evaluator == "closed-form" else None)
     central = at({}) if report.evaluator != "closed-form" else {
         m: float(getattr(report, m)) for m in (*metrics, "p_accept")}
     iv = intervals(fs, central, at, metrics)

@@ -31,7 +31,6 @@ from dse.devices.protocol import Placement
 from dse.scenario import WorkloadSpec
 from dse.uncertainty import evidence as ev
 from dse.uncertainty.perturb import device_identity, placement_identity
-from dse.workflow import step_probabilities
 
 if TYPE_CHECKING:
     from dse.design import Design
@@ -196,7 +195,7 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor | None:
     data = ev.accuracy_cv()
     if data is None:
         return None
-    from dse.workflow import accuracy_provenance
+    from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
 
     s = ev.settings()
     status, basis = accuracy_provenance(w, draft, target)
