@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -13,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.cli import main
 from dse.design import build_design
 from dse.design_files import load_system, with_overrides
 from dse.engine.closed_form import accuracy_only
@@ -176,22 +174,10 @@ def test_loco_falls_back_to_the_solo_form(cat, cv):
     assert all(r["error_points"] > 0 for r in rows)
 
 
-def test_reproduce_json_cross_validation_keys(capsys, cv):
-    assert main(["reproduce", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    xv = out["summary"]["cross_validation"]
-    assert set(xv) == {"leave_one_config_out", "leave_one_dataset_out"}
-    for k, v in xv.items():
-        assert set(v) == {"median_abs_error", "max_abs_error", "rows"}
-        assert v["median_abs_error"] == cv[k]["median_abs_error"] and len(v["rows"]) == 16
-    cal = {r["id"] for r in out["rows"] if r["calibrated"]}
-    assert cal == {f"accuracy.{c}.{m}.{d}" for c in ("config1", "config2")
-                   for m in ("rsd", "brsd") for d in DATASETS}
-
-
 @pytest.mark.slow
 def test_calibration_script_check_is_current():
-    """The full refit (about a minute): workloads and accuracy_cv.json are current."""
+    """The full refit (about five minutes: 23 fits, the leave-one-row-out ones included):
+    workloads and accuracy_cv.json are current."""
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibrate_workloads.py"),
                         "--check"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -292,6 +292,10 @@ def test_manifest_hashes_every_file(bundles, system):
         assert e["sha256"] == hashlib.sha256(files[p]).hexdigest() and e["bytes"] == len(files[p])
     report = json.loads(files["report.json"])
     assert report["schema_version"] == 1 and report["predicted"] is True
+    # the predictions travel with their 90% intervals and what each component rests on
+    lo, hi = report["intervals"]["latency_s_per_problem"]
+    assert lo <= report["latency_s_per_problem"] <= hi
+    assert {"draft", "prm", "target"} <= set(report["provenance"])
 
 
 def test_same_input_byte_identical(cat, bundles, tmp_path):

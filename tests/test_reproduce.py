@@ -87,6 +87,15 @@ def test_reproduce_json(cli_run):
         "paper_rows"]["n"]
     assert {c["group"] for c in cov["device_points"]} >= {"GPU vllm-cudagraph decode"}
     assert md.startswith("# Validation") and "## Interval coverage" in md
+    # the accuracy cross-validation, a contract: these keys, from dse/data/accuracy_cv.json
+    from dse.validation import accuracy
+
+    doc = accuracy.load()
+    xv = out["summary"]["cross_validation"]
+    assert set(xv) == {"leave_one_config_out", "leave_one_dataset_out"}
+    for k, v in xv.items():
+        assert set(v) == {"median_abs_error", "max_abs_error", "rows"}
+        assert v["median_abs_error"] == doc[k]["median_abs_error"] and len(v["rows"]) == 16
     assert "plotly" in page[:5000].lower()
 
 
