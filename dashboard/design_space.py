@@ -93,7 +93,9 @@ if not result:
 cands = result["candidates"]
 st.success(result["summary"])
 st.caption("The search ranks with the mean-value model (dse.symbolic, within about 15% of the "
-           "accurate closed form); What-if shows the closed form of the design you open.")
+           "accurate closed form); What-if shows the closed form of the design you open. "
+           "Constraints are checked at the pessimistic end of each metric's 90% interval "
+           "(accuracy at its low end; docs/uncertainty.md), designs ranked by central values.")
 if not cands:
     st.warning("No feasible design meets the constraints.")
     st.stop()

@@ -189,8 +189,9 @@ class Evaluator:
 
     def _pair_at(self, w: WorkloadSpec, draft: str, target: str, values: Mapping[str, float]
                  ) -> PairTables:
-        mine = tuple(sorted((k, v) for k, v in values.items() if f":{w.name}" in k
-                            and not k.startswith(("time:", "power:"))))
+        mine = tuple(sorted((k, v) for k, v in values.items()
+                            if k.startswith(("workload:", "prm_concentration:"))
+                            and k.split(":")[1] == w.name))
         if not mine:
             return self.pair(w.name, draft, target)
         key = (w.name, draft, target, mine)
