@@ -1,7 +1,9 @@
 """Design space: a sweep or a short optimize from the app, and an interactive Pareto scatter
-whose points open in What-if."""
+whose points open in What-if, with their 90% intervals as error bars."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -119,7 +121,19 @@ pts = result["points"]
 fig.add_scattergl(x=list(pts.get(x_m, [])), y=list(pts.get(y_m, [])), mode="markers",
                   name="sampled feasible designs", hoverinfo="skip",
                   marker={"color": "#9e9e9e", "size": 5, "opacity": 0.6})
+
+
+def error_bars(m: str) -> dict[str, Any] | None:
+    """The front points' 90% intervals on one axis (None where the search gave none)."""
+    if not all(f"{m}_low" in r for r in rows):
+        return None
+    return {"type": "data", "symmetric": False, "color": "#e76f51", "thickness": 1,
+            "array": [r[f"{m}_high"] - r[m] for r in rows],
+            "arrayminus": [r[m] - r[f"{m}_low"] for r in rows]}
+
+
 fig.add_scatter(x=[r.get(x_m) for r in rows], y=[r.get(y_m) for r in rows],
+                error_x=error_bars(x_m), error_y=error_bars(y_m),
                 mode="markers+lines" if len(rows) > 1 else "markers",
                 name="front" if result["method"] == "sweep" else "best",
                 text=[r["design"] for r in rows],

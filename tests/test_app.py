@@ -5,6 +5,7 @@ overrides; the design round-trips through the URL's query parameters."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -169,6 +170,9 @@ def test_design_space_sweep_point_opens_in_whatif(cat):
     at.text_input(key="ds_space").set_value(TEST_SPACE)
     ok(at.button(key="ds_run").click().run())
     assert not at.error and "designs" in at.success[0].value
+    assert any("pessimistic end" in c.value for c in at.caption)
+    front = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][1]
+    assert front["error_x"]["array"] and front["error_y"]["arrayminus"]  # 90% intervals
     pick = at.selectbox(key="ds_pick")
     assert len(pick.options) >= 2
     pick.set_value(1)

@@ -33,13 +33,17 @@ def paper_points(rows: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def candidate_rows(candidates: Sequence[Any]) -> list[dict[str, Any]]:
-    """Search candidates (dse.search.Candidate) as table rows: metrics and a design label."""
+    """Search candidates (dse.search.Candidate) as table rows: metrics, the ends of their 90%
+    intervals (`<metric>_low`, `<metric>_high`, where the search computed them) and a design
+    label."""
     rows = []
     for i, c in enumerate(candidates):
         d = c.design
         nums = {k: float(v) for k, v in c.metrics.items()
                 if isinstance(v, int | float | np.floating) and not isinstance(v, bool)}
-        rows.append({"index": i, **nums,
+        ends = {f"{m}_{side}": float(v) for m, iv in getattr(c, "intervals", {}).items()
+                for side, v in zip(("low", "high"), iv, strict=True)}
+        rows.append({"index": i, **nums, **ends,
                      "schedule": d.schedule.name if d.schedule else "",
                      "workload": d.workload or "", "design": design_label(d.system, d.schedule)})
     return rows
