@@ -171,6 +171,10 @@ def test_dashboard_in_a_browser(cat, server, browser):
     box = WebDriverWait(drv, 60).until(ec.element_to_be_clickable(
         (By.CSS_SELECTOR, 'input[aria-label^="Design space TOML"]')))
     assert not drv.find_elements(By.CSS_SELECTOR, '[data-testid="stDialog"]')  # page found
+    # a local tool: .streamlit/config.toml hides Streamlit's Deploy button
+    assert not drv.find_elements(By.CSS_SELECTOR, '[data-testid="stAppDeployButton"]')
+    assert not [b for b in drv.find_elements(By.TAG_NAME, "button")
+                if b.text.strip() == "Deploy"]
     box.click()
     box.send_keys("tests/data/dashboard-space.toml")
     button(drv, "Run").click()
