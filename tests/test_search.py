@@ -204,6 +204,14 @@ def test_sweep_cli_json_and_files(tmp_path, capsys):
     assert {"design", "metrics"} <= set(js["best"][0])
     assert sorted(p.name for p in out.iterdir()) == ["best.toml", "pareto.csv", "pareto.html"]
     assert len((out / "pareto.csv").read_text().splitlines()) == len(js["pareto"]) + 1
+    # every front row carries its 90% interval's ends, and they bracket the value
+    import csv
+    with (out / "pareto.csv").open() as fh:
+        rows_ = list(csv.DictReader(fh))
+    for r in rows_:
+        for m in ("j_per_token", "accuracy"):
+            assert float(r[f"{m}_low"]) <= float(r[m]) <= float(r[f"{m}_high"]), (m, r)
+    assert js["confidence"] == 0.9
     # best.toml is a design file dse evaluate loads, with its schedule and workload
     assert main(["evaluate", "--design", str(out / "best.toml"), "--json"]) == 0
     ev = json.loads(capsys.readouterr().out)

@@ -18,18 +18,13 @@ from dse.atomic import write_new
 from dse.errors import DseError
 from dse.search.candidates import Candidate
 from dse.search.objectives import METRICS, OBJECTIVES
+from dse.uncertainty import INTERVAL_METRICS
 
 DESIGN_FIELDS = ("draft_device", "draft_model", "draft_precision", "draft_serving",
                  "fpga_clock_MHz", "fpga_mac_lanes", "fpga_memory_channels", "prm_device",
                  "prm_model", "prm_tp", "target_device", "target_model", "target_tp",
                  "accept_threshold", "backtrack_threshold", "max_backtracks",
                  "backtrack_window")
-
-
-# the metrics a reported design's interval covers (dse.uncertainty.INTERVAL_METRICS; named here
-# so that writing a CSV does not load the evaluators)
-INTERVAL_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token",
-                    "energy_j_per_problem", "accuracy")
 
 
 def candidate_row(c: Candidate) -> dict[str, Any]:

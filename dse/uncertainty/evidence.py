@@ -142,20 +142,19 @@ def coverage_note(n: int, level: float) -> str:
 
 @dataclass(frozen=True)
 class GpuResidual:
+    """One GPU point's leave-one-out residual, grouped for the widths."""
+
     profile: str
     family: str
-    device: str
     generation: str
     model: str
-    precision: str
     op: str  # "decode" (decode and end-to-end timings) or "prefill"
     log_error: float  # ln(leave-one-out prediction / measurement)
-    calibrated: bool = True  # the point is in the profile's fit
 
 
 def _json(name: str) -> dict[str, Any]:
-    """A package data file (read here, not through dse.validation, whose fitting modules load
-    scipy.optimize: `dse evaluate` and `dse roofline` never need it)."""
+    """A package data file (read here, not through dse.validation.fpga, whose fitting code
+    loads scipy.optimize: `dse evaluate` and `dse roofline` never need it)."""
     return dict(json.loads(resources.files("dse.data").joinpath(name).read_text(
         encoding="utf-8")))
 
@@ -163,19 +162,20 @@ def _json(name: str) -> dict[str, Any]:
 @cache
 def gpu_residuals() -> tuple[GpuResidual, ...]:
     """The GPU points' leave-one-out residuals (dse/data/gpu_cv.json)."""
-    return tuple(GpuResidual(c["profile"], c["family"], c["device"], c["generation"],
-                             c["model"], c["precision"],
-                             "prefill" if c["timed"] == "prefill" else "decode",
-                             math.log(c["loo_s"] / c["measured_s"]))
-                 for c in _json("gpu_cv.json")["points"]
-                 if c["loo_s"] is not None and c["loo_s"] > 0)
+    from dse.validation import gpu_cv
+
+    return tuple(GpuResidual(c.profile, c.family, c.generation, c.model,
+                             "prefill" if c.timed == "prefill" else "decode",
+                             math.log(c.loo_s / c.measured_s))
+                 for c in gpu_cv.load() if c.loo_s is not None and c.loo_s > 0)
 
 
 @cache
 def gpu_fitted_settings() -> frozenset[tuple[str, str, str, str]]:
     """(profile, device, model, precision) of every measured GPU point a fit used."""
-    return frozenset((c["profile"], c["device"], c["model"], c["precision"])
-                     for c in _json("gpu_cv.json")["points"])
+    from dse.validation import gpu_cv
+
+    return frozenset((c.profile, c.device, c.model, c.precision) for c in gpu_cv.load())
 
 
 @dataclass(frozen=True)
@@ -204,9 +204,6 @@ def fpga_measured_settings() -> frozenset[tuple[str, str, str]]:
 
 
 @cache
-def accuracy_cv() -> Mapping[str, Any] | None:
-    """dse/data/accuracy_cv.json (scripts/calibrate_workloads.py), or None before it exists."""
-    f = resources.files("dse.data").joinpath("accuracy_cv.json")
-    if not f.is_file():
-        return None
-    return dict(json.loads(f.read_text(encoding="utf-8")))
+def accuracy_cv() -> Mapping[str, Any]:
+    """dse/data/accuracy_cv.json (scripts/calibrate_workloads.py)."""
+    return _json("accuracy_cv.json")

@@ -191,10 +191,8 @@ def _power_factor(p: Placement, component: str) -> Factor | None:
                   affects_accuracy=False)
 
 
-def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor | None:
+def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor:
     data = ev.accuracy_cv()
-    if data is None:
-        return None
     from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
 
     s = ev.settings()
@@ -264,8 +262,7 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         if pf is not None:
             out.setdefault(pf.key, pf)
     acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name)
-    if acc is not None:
-        out[acc.key] = acc
+    out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
     for f in _workload_factors(w, ts):
         out[f.key] = f

@@ -3,7 +3,8 @@
 scripts/calibrate_devices.py writes every point's measured value, its in-sample fit and its
 leave-one-out prediction to dse/data/gpu_cv.json; `dse reproduce --markdown` renders the
 summary from it (per serving family, per profile, per GPU generation) without refitting, and
-tests check that the file's in-sample values are what the catalog predicts today.
+tests check that the file's in-sample values are what the catalog predicts today. Light (no
+scipy): the intervals (dse.uncertainty) read it in `dse evaluate` and `dse roofline`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,27 @@ from typing import Any
 
 import numpy as np
 
-from dse.validation.gpu_fit import CvPoint
-
 SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CvPoint:
+    id: str
+    profile: str
+    family: str
+    device: str
+    generation: str
+    model: str
+    precision: str
+    timed: str
+    context_tokens: int
+    measured_s: float
+    fitted_s: float  # the fit with this point
+    loo_s: float | None  # the fit without it (None: too few points to refit)
+
+    @property
+    def loo_rel_error(self) -> float | None:
+        return None if self.loo_s is None else self.loo_s / self.measured_s - 1
 
 
 def dumps(cv: Sequence[CvPoint]) -> str:

@@ -26,6 +26,7 @@ from dse.devices import gpu as gpu_mod
 from dse.devices.shape import precision
 from dse.specs import Catalog, GpuServingSpec
 from dse.specs.schema import Key, schema_of
+from dse.validation.gpu_cv import CvPoint  # re-exported: the fit writes them
 from dse.validation.measurements import GpuMeasurement
 
 
@@ -294,26 +295,6 @@ def points_for(spec: FitSpec, pts: Sequence[GpuMeasurement]) -> list[GpuMeasurem
 
 
 # ---------------------------------------------------------------------- cross-validation
-
-
-@dataclass(frozen=True)
-class CvPoint:
-    id: str
-    profile: str
-    family: str
-    device: str
-    generation: str
-    model: str
-    precision: str
-    timed: str
-    context_tokens: int
-    measured_s: float
-    fitted_s: float  # the fit with this point
-    loo_s: float | None  # the fit without it (None: too few points to refit)
-
-    @property
-    def loo_rel_error(self) -> float | None:
-        return None if self.loo_s is None else self.loo_s / self.measured_s - 1
 
 
 def leave_one_out(cat: Catalog, pf: ProfileFit,
