@@ -55,8 +55,8 @@ class Row:
     within: bool
     calibrated: bool
     tolerance: str
-    # the tool's 90% interval (dse.uncertainty.paper_rows; nan until computed) and whether it
-    # meets the paper's value or range
+    # the tool's 90% interval (dse.validation.coverage.paper_rows; nan until computed) and
+    # whether it meets the paper's value or range
     tool_low: float = float("nan")
     tool_high: float = float("nan")
 
@@ -94,14 +94,14 @@ def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str) -> R
                rid.startswith(CALIBRATED_PREFIXES), tol)
 
 
-class _Runs:
+class Runs:
     """Reports of the paper's systems, evaluated once each (closed form).
 
     values: factor values of dse.uncertainty to evaluate at (key -> value); a run none of
     whose factors is in them is taken from `base` (the central runs) unchanged."""
 
     def __init__(self, cat: Catalog, values: Mapping[str, float] | None = None,
-                 base: _Runs | None = None) -> None:
+                 base: Runs | None = None) -> None:
         self.cat = cat
         self.values = dict(values or {})
         self.base = base
@@ -186,12 +186,12 @@ def paper_energy(d: Design, w: WorkloadSpec, r: Report) -> PaperEnergy:
                        wasted_j / total_j if total_j > 0 else 0.0)
 
 
-def rows(cat: Catalog, runs: _Runs | None = None) -> list[Row]:
+def rows(cat: Catalog, runs: Runs | None = None) -> list[Row]:
     """Every paper row beside the tool's central value (runs: the evaluations to use, e.g.
-    perturbed ones for the intervals, dse.uncertainty.paper_rows)."""
+    perturbed ones for the intervals, dse.validation.coverage.paper_rows)."""
     rep = reported()
     datasets = rep["datasets"]
-    runs = runs or _Runs(cat)
+    runs = runs or Runs(cat)
     out: list[Row] = []
 
     def gpu(cfg: str, ds: str, sched: str) -> Report:

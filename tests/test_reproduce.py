@@ -131,7 +131,7 @@ def test_accuracy_monotone_in_backtrack_budget(cat, system, workload, tau, budge
 def test_paper_energy_is_operating_power_times_latency(cat):
     """The paper's accounting: J/token = (sum of the devices' operating power) x latency / tokens,
     so the gain of one system over another is its power ratio times its speed-up."""
-    runs = reproduce._Runs(cat)
+    runs = reproduce.Runs(cat)
     het = runs.get("paper-config1-u280", "math500", "heteroreason")
     brsd = runs.get("paper-config1-3090", "math500", "brsd")
     e_het = runs.paper_energy("paper-config1-u280", "math500", "heteroreason")

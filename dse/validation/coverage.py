@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.reproduce import Row, _Runs, rows
+from dse.reproduce import Row, Runs, rows
 from dse.specs import Catalog
 from dse.uncertainty import design_factors
 from dse.uncertainty import evidence as ev
@@ -34,7 +34,7 @@ SET_DECLARED = ("speedup_vs_brsd_stepahead.v80.",)
 
 def paper_rows(cat: Catalog) -> list[Row]:
     """The paper rows with the tool's 90% intervals."""
-    central = _Runs(cat)
+    central = Runs(cat)
     base = rows(cat, central)
     factors: dict[str, Any] = {}
     for (_, dataset, _, _), (design, _) in list(central.cache.items()):
@@ -45,7 +45,7 @@ def paper_rows(cat: Catalog) -> list[Row]:
     up: list[np.ndarray] = []
     down: list[np.ndarray] = []
     for f in factors.values():
-        at = {v: np.array([r.tool for r in rows(cat, _Runs(cat, {f.key: v}, base=central))])
+        at = {v: np.array([r.tool for r in rows(cat, Runs(cat, {f.key: v}, base=central))])
               for v in points(f)}
         s, u, d = moves(f, f0, {v: np.where(np.isfinite(m), m, f0) for v, m in at.items()})
         shift.append(s)
