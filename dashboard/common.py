@@ -112,11 +112,85 @@ def current_state() -> views.DesignState:
 
 
 def set_state(state: views.DesignState) -> None:
-    """Make `state` the session's design and mirror it in the URL."""
-    params = state.params()
-    st.session_state["design_params"] = params
-    if {k: st.query_params[k] for k in st.query_params} != params:
-        st.query_params.from_dict(params)
+    """Make `state` the session's design and mirror it, with the pinned designs, in the
+    URL."""
+    st.session_state["design_params"] = state.params()
+    _sync_url()
+
+
+def _url_params() -> dict[str, str | list[str]]:
+    ss = st.session_state
+    out: dict[str, str | list[str]] = dict(ss.get("design_params") or {})
+    if ss.get("pins"):
+        out[views.PIN_PARAM] = list(ss["pins"])
+    return out
+
+
+def _sync_url() -> None:
+    want = _url_params()
+    have: dict[str, str | list[str]] = {k: st.query_params[k] for k in st.query_params
+                                        if k != views.PIN_PARAM}
+    if views.PIN_PARAM in st.query_params:
+        have[views.PIN_PARAM] = st.query_params.get_all(views.PIN_PARAM)
+    if have != want:
+        st.query_params.from_dict(want)
+
+
+# ------------------------------------------------------------------------------ pinned designs
+
+def pins() -> list[views.DesignState]:
+    """The pinned designs (the Compare page shows them side by side); on a session's first
+    run, the ones in the URL."""
+    ss = st.session_state
+    if "pins" not in ss:
+        states, errors = views.decode_pins(catalog(), st.query_params.get_all(views.PIN_PARAM))
+        ss["pins"] = [views.encode_pin(s) for s in states]
+        if errors:
+            ss["pins_warning"] = "; ".join(errors)
+    states, _ = views.decode_pins(catalog(), ss["pins"])
+    return states
+
+
+def is_pinned(state: views.DesignState) -> bool:
+    return state in pins()
+
+
+def pin(state: views.DesignState) -> None:
+    """Add a design to the pinned set (at most views.MAX_PINS; a pinned design is kept
+    once) and mirror the set in the URL."""
+    cur = pins()
+    if state not in cur and len(cur) < views.MAX_PINS:
+        st.session_state["pins"] = [*st.session_state["pins"], views.encode_pin(state)]
+    _sync_url()
+
+
+def unpin(state: views.DesignState) -> None:
+    st.session_state["pins"] = [views.encode_pin(s) for s in pins() if s != state]
+    _sync_url()
+
+
+def pin_button(state: views.DesignState, key: str, label: str = "Pin to compare") -> None:
+    """A button that pins `state` (disabled, saying so, when it is pinned or the set is
+    full)."""
+    n = len(pins())
+    if is_pinned(state):
+        st.button("Pinned", key=key, disabled=True, help="this design is on the Compare page")
+    else:
+        st.button(label, key=key, on_click=pin, args=(state,), disabled=n >= views.MAX_PINS,
+                  help=f"add it to the Compare page ({n} of {views.MAX_PINS} pinned)")
+
+
+# --------------------------------------------------------------------------------- charts
+
+# Every chart's toolbar saves an SVG (vector, for papers and slides), named after its key.
+def chart_config(name: str) -> dict[str, Any]:
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": "svg", "filename": name}}
+
+
+def chart(fig: Any, key: str, **kwargs: Any) -> Any:
+    """st.plotly_chart with the house configuration (SVG download, no Plotly logo)."""
+    return st.plotly_chart(fig, key=key, config=chart_config(key), **kwargs)
 
 
 def open_in_whatif(state: views.DesignState) -> None:

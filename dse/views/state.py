@@ -5,13 +5,14 @@ takes); a design file (a search candidate) as a state; a one-line design label.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from dse.design_files import DesignFile, parse_set, system_to_toml, with_overrides
 from dse.devices.registry import kind_of
-from dse.errors import UnknownNameError
+from dse.errors import DseError, UnknownNameError
 from dse.scenario import SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import Catalog
@@ -24,6 +25,10 @@ DEFAULT_SCHEDULE = "heteroreason"
 BASELINES = ("rsd", "brsd", "brsd_stepahead")
 
 _META_KEYS = ("schema_version", "kind", "name", "description", "sources")
+# The query parameter that carries the pinned designs (repeated, one per design); never a
+# system key, so a design's own parameters never collide with it.
+PIN_PARAM = "pin"
+MAX_PINS = 8
 
 
 @dataclass(frozen=True)
@@ -97,11 +102,34 @@ def state_from_params(cat: Catalog, params: Mapping[str, str]) -> DesignState:
     sched_name = params.get("schedule", d.schedule.name)
     if sched_name not in PRESETS:
         raise UnknownNameError("schedule", sched_name, list(PRESETS))
-    rest = [f"{k}={v}" for k, v in params.items() if k not in ("system", "workload", "schedule")]
+    rest = [f"{k}={v}" for k, v in params.items()
+            if k not in ("system", "workload", "schedule", PIN_PARAM)]
     overrides, flags = parse_set(rest)
     state = DesignState(system, workload, PRESETS[sched_name].with_flags(**flags), overrides)
     state.spec(cat)  # validates the values with the catalog loader
     return state
+
+
+def encode_pin(state: DesignState) -> str:
+    """One pinned design as one query-parameter value: its parameters, URL-encoded."""
+    return urlencode(state.params())
+
+
+def decode_pins(cat: Catalog, values: Sequence[str]) -> tuple[list[DesignState], list[str]]:
+    """Pinned designs from the `pin` query-parameter values (at most MAX_PINS, duplicates
+    dropped); returns the states and one message per value that did not load."""
+    states: list[DesignState] = []
+    errors: list[str] = []
+    for v in values:
+        try:
+            s = state_from_params(cat, dict(parse_qsl(v, keep_blank_values=True,
+                                                     strict_parsing=True)))
+        except (DseError, ValueError) as e:
+            errors.append(f"pinned design {v[:60]!r} was not loaded: {e}")
+            continue
+        if s not in states and len(states) < MAX_PINS:
+            states.append(s)
+    return states, errors
 
 
 def system_diff(base: SystemSpec, spec: SystemSpec) -> dict[str, Any]:
