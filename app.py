@@ -13,6 +13,7 @@ from dashboard import common
 st.set_page_config(page_title="hetero-dse", layout="wide")
 PAGES = [
     st.Page("dashboard/whatif.py", title="What-if", default=True),
+    st.Page("dashboard/compare.py", title="Compare", url_path="compare"),
     st.Page("dashboard/design_space.py", title="Design space", url_path="design-space"),
     st.Page("dashboard/studies.py", title="Studies", url_path="studies"),
     st.Page("dashboard/paper.py", title="Paper", url_path="paper"),

@@ -72,6 +72,28 @@ def report_with_intervals(params: Params) -> Report:
     return attach(report(params), d, w)
 
 
+@st.cache_data(max_entries=1024, show_spinner=False)
+def report_quick_intervals(params: Params) -> Report:
+    """The report with 90% intervals whose factor moves come from the mean-value model (about
+    30 ms once sympy is loaded; within a few percent of the closed-form moves the Uncertainty
+    tab, the Compare page and `dse evaluate` use)."""
+    from dse.uncertainty import attach
+
+    s = state_of(params)
+    return attach(report(params), design_of(s), catalog().get("workload", s.workload),
+                  moves="mean-value")
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def explain(params: Params, base_params: Params, name: str) -> list[str]:
+    """Why the design is slower or costlier than the baseline `name` (dse.views.explain)."""
+    s, b = state_of(params), state_of(base_params)
+    w = catalog().get("workload", s.workload)
+    return views.explain_vs_baseline(design_of(s), report(params), design_of(b),
+                                     report(base_params), name, prompt_tokens=w.prompt_tokens,
+                                     step_tokens=w.draft_step_tokens_mean)
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def timeline(params: Params, seed: int) -> views.Timeline:
     s = state_of(params)
@@ -121,6 +143,7 @@ def set_state(state: views.DesignState) -> None:
 def _url_params() -> dict[str, str | list[str]]:
     ss = st.session_state
     out: dict[str, str | list[str]] = dict(ss.get("design_params") or {})
+    pins()  # a session's first run reads the pinned set from the URL before rewriting it
     if ss.get("pins"):
         out[views.PIN_PARAM] = list(ss["pins"])
     return out
@@ -178,6 +201,20 @@ def pin_button(state: views.DesignState, key: str, label: str = "Pin to compare"
     else:
         st.button(label, key=key, on_click=pin, args=(state,), disabled=n >= views.MAX_PINS,
                   help=f"add it to the Compare page ({n} of {views.MAX_PINS} pinned)")
+
+
+# ------------------------------------------------------------------------------- tooltips
+
+# Report fields and widget names -> the glossary's term (dse.views.glossary).
+TIP_TERMS = {"latency_s_per_problem": "critical path", "goodput_tokens_per_s": "goodput",
+             "j_per_token": "J/token", "accuracy": "accuracy", "p_accept": "p_accept"}
+
+
+def tip(name: str) -> str:
+    """A widget's or metric's tooltip from the glossary (the Glossary page lists them all)."""
+    from dse.views.glossary import term_help
+
+    return term_help(TIP_TERMS.get(name, name))
 
 
 # --------------------------------------------------------------------------------- charts

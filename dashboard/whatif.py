@@ -8,10 +8,10 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from dashboard import common
+from dashboard import charts, common
 from dse import views
 from dse.design_files import system_to_toml
-from dse.engine.closed_form import BREAKDOWN_KEYS, closed_form_caveats
+from dse.engine.closed_form import closed_form_caveats
 from dse.errors import DseError
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
 from dse.specs import SCHEMAS
@@ -65,8 +65,9 @@ def with_current(options: list[str], current: str) -> list[str]:
     return options if current in options else [*options, current]
 
 
-def controls(state: views.DesignState) -> views.DesignState:
-    """The sidebar; returns the state the widgets describe."""
+def controls() -> None:
+    """The sidebar's widgets (their values are in the session state already, so the page
+    draws them after its headline numbers)."""
     sb = st.sidebar
     sb.selectbox("System preset", cat.names("system"), key="wi_system", on_change=on_system,
                  help="A named system from scenarios/systems; changing it resets the knobs below")
@@ -92,14 +93,14 @@ def controls(state: views.DesignState) -> views.DesignState:
                          on_change=on_device, args=(role,))
             st.selectbox("Model", with_current(opts.models, ss[wkey(f"{role}_model")]),
                          key=wkey(f"{role}_model"))
-            c1, c2 = st.columns([2, 3])
-            c1.selectbox("Precision", with_current(opts.precisions,
+            # full width: the sidebar is too narrow for two selectboxes side by side
+            st.selectbox("Precision", with_current(opts.precisions,
                                                    ss[wkey(f"{role}_precision")]),
                          key=wkey(f"{role}_precision"))
             serving = wkey(f"{role}_{opts.software_key}")
             if serving not in ss:  # a key the preset leaves at its default
                 ss[serving] = opts.default_serving
-            c2.selectbox(opts.serving_label, with_current(opts.servings, ss[serving]),
+            st.selectbox(opts.serving_label, with_current(opts.servings, ss[serving]),
                          key=serving)
             if role == "target":
                 st.number_input("Tensor parallel GPUs", min_value=1, step=1,
@@ -110,15 +111,19 @@ def controls(state: views.DesignState) -> views.DesignState:
                                 step=25.0, key=wkey("fpga_clock_MHz"),
                                 help=f"{dev}: {r['clock_min_mhz']:g}-{r['clock_max_mhz']:g} "
                                 f"MHz, default {r['clock_default_mhz']:g}")
-                c1, c2 = st.columns(2)
-                c1.number_input("Memory channels (0 = all)", min_value=0, step=1,
+                st.number_input("Memory channels (0 = all)", min_value=0, step=1,
                                 key=wkey("fpga_memory_channels"),
                                 help=f"{dev} has {r['channels_max']:g}")
-                c2.number_input("MAC lanes (0 = default)", min_value=0, step=256,
+                st.number_input("MAC lanes (0 = default)", min_value=0, step=256,
                                 key=wkey("fpga_mac_lanes"))
         st.number_input("Max context (tokens)", min_value=1, step=256,
                         key=wkey("max_context_tokens"))
     sb.button("Reset to preset", key="wi_reset", on_click=on_system)
+
+
+def widget_state(state: views.DesignState) -> views.DesignState:
+    """The design the widgets' session values describe (`state`: the one they were loaded
+    from)."""
     # widgets not shown this run (e.g. FPGA knobs of a GPU draft) keep the state's values
     cur = system_to_toml(state.spec(cat))
     base = system_to_toml(cat.get("system", ss.wi_system))  # type: ignore[arg-type]
@@ -132,40 +137,11 @@ def controls(state: views.DesignState) -> views.DesignState:
 
 # ---------------------------------------------------------------------------------- figures
 
-ROLE_COLORS = {"init": "#9e9e9e", "draft": "#2a9d8f", "prm": "#e9c46a", "target": "#e76f51",
-               "link": "#264653"}
 KIND_COLORS = {"prefill": "#9e9e9e", "migrate": "#9e9e9e", "decode": "#2a9d8f",
                "tokens": "#264653", "verify": "#e9c46a", "speculate": "#8ecae6",
                "discarded": "#d62828", "stall": "#6c757d", "prefetch": "#f4a261",
                "refine": "#e76f51", "sync": "#a7c957", "verify-rewrite": "#bc6c25",
                "backtrack": "#7b2cbf"}
-
-
-def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
-    fig = go.Figure()
-    names = list(reports)
-    for role in BREAKDOWN_KEYS:
-        fig.add_bar(y=names, x=[reports[n].latency_breakdown_s[role] for n in names], name=role,
-                    orientation="h", marker_color=ROLE_COLORS[role],
-                    hovertemplate="%{y}: %{x:.3f} s<extra>" + role + "</extra>")
-    fig.update_layout(barmode="stack", title="Latency per problem by role (critical path)",
-                      yaxis={"autorange": "reversed"},
-                      xaxis_title="seconds per problem", height=300,
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return fig
-
-
-def fig_energy(split: dict[str, dict[str, float]]) -> go.Figure:
-    devs = list(split)
-    fig = go.Figure()
-    fig.add_bar(x=devs, y=[split[d]["active_j"] for d in devs], name="above idle",
-                marker_color="#e76f51")
-    fig.add_bar(x=devs, y=[split[d]["idle_j"] for d in devs], name="idle draw",
-                marker_color="#9e9e9e")
-    fig.update_layout(barmode="stack", title="Energy per problem by device",
-                      yaxis_title="joules per problem", height=300,
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    return fig
 
 
 def fig_timeline(tl: views.Timeline) -> go.Figure:
@@ -179,65 +155,55 @@ def fig_timeline(tl: views.Timeline) -> go.Figure:
                     marker_color=KIND_COLORS.get(kind), customdata=[[desc]] * len(iv),
                     hovertemplate="%{customdata[0]}<br>%{base:.3f} s + %{x:.3f} s"
                     "<extra>" + kind + "</extra>")
-    fig.update_layout(barmode="overlay", height=320, xaxis_title="seconds",
-                      yaxis={"categoryorder": "array",
+    fig.update_layout(barmode="overlay", height=340, xaxis_title="time into the problem (s)",
+                      yaxis={"categoryorder": "array", "title": "device",
                              "categoryarray": list(reversed(views.TIMELINE_DEVICES))},
                       title=f"One simulated problem: {tl.attempts} attempts, "
-                      f"{tl.latency_s:.2f} s", margin={"l": 10, "r": 10, "t": 40, "b": 10})
+                      f"{tl.latency_s:.2f} s", margin=charts.MARGIN)
     return fig
 
 
 def fig_roofline(rfs: list[views.RoleRoofline]) -> go.Figure:
-    fig = make_subplots(rows=1, cols=len(rfs), subplot_titles=[
-        f"{r.role}: {r.model} on {r.device}" for r in rfs])
+    """Each role's roofline (datasheet and effective) with its operating points, in TFLOP/s
+    against FLOP/byte on log axes."""
+    tera = 1e12
+    fig = make_subplots(rows=1, cols=len(rfs), horizontal_spacing=0.07, subplot_titles=[
+        f"{views.ROLE_LABELS.get(r.role, r.role)}: {r.model}<br>on {r.device}" for r in rfs])
     for i, r in enumerate(rfs, 1):
         pts = r.points
         lo = min(min(p.intensity for p in pts), r.peak_flops_per_s / r.peak_bytes_per_s) / 10
         hi = max(max(p.intensity for p in pts), r.peak_flops_per_s / r.peak_bytes_per_s) * 10
-        for (f, b), dash, name in (((r.peak_flops_per_s, r.peak_bytes_per_s), "solid", "peak"),
+        for (f, b), dash, name in (((r.peak_flops_per_s, r.peak_bytes_per_s), "solid",
+                                    "datasheet peak"),
                                    ((r.effective_flops_per_s, r.effective_bytes_per_s), "dash",
-                                    "effective")):
+                                    "effective (serving profile / FPGA build)")):
             ridge = f / b
             x = sorted({lo, ridge, hi})
-            fig.add_scatter(x=x, y=[min(f, b * v) for v in x], mode="lines", name=name,
+            fig.add_scatter(x=x, y=[min(f, b * v) / tera for v in x], mode="lines", name=name,
                             line={"dash": dash, "color": "#264653"}, showlegend=i == 1,
-                            legendgroup=name, row=1, col=i)
-        fig.add_scatter(x=[p.intensity for p in pts], y=[p.achieved_flops_per_s for p in pts],
+                            legendgroup=name, hovertemplate="%{x:.3g} FLOP/byte: %{y:.3g} "
+                            "TFLOP/s<extra>" + name + "</extra>", row=1, col=i)
+        fig.add_scatter(x=[p.intensity for p in pts],
+                        y=[p.achieved_flops_per_s / tera for p in pts],
                         mode="markers+text", text=[p.op for p in pts], textposition="top center",
-                        marker={"size": 10, "color": ROLE_COLORS[r.role]}, name=r.role,
+                        marker={"size": 10, "color": charts.ROLE_COLORS[r.role]},
+                        name=views.ROLE_LABELS.get(r.role, r.role),
                         customdata=[[p.time_s * 1e3] for p in pts],
-                        hovertemplate="%{text}<br>%{x:.3g} FLOP/byte<br>%{y:.3g} FLOP/s"
+                        hovertemplate="%{text}<br>%{x:.3g} FLOP/byte<br>%{y:.3g} TFLOP/s"
                         "<br>%{customdata[0]:.3f} ms<extra></extra>", row=1, col=i)
-        fig.update_xaxes(type="log", title_text="FLOP / byte", row=1, col=i)
-        fig.update_yaxes(type="log", row=1, col=i)
-    fig.update_yaxes(title_text="FLOP/s", row=1, col=1)
+        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP/byte)",
+                         exponentformat="power", row=1, col=i)
+        fig.update_yaxes(type="log", title_text="achieved (TFLOP/s)", exponentformat="power",
+                         row=1, col=i)
     fig.update_annotations(font_size=12)
-    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      legend={"orientation": "h", "y": -0.25})
-    return fig
-
-
-def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
-    """This design and its GPU baselines, each headline metric with its 90% error bar."""
-    panels = views.INTERVAL_PANELS
-    fig = make_subplots(rows=1, cols=len(panels),
-                        subplot_titles=[f"{label} ({unit})" for _, label, unit in panels])
-    for col, (m, _, unit) in enumerate(panels, start=1):
-        rr = [r for r in rows if r["metric"] == m]
-        fig.add_scatter(
-            x=[r["design"] for r in rr], y=[r["value"] for r in rr], mode="markers",
-            marker={"size": 10, "color": "#264653"}, showlegend=False, row=1, col=col,
-            error_y={"type": "data", "symmetric": False,
-                     "array": [r["high"] - r["value"] for r in rr],
-                     "arrayminus": [r["value"] - r["low"] for r in rr]},
-            hovertemplate="%{x}: %{y:.4g} " + unit + "<extra></extra>")
-    fig.update_layout(height=360, margin={"t": 60})
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 80, "b": 10},
+                      legend={"orientation": "h", "y": -0.3})
     return fig
 
 
 def fig_tornado(rows: list[dict[str, Any]]) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True,
-                        subplot_titles=["latency per problem", "J / token"])
+                        subplot_titles=["latency per problem", "energy per token (J/token)"])
     labels = [r["label"] for r in rows][::-1]
     for col, (base, low, high) in enumerate((("latency_base_s", "latency_low_s",
                                               "latency_high_s"),
@@ -251,8 +217,8 @@ def fig_tornado(rows: list[dict[str, Any]]) -> go.Figure:
                         legendgroup=name, hovertemplate="%{y}: %{x:+.2f}%<extra></extra>",
                         row=1, col=col)
         fig.update_xaxes(title_text="change (%)", row=1, col=col)
-    fig.update_layout(barmode="overlay", height=120 + 26 * len(rows),
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_layout(barmode="overlay", height=140 + 26 * len(rows), margin=charts.MARGIN,
+                      legend={"orientation": "h", "y": -0.15})
     return fig
 
 
@@ -260,7 +226,7 @@ def fig_tornado(rows: list[dict[str, Any]]) -> go.Figure:
 
 state = common.current_state()
 load_widgets(state, force=False)
-state = controls(state)
+state = widget_state(state)
 common.set_state(state)
 params = common.key(state)
 
@@ -272,18 +238,27 @@ try:
 except DseError as e:
     ss["wi_report"] = None
     st.error(f"No numbers for this design: {e}")
+    controls()
     st.stop()
 
 ss["wi_report"] = rep.to_dict()
 st.caption(views.design_label(design.system, design.schedule) + f" | {state.workload}")
 for note in closed_form_caveats(rep):
     st.warning(f"Closed form: {note} (the Timeline tab replays one problem).")
+HEADLINE = (("latency_s_per_problem", "Latency per problem", "s", ".3f"),
+            ("goodput_tokens_per_s", "Goodput", "tok/s", ".1f"),
+            ("j_per_token", "Energy per token", "J/token", ".3f"),
+            ("accuracy", "Accuracy", "%", ".1f"))
 c = st.columns(5)
-c[0].metric("Latency per problem", f"{rep.latency_s_per_problem:.3f} s")
-c[1].metric("Goodput", f"{rep.goodput_tokens_per_s:.1f} tok/s")
-c[2].metric("Energy per token", f"{rep.j_per_token:.3f} J/token")
-c[3].metric("Accuracy", "n/a" if rep.accuracy is None else f"{rep.accuracy:.1f} %")
-c[4].metric("Accept probability", f"{rep.p_accept:.3f}")
+interval_slots = {}
+for col, (m, label, unit, fmt) in zip(c, HEADLINE, strict=False):
+    v = getattr(rep, m)
+    col.metric(label, "n/a" if v is None else f"{v:{fmt}} {unit}",
+               help=common.tip(m) + " Closed form (dse evaluate); the line below is its 90% "
+               "interval.")
+    interval_slots[m] = col.empty()
+c[4].metric("Accept probability", f"{rep.p_accept:.3f}", help=common.tip("p_accept"))
+controls()  # after the headline numbers, which the browser shows first
 # the baselines come after the headline numbers, which the browser can already show; they are
 # the paper's homogeneous GPU baselines of this design (its draft moved to the PRM's GPU)
 base_states = {b: state.gpu_baseline(cat, b) for b in views.BASELINES}
@@ -296,13 +271,32 @@ for b, bs in base_states.items():
 gains = views.speedups(rep, base)
 for b, err in base_errors.items():
     st.caption(f"No {b} GPU baseline: {err}")
-c = st.columns(max(len(gains), 1))
-for col, (name, g) in zip(c, gains.items(), strict=False):
+c = st.columns(max(2 * len(gains), 1))
+for i, (name, g) in enumerate(gains.items()):
     bd = base_states[name].spec(cat).draft_device
-    col.metric(f"Speed-up vs {name}", f"{g['speedup']:.2f}x",
-               help=f"{name} on GPUs (draft on {bd}, as the paper's baselines): "
-               f"{base[name].latency_s_per_problem:.3f} s per problem, "
-               f"{base[name].j_per_token:.3f} J/token; energy gain {g['energy_gain']:.2f}x")
+    where = f"{name} on GPUs (draft on {bd}, as the paper's baselines)"
+    c[2 * i].metric(f"Speed-up vs {name}", f"{g['speedup']:.2f}x",
+                    help=f"{where}: {base[name].latency_s_per_problem:.3f} s per problem. "
+                    + common.tip(name))
+    c[2 * i + 1].metric(f"Energy gain vs {name}", f"{g['energy_gain']:.2f}x",
+                        help=f"{where}: {base[name].j_per_token:.3f} J/token; above 1: this "
+                        "design spends less energy per token")
+why = {b: common.explain(params, common.key(base_states[b]), b) for b in base}
+worse = [b for b, lines in why.items() if lines]
+if worse:
+    slower = [b for b in worse if gains[b]["speedup"] < 1]
+    costlier = [b for b in worse if gains[b]["energy_gain"] < 1]
+    title = "; ".join(x for x in (
+        f"slower than {', '.join(slower)}" if slower else "",
+        f"more energy per token than {', '.join(costlier)}" if costlier else "") if x)
+    with st.expander(f"Why: {title}", expanded=False):
+        for b in worse:
+            for line in why[b]:
+                st.markdown(f"- **{b}**: {line}")
+c1, c2, _ = st.columns([1, 1, 4])
+with c1:
+    common.pin_button(state, key="wi_pin")
+csv_slot = c2.empty()
 
 # only the open tab is drawn (the others cost nothing until chosen)
 t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
@@ -311,10 +305,13 @@ t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
 if t_lat.open:
     with t_lat:
         c1, c2 = st.columns(2)
-        c1.plotly_chart(fig_breakdown({f"{rep.schedule} (this)": rep,
-                                       **{f"{b} (GPU)": r for b, r in base.items()}}),
-                        key="wi_fig_lat")
-        c2.plotly_chart(fig_energy(views.energy_split(design, rep)), key="wi_fig_energy")
+        with c1:
+            common.chart(charts.fig_breakdown({f"{rep.schedule} (this)": rep,
+                                               **{f"{b} (GPU)": r for b, r in base.items()}}),
+                         key="wi_fig_lat")
+        with c2:
+            common.chart(charts.fig_energy(views.energy_split(design, rep)),
+                         key="wi_fig_energy")
         st.caption(f"Communication share {rep.communication_share:.4%}; speculation stall "
                    f"{rep.speculation_stall_ratio:.2%}; wasted tokens "
                    f"{rep.wasted_tokens_per_problem:.1f} per problem "
@@ -327,9 +324,10 @@ if t_unc.open:
         for b, bs in base_states.items():
             if b in base:
                 with_iv[f"{b} (GPU)"] = common.report_with_intervals(common.key(bs))
-        st.plotly_chart(fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
+        common.chart(charts.fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
         iv = full.intervals
-        st.caption("90% intervals (dse.uncertainty): latency "
+        st.caption("90% intervals (dse.uncertainty, each factor moved by the closed form, as "
+                   "`dse evaluate`): latency "
                    f"{iv['latency_s_per_problem'][0]:.3f}-{iv['latency_s_per_problem'][1]:.3f}"
                    f" s, energy {iv['j_per_token'][0]:.3f}-{iv['j_per_token'][1]:.3f} J/token"
                    + (f", accuracy {iv['accuracy'][0]:.1f}-{iv['accuracy'][1]:.1f} %"
@@ -343,23 +341,43 @@ if t_tl.open:
         ss.setdefault("wi_timeline_seed", 0)
         st.number_input("Problem (seed)", min_value=0, step=1, key="wi_timeline_seed")
         tl = common.timeline(params, int(ss.wi_timeline_seed))
-        st.plotly_chart(fig_timeline(tl), key="wi_fig_timeline")
-        st.caption("Simulator replay of one synthetic problem (decisions: "
-                   + ", ".join(tl.decisions) + "). Red: step-ahead draft work a reject "
+        common.chart(fig_timeline(tl), key="wi_fig_timeline")
+        st.caption(f"Simulator replay of one synthetic problem: {tl.latency_s:.2f} s here, "
+                   f"against {rep.latency_s_per_problem:.2f} s per problem on average (the "
+                   "headline, closed form). One problem differs from the mean: its step count "
+                   "and step lengths are drawn from the workload's distributions, and each "
+                   "step's accept, reject or backtrack is drawn too; another seed is another "
+                   "problem (`dse simulate` averages many). Decisions: "
+                   + ", ".join(tl.decisions) + ". Red: step-ahead draft work a reject "
                    "discarded; grey on the draft row: waiting for the verdict.")
 if t_roof.open:
     with t_roof:
-        st.plotly_chart(fig_roofline(common.rooflines(params)), key="wi_fig_roofline")
+        common.chart(fig_roofline(common.rooflines(params)), key="wi_fig_roofline")
         st.caption("Operating points at the problem's mean context. Solid: datasheet "
                    "roofline; dashed: what the serving profile or FPGA build reaches.")
 if t_sens.open:
     with t_sens:
-        st.plotly_chart(fig_tornado(common.tornado(params)), key="wi_fig_tornado")
-        st.caption("Mean-value model (dse.symbolic): each term scaled by -10% / +10%, the "
-                   "others held.")
+        common.chart(fig_tornado(common.tornado(params)), key="wi_fig_tornado")
+        st.caption("Mean-value model (dse.symbolic, the search's model, within about 15% of "
+                   "the closed form above): each term scaled by -10% / +10%, the others held.")
 if t_cli.open:
     with t_cli:
         args = " ".join(f"--set {a}" for a in state.set_args())
         st.code(f"dse evaluate --system {state.system} --scenario {state.workload} "
                 f"--schedule {state.params()['schedule']} {args}".rstrip(), language="bash")
         st.caption("This page's URL carries the design: copy it to share this view.")
+
+# last, once everything else is on the page: the headline metrics' 90% intervals (factor
+# moves by the mean-value model, about 30 ms; the Uncertainty tab moves them by the closed
+# form) and the CSV of this design and its baselines with them
+quick = common.report_quick_intervals(params)
+for m, _, unit, fmt in HEADLINE:
+    if m in quick.intervals:
+        lo, hi = quick.intervals[m]
+        interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
+csv_rows = views.metric_rows({f"{rep.schedule} (this)": quick,
+                              **{f"{b} (GPU)": r for b, r in base.items()}})
+csv_slot.download_button("Metrics (CSV)", views.rows_csv(csv_rows),
+                         file_name=f"whatif-{state.system}-{state.workload}.csv",
+                         mime="text/csv", key="wi_download_csv",
+                         help="this design (with its 90% intervals) and its GPU baselines")

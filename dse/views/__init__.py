@@ -8,10 +8,14 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `state`: the design state, its URL round trip, design files as states, design labels;
 - `choices`: widget choices (a role's devices, models, precisions, software; build knobs);
 - `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
+- `compare`: designs side by side (headline rows, deltas, CSV);
+- `explain`: why a design is slower or costlier than a baseline, in words;
 - `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
+from dse.views.compare import HEADLINE, compare_table, deltas, metric_rows, rows_csv
+from dse.views.explain import ROLE_LABELS, explain_vs_baseline
 from dse.views.figures import (
     INTERVAL_PANELS,
     PROB_LABELS,
@@ -42,6 +46,7 @@ from dse.views.state import (
     default_state,
     design_label,
     encode_pin,
+    short_label,
     state_from_design,
     state_from_params,
     system_diff,
@@ -52,10 +57,12 @@ __all__ = [
     "DEFAULT_SCHEDULE",
     "DEFAULT_SYSTEM",
     "DEFAULT_WORKLOAD",
+    "HEADLINE",
     "INTERVAL_PANELS",
     "MAX_PINS",
     "PIN_PARAM",
     "PROB_LABELS",
+    "ROLE_LABELS",
     "TIMELINE_DEVICES",
     "TIMELINE_KINDS",
     "DesignState",
@@ -66,18 +73,24 @@ __all__ = [
     "build_knob_ranges",
     "bundle_zip",
     "candidate_rows",
+    "compare_table",
     "decode_pins",
     "default_state",
+    "deltas",
     "design_label",
     "encode_pin",
     "energy_split",
+    "explain_vs_baseline",
     "interval_rows",
+    "metric_rows",
     "operating_context",
     "paper_points",
     "problem_timeline",
     "provenance_rows",
     "role_options",
     "rooflines",
+    "rows_csv",
+    "short_label",
     "speedups",
     "sqlite_file",
     "state_from_design",

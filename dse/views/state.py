@@ -158,6 +158,17 @@ def _system(cat: Catalog, name: str) -> SystemSpec:
     return s
 
 
+def short_label(state: DesignState, index: int) -> str:
+    """A pinned design's short name: its place in the set, system, schedule and the first
+    key it changes (with how many more)."""
+    label = f"#{index + 1} {state.system} · {state.schedule.name}"
+    p = state.params()
+    changes = [f"{k}={v}" for k, v in p.items() if k not in ("system", "workload", "schedule")]
+    if changes:
+        label += f" · {changes[0]}" + (f" (+{len(changes) - 1})" if len(changes) > 1 else "")
+    return label
+
+
 def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
     """One line naming the hardware split, the models and the knobs."""
     tp = f" x{s.target_tp}" if s.target_tp > 1 else ""

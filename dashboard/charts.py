@@ -1,0 +1,110 @@
+"""Figures the What-if and Compare pages share: latency by role, energy by device and the
+headline metrics with their 90% error bars, for one design or several side by side. Every
+axis carries its unit; the top margin leaves room for the chart toolbar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dse import views
+from dse.engine.closed_form import BREAKDOWN_KEYS, DEVICES
+
+ROLE_COLORS = {"init": "#9e9e9e", "draft": "#2a9d8f", "prm": "#e9c46a", "target": "#e76f51",
+               "link": "#264653"}
+MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
+
+
+LEGEND_BELOW = {"orientation": "h", "y": -0.3}
+
+
+def _total_bars(reports: dict[str, Any], metric: str, horizontal: bool) -> dict[str, Any]:
+    """Error bars of a total (`metric`'s 90% interval) where every report carries one."""
+    if not all(metric in r.intervals for r in reports.values()):
+        return {}
+    v = [float(getattr(r, metric)) for r in reports.values()]
+    lo = [float(r.intervals[metric][0]) for r in reports.values()]
+    hi = [float(r.intervals[metric][1]) for r in reports.values()]
+    return {"error_x" if horizontal else "error_y": {
+        "type": "data", "symmetric": False, "color": "#264653",
+        "array": [h - x for h, x in zip(hi, v, strict=True)],
+        "arrayminus": [x - low for low, x in zip(lo, v, strict=True)]}}
+
+
+def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
+    """Latency per problem by role on the critical path, one bar per design; the total's 90%
+    interval as an error bar where the reports carry it."""
+    fig = go.Figure()
+    names = list(reports)
+    for role in BREAKDOWN_KEYS:
+        label = views.ROLE_LABELS.get(role, role)
+        fig.add_bar(y=names, x=[reports[n].latency_breakdown_s[role] for n in names],
+                    name=label, orientation="h", marker_color=ROLE_COLORS[role],
+                    hovertemplate="%{y}: %{x:.3f} s<extra>" + label + "</extra>")
+    if bars := _total_bars(reports, "latency_s_per_problem", horizontal=True):
+        fig.add_scatter(y=names, x=[reports[n].latency_s_per_problem for n in names],
+                        mode="markers", marker={"color": "#264653", "size": 6},
+                        name="total, 90% interval", **bars,
+                        hovertemplate="%{y}: %{x:.3f} s<extra>total</extra>")
+    fig.update_layout(barmode="stack", title="Latency per problem by role (critical path)",
+                      yaxis={"autorange": "reversed"}, xaxis_title="seconds per problem (s)",
+                      height=140 + 40 * len(names), margin=MARGIN, legend=LEGEND_BELOW)
+    return fig
+
+
+def fig_energy(split: dict[str, dict[str, float]]) -> go.Figure:
+    """One design's energy per problem by device, idle draw and energy above idle."""
+    devs = list(split)
+    labels = [views.ROLE_LABELS.get(d, d) for d in devs]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=[split[d]["active_j"] for d in devs], name="above idle",
+                marker_color="#e76f51", hovertemplate="%{x}: %{y:.1f} J<extra>above idle"
+                "</extra>")
+    fig.add_bar(x=labels, y=[split[d]["idle_j"] for d in devs], name="idle draw",
+                marker_color="#9e9e9e", hovertemplate="%{x}: %{y:.1f} J<extra>idle</extra>")
+    fig.update_layout(barmode="stack", title="Energy per problem by device (role it runs)",
+                      yaxis_title="energy per problem (J)", height=300, margin=MARGIN,
+                      legend=LEGEND_BELOW)
+    return fig
+
+
+def fig_energy_designs(reports: dict[str, Any]) -> go.Figure:
+    """Energy per problem by device, one stacked bar per design; the total's 90% interval as
+    an error bar where the reports carry it."""
+    names = list(reports)
+    fig = go.Figure()
+    for role in DEVICES:
+        label = views.ROLE_LABELS.get(role, role)
+        fig.add_bar(x=names, y=[float(reports[n].energy_by_device_j[role]) for n in names],
+                    name=f"{label} device", marker_color=ROLE_COLORS[role],
+                    hovertemplate="%{x}: %{y:.1f} J<extra>" + label + "</extra>")
+    if bars := _total_bars(reports, "energy_j_per_problem", horizontal=False):
+        fig.add_scatter(x=names, y=[reports[n].energy_j_per_problem for n in names],
+                        mode="markers", marker={"color": "#264653", "size": 6},
+                        name="total, 90% interval", **bars,
+                        hovertemplate="%{x}: %{y:.1f} J<extra>total</extra>")
+    fig.update_layout(barmode="stack", title="Energy per problem by device",
+                      yaxis_title="energy per problem (J)", height=360, margin=MARGIN,
+                      legend=LEGEND_BELOW)
+    return fig
+
+
+def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
+    """Designs side by side, each headline metric in its own panel with its 90% error bar."""
+    panels = views.INTERVAL_PANELS
+    fig = make_subplots(rows=1, cols=len(panels),
+                        subplot_titles=[f"{label} ({unit})" for _, label, unit in panels])
+    for col, (m, _, unit) in enumerate(panels, start=1):
+        rr = [r for r in rows if r["metric"] == m]
+        fig.add_scatter(
+            x=[r["design"] for r in rr], y=[r["value"] for r in rr], mode="markers",
+            marker={"size": 10, "color": "#264653"}, showlegend=False, row=1, col=col,
+            error_y={"type": "data", "symmetric": False,
+                     "array": [r["high"] - r["value"] for r in rr],
+                     "arrayminus": [r["value"] - r["low"] for r in rr]},
+            hovertemplate="%{x}: %{y:.4g} " + unit + "<extra></extra>")
+        fig.update_yaxes(title_text=unit, row=1, col=col)
+    fig.update_layout(height=380, margin=MARGIN)
+    return fig
