@@ -10,6 +10,7 @@ from dashboard import common
 from dse import views
 from dse.errors import DseError
 from dse.views import bundle as bv
+from dse.views.glossary import term_help
 
 st.title("Export")
 ss = st.session_state
@@ -52,6 +53,7 @@ if manifest["projection_only"]:
 listing: list[dict[str, Any]] = bv.file_rows(files)
 st.dataframe(listing, key="ex_table", hide_index=True, column_config={
     "purpose": st.column_config.TextColumn(width="large"),
+    "projection only": st.column_config.CheckboxColumn(help=term_help("projection only")),
     "why projection only": st.column_config.TextColumn(width="large")})
 
 st.subheader("Next steps")

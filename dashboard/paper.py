@@ -8,6 +8,7 @@ from plotly.subplots import make_subplots
 
 from dashboard import common, paper_intervals
 from dse.views import paper as pv
+from dse.views.glossary import term_help
 
 COLORS = {True: "#2a9d8f", False: "#e76f51"}  # within / outside tolerance
 SYMBOLS = {False: "circle", True: "diamond"}  # predicted / calibrated
@@ -42,12 +43,15 @@ shown = pv.filter_rows(rows, group=ss.pp_groups, misses_only=ss.pp_misses)
 n = pv.counts(shown, len(rows))
 c = st.columns(5)
 c[0].metric("Rows shown", f"{n['rows']} of {n['total']}")
-c[1].metric("Rows within tolerance", f"{n['within']} / {n['rows']}")
+c[1].metric("Rows within tolerance", f"{n['within']} / {n['rows']}",
+            help=term_help("tolerance"))
 c[2].metric("Predicted rows within", f"{n['predicted_within']} / {n['predicted']}")
-c[3].metric("Calibrated rows within", f"{n['calibrated_within']} / {n['calibrated']}")
+c[3].metric("Calibrated rows within", f"{n['calibrated_within']} / {n['calibrated']}",
+            help=term_help("calibrated vs predicted row"))
 c[4].metric("Paper value in the 90% interval",
             f"{n['inside']} / {n['with_interval']}" if n["with_interval"] else "pending",
-            help="rows whose paper value, or part of its range, lies in the tool's interval")
+            help="rows whose paper value, or part of its range, lies in the tool's interval. "
+            + term_help("90% interval"))
 
 
 def figure(panels: list[pv.PaperPanel]) -> go.Figure:
