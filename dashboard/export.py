@@ -50,6 +50,7 @@ if manifest["projection_only"]:
     st.warning("Part of this bundle is projection only: "
                + "; ".join(f"{d}: {r}" for d, r in
                            sorted(manifest["projection_only_reasons"].items())))
+st.subheader("Files")
 listing: list[dict[str, Any]] = bv.file_rows(files)
 st.dataframe(listing, key="ex_table", hide_index=True, column_config={
     "purpose": st.column_config.TextColumn(width="large"),
@@ -66,10 +67,10 @@ for note in manifest["notes"]:
 st.markdown("**The same bundle from the command line:**")
 st.code(bv.export_command(state, out_dir), language="bash")
 
-st.subheader("Files")
+st.subheader("Preview")
 if ss.get("ex_file") not in files:
     ss["ex_file"] = sorted(files)[0]
-st.selectbox("Preview", sorted(files), key="ex_file")
+st.selectbox("File", sorted(files), key="ex_file")
 try:
     st.code(files[ss.ex_file].decode("utf-8"), language=None)
 except UnicodeDecodeError:

@@ -80,10 +80,12 @@ def figure(panels: list[pv.PaperPanel]) -> go.Figure:
         fig.add_scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="hetero-dse = paper",
                         legendgroup="ref", showlegend=col == 1, row=1, col=col,
                         line={"dash": "dot", "color": "#264653"}, hoverinfo="skip")
-        kind = "log" if panel.log_axes else "linear"
-        fig.update_xaxes(type=kind, title_text=f"paper, range midpoint ({panel.unit})",
-                         row=1, col=col)
-        fig.update_yaxes(type=kind, title_text=f"hetero-dse ({panel.unit})", row=1, col=col)
+        # log axes: one tick per decade, written as plain numbers (0.001, not 1m)
+        axis = ({"type": "log", "dtick": 1, "tickformat": "~g"} if panel.log_axes
+                else {"type": "linear", "tickformat": "~g"})
+        fig.update_xaxes(title_text=f"paper, range midpoint ({panel.unit})", row=1, col=col,
+                         **axis)
+        fig.update_yaxes(title_text=f"hetero-dse ({panel.unit})", row=1, col=col, **axis)
     fig.update_layout(height=460, margin={"l": 10, "r": 10, "t": 70, "b": 10},
                       legend={"title": {"text": "colour: tolerance; symbol: fit"}})
     return fig
