@@ -9,6 +9,9 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `choices`: widget choices (a role's devices, models, precisions, software; build knobs);
 - `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
 - `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
+- `paper`: the Paper page (rows filtered and counted, a panel per unit, table, CSV);
+- `bundle`: the Export page (file table from the manifest, next commands, `dse export` line);
+- `glossary`: the terms and their definitions (`term_help` for tooltips).
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
