@@ -18,6 +18,7 @@ PAGES = [
     st.Page("dashboard/studies.py", title="Studies", url_path="studies"),
     st.Page("dashboard/paper.py", title="Paper", url_path="paper"),
     st.Page("dashboard/export.py", title="Export", url_path="export"),
+    st.Page("dashboard/glossary.py", title="Glossary", url_path="glossary"),
 ]
 common.keep_widget_state()
 st.navigation(PAGES, position="top").run()

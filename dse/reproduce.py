@@ -55,6 +55,7 @@ class Row:
     within: bool
     calibrated: bool
     tolerance: str
+    unit: str  # what the values measure: "%" (accuracy), "x" (a ratio), "fraction" (a share)
     # the tool's 90% interval (dse.validation.coverage.paper_rows; nan until computed) and
     # whether it meets the paper's value or range
     tool_low: float = float("nan")
@@ -78,7 +79,13 @@ def reported() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str) -> Row:
+# The unit of each kind of row (a ratio below one that the paper reports as a share, e.g.
+# rsd latency / brsd latency, passes its own)
+UNITS = {"accuracy": "%", "ratio": "x", "share": "fraction", "order": "fraction"}
+
+
+def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str,
+         unit: str | None = None) -> Row:
     if kind == "accuracy":
         band, tol = (lo - 1.5, hi + 1.5), "+-1.5 points"
     elif kind == "ratio":
@@ -91,7 +98,7 @@ def _row(rid: str, desc: str, lo: float, hi: float, tool: float, kind: str) -> R
         raise ValueError(kind)
     within = bool(np.isfinite(tool) and band[0] - 1e-12 <= tool <= band[1] + 1e-12)
     return Row(rid, desc, float(lo), float(hi), float(tool), within,
-               rid.startswith(CALIBRATED_PREFIXES), tol)
+               rid.startswith(CALIBRATED_PREFIXES), tol, unit or UNITS[kind])
 
 
 class Runs:
@@ -226,7 +233,8 @@ def rows(cat: Catalog, runs: Runs | None = None) -> list[Row]:
             v = (gpu(cfg, ds, "rsd").latency_s_per_problem
                  / gpu(cfg, ds, "brsd").latency_s_per_problem)
             out.append(_row(f"brsd_speed_relative_to_rsd.{cfg}.{ds}",
-                            f"rsd latency / brsd latency, 3 GPUs, {ds}", lo, hi, v, "share"))
+                            f"rsd latency / brsd latency, 3 GPUs, {ds}", lo, hi, v, "share",
+                            unit="x"))
     # Fig. 8 and the energy gains: heteroreason on each board vs the 3-GPU baselines
     for board in BOARDS:
         for cfg in CONFIGS:

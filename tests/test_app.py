@@ -209,12 +209,14 @@ def test_design_space_optimize_then_studies(tmp_path):
 
 
 def test_paper_page(monkeypatch):
-    from dashboard import common
+    from dashboard import common, paper_intervals
 
     fake = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "ratio"),
             _row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy")]
     monkeypatch.setattr("dse.reproduce.rows", lambda cat: fake)
+    monkeypatch.setattr("dse.validation.coverage.paper_rows", lambda cat: fake)
     common.paper_rows.clear()
+    paper_intervals.interval_rows.clear()
     try:
         at = ok(run_app())
         ok(at.switch_page("dashboard/paper.py").run())
@@ -225,6 +227,7 @@ def test_paper_page(monkeypatch):
         assert len(at.dataframe[0].value) == 1
     finally:
         common.paper_rows.clear()
+        paper_intervals.interval_rows.clear()
 
 
 def test_export_bundle_is_the_exporters(cat):

@@ -11,6 +11,9 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `compare`: designs side by side (headline rows, deltas, CSV);
 - `explain`: why a design is slower or costlier than a baseline, in words;
 - `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
+- `paper`: the Paper page (rows filtered and counted, a panel per unit, table, CSV);
+- `bundle`: the Export page (file table from the manifest, next commands, `dse export` line);
+- `glossary`: the terms and their definitions (`term_help` for tooltips).
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
