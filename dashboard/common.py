@@ -206,7 +206,7 @@ def pin_button(state: views.DesignState, key: str, label: str = "Pin to compare"
 # ------------------------------------------------------------------------------- tooltips
 
 # Report fields and widget names -> the glossary's term (dse.views.glossary).
-TIP_TERMS = {"latency_s_per_problem": "critical path", "goodput_tokens_per_s": "goodput",
+TIP_TERMS = {"goodput_tokens_per_s": "goodput",
              "j_per_token": "J/token", "accuracy": "accuracy", "p_accept": "p_accept"}
 
 

@@ -26,6 +26,19 @@ class Term:
 
 
 TERMS = (
+    Term("latency per problem", "Seconds from a problem's prompt to its last committed token, "
+         "the expected value over the workload's problems (the closed form): the critical "
+         "path of the draft, PRM, target and link work, where the schedule overlaps them.",
+         ("latency_s_per_problem", "latency")),
+    Term("accuracy", "The share of problems answered correctly (%), from the workload's "
+         "per-step quality model: the draft's accepted steps, the target's rewrites and the "
+         "PRM's separation of good from bad steps, calibrated on the paper's Table III "
+         "(docs/validation.md says for which pairs).", ()),
+    Term("speed-up and energy gain", "A baseline's latency per problem (energy per token) "
+         "divided by this design's: above 1, this design is faster (spends less energy per "
+         "token). The What-if baselines are the paper's GPU systems: this design's models and "
+         "thresholds with the draft on the PRM's GPU.",
+         ("speedup", "speed-up", "energy gain", "energy_gain")),
     Term("goodput", "Committed tokens of the final reasoning chain per second of problem "
          "latency (tokens/s): discarded speculation and rejected draft steps do not count."),
     Term("p_accept (accept probability)", "The probability that the PRM accepts a draft step "

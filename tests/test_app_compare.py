@@ -1,0 +1,162 @@
+"""What-if's additions (energy gains, headline intervals, why a design is slower, pin, CSV)
+and the Compare page, under AppTest by widget key; the pinned set round-trips through the
+URL."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dse import views
+from dse.design import build_design
+from dse.engine.closed_form import evaluate
+from dse.schedules import PRESETS
+from dse.uncertainty import attach
+from tests.test_app import APP, expected, metric, ok, run_app
+
+
+def report(cat, s: views.DesignState, *, moves: str | None = None):
+    d = build_design(cat, s.spec(cat), s.schedule)
+    w = cat.get("workload", s.workload)
+    r = evaluate(d, w)
+    return r if moves is None else attach(r, d, w, moves=moves)
+
+
+def pins_in(at: AppTest) -> list[str]:
+    """The URL's pin values (AppTest keeps one repeated value as a plain string)."""
+    v = at.query_params.get(views.PIN_PARAM, [])
+    return [v] if isinstance(v, str) else list(v)
+
+
+def test_whatif_energy_gains_intervals_and_why(cat):
+    at = ok(run_app())
+    rep = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, views.DEFAULT_SCHEDULE)
+    for b in views.BASELINES:
+        base = report(cat, views.default_state().gpu_baseline(cat, b))
+        assert metric(at, f"Energy gain vs {b}") == f"{base.j_per_token / rep.j_per_token:.2f}x"
+    # the headline intervals: mean-value moves around the closed form
+    quick = report(cat, views.default_state(), moves="mean-value")
+    lo, hi = quick.intervals["latency_s_per_problem"]
+    assert f"90%: {lo:.3f}-{hi:.3f} s" in [c.value for c in at.caption]
+    lo, hi = quick.intervals["j_per_token"]
+    assert f"90%: {lo:.3f}-{hi:.3f} J/token" in [c.value for c in at.caption]
+    # slower than a baseline: an expander says why, naming the roles
+    slower = [b for b in views.BASELINES if report(cat, views.default_state().gpu_baseline(
+        cat, b)).latency_s_per_problem < rep.latency_s_per_problem]
+    if slower:
+        (exp,) = [e for e in at.expander if e.label.startswith("Why:")]
+        assert "slower than " + ", ".join(slower) in exp.label
+        text = " ".join(m.value for m in exp.markdown)
+        assert all(f"slower than {b}" in text for b in slower)
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict[str, bytes]:
+    """What the page's download buttons serve: file id -> bytes (AppTest keeps its media
+    store only during a run)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    files: dict[str, bytes] = {}
+    orig = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        fid = orig(self, path_or_data, mimetype, kind, filename)
+        files[fid] = path_or_data if isinstance(path_or_data, bytes) else b""
+        return fid
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    return files
+
+
+def served(at: AppTest, files: dict[str, bytes], label: str) -> bytes:
+    (btn,) = [b for b in at.get("download_button") if b.proto.label == label]
+    return files[btn.proto.url.rsplit("/", 1)[1].split(".")[0]]
+
+
+def test_whatif_metrics_csv_has_the_design_and_its_baselines(cat, downloads):
+    at = ok(run_app())
+    rows = list(csv.DictReader(io.StringIO(served(at, downloads, "Metrics (CSV)").decode())))
+    assert [r["design"] for r in rows] == ["heteroreason (this)", *(
+        f"{b} (GPU)" for b in views.BASELINES)]
+    quick = report(cat, views.default_state(), moves="mean-value")
+    this = rows[0]
+    assert float(this["latency_s_per_problem"]) == quick.latency_s_per_problem
+    lo, hi = quick.intervals["j_per_token"]
+    assert (float(this["j_per_token_low"]), float(this["j_per_token_high"])) == (lo, hi)
+    brsd = report(cat, views.default_state().gpu_baseline(cat, "brsd"))
+    assert float(rows[2]["j_per_token"]) == brsd.j_per_token
+    assert rows[2]["j_per_token_low"] == ""  # the baselines' intervals: Uncertainty tab
+
+
+def test_pin_from_whatif_then_compare_round_trips_through_the_url(cat):
+    at = ok(run_app())
+    at.button(key="wi_pin").click()
+    ok(at.run())
+    assert pins_in(at) == [views.encode_pin(views.default_state())]
+    assert at.button(key="wi_pin").disabled  # pinned: the button says so
+    # a second design: a new threshold, pinned too
+    at.slider(key="wi_accept_threshold").set_value(0.85)
+    ok(at.run())
+    at.button(key="wi_pin").click()
+    ok(at.run())
+    pins = pins_in(at)
+    assert len(pins) == 2
+    # a new session opened from that URL shows both on Compare, with the same numbers
+    fresh = AppTest.from_file(APP, default_timeout=120)
+    for k, v in at.query_params.items():
+        fresh.query_params[k] = v
+    ok(fresh.switch_page("dashboard/compare.py").run())
+    table = fresh.dataframe[0].value
+    assert len(table) == 2
+    states, _ = views.decode_pins(cat, pins)
+    for (_, row), s in zip(table.iterrows(), states, strict=True):
+        r = report(cat, s, moves="closed-form")
+        lo, hi = r.intervals["latency_s_per_problem"]
+        assert row["latency per problem"] == (
+            f"{r.latency_s_per_problem:.4g} [{lo:.4g}-{hi:.4g}] s")
+    # deltas against the first; the second has the higher threshold
+    r0, r1 = (report(cat, s) for s in states)
+    assert table.iloc[1]["Δ latency per problem"] == (
+        f"{r1.latency_s_per_problem / r0.latency_s_per_problem - 1:+.1%}")
+    assert table.iloc[0]["Δ latency per problem"] == "+0.0%"
+    assert len(fresh.get("plotly_chart")) == 3  # intervals, latency, energy
+
+
+def test_compare_reference_unpin_and_open(cat):
+    a = views.default_state()
+    b = views.DesignState(a.system, a.workload, PRESETS["brsd"], {})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params[views.PIN_PARAM] = [views.encode_pin(a), views.encode_pin(b)]
+    ok(at.switch_page("dashboard/compare.py").run())
+    names = [views.short_label(a, 0), views.short_label(b, 1)]
+    at.selectbox(key="cp_reference").set_value(names[1])
+    ok(at.run())
+    table = at.dataframe[0].value
+    assert table.iloc[1]["Δ latency per problem"] == "+0.0%"
+    ra, rb = report(cat, a), report(cat, b)
+    assert table.iloc[0]["Δ latency per problem"] == (
+        f"{ra.latency_s_per_problem / rb.latency_s_per_problem - 1:+.1%}")
+    # unpin the first: the URL keeps only the second
+    at.button(key="cp_unpin_0").click()
+    ok(at.run())
+    assert pins_in(at) == [views.encode_pin(b)]
+    # open it in What-if: the design and its metrics follow
+    at.button(key="cp_open_0").click()
+    ok(at.run())
+    assert at.query_params["schedule"] == "brsd"
+    assert metric(at, "Latency per problem") == f"{rb.latency_s_per_problem:.3f} s"
+
+
+def test_compare_empty_and_a_bad_pin():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params[views.PIN_PARAM] = ["system=nope"]
+    ok(at.switch_page("dashboard/compare.py").run())
+    assert any("unknown system 'nope'" in w.value for w in at.warning)
+    assert any("No design pinned yet" in i.value for i in at.info)
+    at.button(key="cp_pin_current").click()
+    ok(at.run())
+    assert pins_in(at) == [views.encode_pin(views.default_state())]
+    assert len(at.dataframe[0].value) == 1
