@@ -1,10 +1,10 @@
 """The dashboard in a real browser: `streamlit run app.py` on a free local port, driven by
 headless Chromium through Selenium. Checks that the key metrics appear (the values `dse
 evaluate` computes for the design in the URL), that no Streamlit exception box is shown, that
-a widget change re-renders and updates the URL, that clicking a point of the Pareto chart
-chooses that design and opens it in What-if, and that a page other than the first opens from a
-direct link. Saves
-screenshots and the server log under tests/artifacts/.
+a widget change re-renders and updates the URL, that designs pinned in What-if appear side by
+side on Compare, survive a reload of its URL and download as CSV, that clicking a point of
+the Pareto chart chooses that design and opens it in What-if, and that a page other than the
+first opens from a direct link. Saves screenshots and the server log under tests/artifacts/.
 
 Needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`, which
 .ci/run does) and selenium (the `test` extra); skips with the reason otherwise.
@@ -26,6 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"
+DOWNLOADS = ARTIFACTS / "downloads"
 CHROME = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser",
                                                      "google-chrome")) if p), None)
 DRIVER = shutil.which("chromedriver")
@@ -39,6 +40,7 @@ if CHROME is None or DRIVER is None:
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -102,6 +104,9 @@ def chromium() -> Iterator[object]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1600,1400"):
         opts.add_argument(arg)
+    DOWNLOADS.mkdir(parents=True, exist_ok=True)
+    opts.add_experimental_option("prefs", {"download.default_directory": str(DOWNLOADS),
+                                           "download.prompt_for_download": False})
     drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
     try:
         yield drv
@@ -207,3 +212,82 @@ def test_dashboard_in_a_browser(cat, server, browser):
     check_metrics(drv, expected(cat, drv.current_url))
     no_exception(drv)
     drv.save_screenshot(str(ARTIFACTS / "whatif-after-toggle.png"))
+
+
+def click_button(drv: object, text: str) -> None:
+    """Click the enabled button labelled `text` once it is drawn (retrying while the page
+    re-renders it under the click)."""
+    def clicked(d: object) -> bool:
+        try:
+            b = next((b for b in d.find_elements(By.CSS_SELECTOR, "button")
+                      if b.text == text and b.is_enabled()), None)
+            if b is None:
+                return False
+            b.click()
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    WebDriverWait(drv, 60).until(clicked)
+
+
+def pinned_names(drv: object) -> list[str]:
+    try:
+        return [m.text.split(":")[0] for m in drv.find_elements(
+            By.CSS_SELECTOR, '[data-testid="stMarkdownContainer"] strong')
+            if m.text.startswith("#")]
+    except StaleElementReferenceException:
+        return []
+
+
+def test_compare_in_a_browser(cat, server, browser):
+    """Pin the default design and one with a new threshold, open Compare: both side by side;
+    a reload of its URL keeps them; its CSV downloads with their numbers."""
+    import csv
+    import io
+    from urllib.parse import parse_qs, urlsplit
+
+    from dse import views
+
+    drv = browser
+    drv.get(server)
+    check_metrics(drv, expected(cat, server))
+    click_button(drv, "Pin to compare")
+    WebDriverWait(drv, 30).until(lambda d: "pin=" in d.current_url)
+    thumb = next(w for w in drv.find_elements(By.CSS_SELECTOR, '[data-testid="stSlider"]')
+                 if w.text.strip().startswith("Accept threshold")).find_element(
+        By.CSS_SELECTOR, 'input[type="range"]')
+    before = drv.current_url
+    thumb.send_keys(Keys.ARROW_RIGHT)
+    WebDriverWait(drv, 30).until(lambda d: d.current_url != before
+                                 and "accept_threshold" in d.current_url)
+    click_button(drv, "Pin to compare")
+    WebDriverWait(drv, 30).until(lambda d: len(parse_qs(urlsplit(d.current_url).query).get(
+        views.PIN_PARAM, [])) == 2)
+    pins = parse_qs(urlsplit(drv.current_url).query)[views.PIN_PARAM]
+    states, errors = views.decode_pins(cat, pins)
+    assert not errors and len(states) == 2
+    # Compare, by the top navigation
+    next(a for a in drv.find_elements(By.CSS_SELECTOR, "a") if a.text.strip() == "Compare"
+         ).click()
+    want = [views.short_label(s, i) for i, s in enumerate(states)]
+    WebDriverWait(drv, 60).until(lambda d: pinned_names(d) == want)
+    WebDriverWait(drv, 60).until(lambda d: len(d.find_elements(
+        By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]')) == 3)
+    no_exception(drv)
+    drv.save_screenshot(str(ARTIFACTS / "compare.png"))
+    # the URL round trip: a reload shows the same pinned set
+    assert "pin=" in drv.current_url
+    drv.get(drv.current_url)
+    WebDriverWait(drv, 60).until(lambda d: pinned_names(d) == want)
+    # the CSV download: one row per pinned design with its closed-form latency
+    for f in DOWNLOADS.glob("compare*.csv"):
+        f.unlink()
+    click_button(drv, "Comparison (CSV)")
+    WebDriverWait(drv, 30).until(lambda d: list(DOWNLOADS.glob("compare*.csv")))
+    (path,) = DOWNLOADS.glob("compare*.csv")
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    assert [r["design"] for r in rows] == want
+    for r, s in zip(rows, states, strict=True):
+        url = f"{server}/?" + "&".join(f"{k}={v}" for k, v in s.params().items())
+        assert float(r["latency_s_per_problem"]) == expected(cat, url).latency_s_per_problem
