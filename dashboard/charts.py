@@ -54,8 +54,10 @@ def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
     return fig
 
 
-def fig_energy(split: dict[str, dict[str, float]]) -> go.Figure:
-    """One design's energy per problem by device, idle draw and energy above idle."""
+def fig_energy(split: dict[str, dict[str, float]],
+               total_interval_j: tuple[float, float] | None = None) -> go.Figure:
+    """One design's energy per problem by device, idle draw and energy above idle; the
+    total's 90% interval in the title (the intervals are the totals')."""
     devs = list(split)
     labels = [views.ROLE_LABELS.get(d, d) for d in devs]
     fig = go.Figure()
@@ -64,7 +66,11 @@ def fig_energy(split: dict[str, dict[str, float]]) -> go.Figure:
                 "</extra>")
     fig.add_bar(x=labels, y=[split[d]["idle_j"] for d in devs], name="idle draw",
                 marker_color="#9e9e9e", hovertemplate="%{x}: %{y:.1f} J<extra>idle</extra>")
-    fig.update_layout(barmode="stack", title="Energy per problem by device (role it runs)",
+    total = sum(v["total_j"] for v in split.values())
+    title = f"Energy per problem by device: {total:.0f} J"
+    if total_interval_j is not None:
+        title += f" (90%: {total_interval_j[0]:.0f}-{total_interval_j[1]:.0f} J)"
+    fig.update_layout(barmode="stack", title=title,
                       yaxis_title="energy per problem (J)", height=300, margin=MARGIN,
                       legend=LEGEND_BELOW)
     return fig

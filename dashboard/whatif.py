@@ -72,21 +72,25 @@ def controls() -> None:
     sb.selectbox("System preset", cat.names("system"), key="wi_system", on_change=on_system,
                  help="A named system from scenarios/systems; changing it resets the knobs below")
     sb.selectbox("Scenario (workload)", cat.names("workload"), key="wi_workload")
-    sb.selectbox("Schedule", list(PRESETS), key="wi_schedule", on_change=on_schedule)
-    sb.toggle("Backtracking", key="wi_backtracking")
-    sb.toggle("Step-ahead speculation (T2)", key="wi_step_ahead")
-    sb.toggle("Shadow sync (T1)", key="wi_shadow_sync")
+    sb.selectbox("Schedule", list(PRESETS), key="wi_schedule", on_change=on_schedule,
+                 help="; ".join(f"{p}: {common.tip(p)}" for p in PRESETS))
+    sb.toggle("Backtracking", key="wi_backtracking", help=common.tip("backtracking"))
+    sb.toggle("Step-ahead speculation (T2)", key="wi_step_ahead", help=common.tip("step_ahead"))
+    sb.toggle("Shadow sync (T1)", key="wi_shadow_sync", help=common.tip("shadow_sync"))
     sb.subheader("Thresholds and backtracking")
     sb.slider("Accept threshold", 0.0, 1.0, step=0.01, key=wkey("accept_threshold"),
-              help="PRM score at or above which a draft step is accepted")
+              help=common.tip("accept_threshold"))
     sb.slider("Backtrack threshold", 0.0, 1.0, step=0.01, key=wkey("backtrack_threshold"),
-              help="a rewrite scored below it triggers a backtrack (when backtracking is on)")
+              help=common.tip("backtrack threshold"))
     c1, c2 = sb.columns(2)
-    c1.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"))
-    c2.number_input("Backtrack window", min_value=1, step=1, key=wkey("backtrack_window"))
+    c1.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"),
+                    help=common.tip("max backtracks"))
+    c2.number_input("Backtrack window", min_value=1, step=1, key=wkey("backtrack_window"),
+                    help=common.tip("backtrack window"))
     with sb.expander("Hardware and models", expanded=False):
         for role in DEVICE_ROLES:
-            st.markdown(f"**{role.upper() if role == 'prm' else role.capitalize()}**")
+            st.markdown(f"**{role.upper() if role == 'prm' else role.capitalize()}**",
+                        help=common.tip(role))
             dev = ss[wkey(f"{role}_device")]
             opts = views.role_options(cat, role, dev)
             st.selectbox("Device", opts.devices, key=wkey(f"{role}_device"),
@@ -298,6 +302,22 @@ with c1:
     common.pin_button(state, key="wi_pin")
 csv_slot = c2.empty()
 
+# then the 90% intervals of this design and its baselines (factor moves by the mean-value
+# model, about 30 ms each; the Uncertainty tab moves them by the closed form): the headline
+# metrics' lines, the CSV, and the charts' error bars below
+quick = common.report_quick_intervals(params)
+quick_base = {b: common.report_quick_intervals(common.key(base_states[b])) for b in base}
+for m, _, unit, fmt in HEADLINE:
+    if m in quick.intervals:
+        lo, hi = quick.intervals[m]
+        interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
+csv_rows = views.metric_rows({f"{rep.schedule} (this)": quick,
+                              **{f"{b} (GPU)": r for b, r in quick_base.items()}})
+csv_slot.download_button("Metrics (CSV)", views.rows_csv(csv_rows),
+                         file_name=f"whatif-{state.system}-{state.workload}.csv",
+                         mime="text/csv", key="wi_download_csv",
+                         help="this design and its GPU baselines, with their 90% intervals")
+
 # only the open tab is drawn (the others cost nothing until chosen)
 t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
     ["Latency and energy", "Uncertainty", "Timeline", "Roofline", "Sensitivity",
@@ -306,11 +326,12 @@ if t_lat.open:
     with t_lat:
         c1, c2 = st.columns(2)
         with c1:
-            common.chart(charts.fig_breakdown({f"{rep.schedule} (this)": rep,
-                                               **{f"{b} (GPU)": r for b, r in base.items()}}),
-                         key="wi_fig_lat")
+            common.chart(charts.fig_breakdown({f"{rep.schedule} (this)": quick, **{
+                f"{b} (GPU)": r for b, r in quick_base.items()}}), key="wi_fig_lat")
         with c2:
-            common.chart(charts.fig_energy(views.energy_split(design, rep)),
+            iv_j = quick.intervals.get("energy_j_per_problem")
+            common.chart(charts.fig_energy(views.energy_split(design, rep),
+                                           None if iv_j is None else (iv_j[0], iv_j[1])),
                          key="wi_fig_energy")
         st.caption(f"Communication share {rep.communication_share:.4%}; speculation stall "
                    f"{rep.speculation_stall_ratio:.2%}; wasted tokens "
@@ -366,18 +387,3 @@ if t_cli.open:
         st.code(f"dse evaluate --system {state.system} --scenario {state.workload} "
                 f"--schedule {state.params()['schedule']} {args}".rstrip(), language="bash")
         st.caption("This page's URL carries the design: copy it to share this view.")
-
-# last, once everything else is on the page: the headline metrics' 90% intervals (factor
-# moves by the mean-value model, about 30 ms; the Uncertainty tab moves them by the closed
-# form) and the CSV of this design and its baselines with them
-quick = common.report_quick_intervals(params)
-for m, _, unit, fmt in HEADLINE:
-    if m in quick.intervals:
-        lo, hi = quick.intervals[m]
-        interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
-csv_rows = views.metric_rows({f"{rep.schedule} (this)": quick,
-                              **{f"{b} (GPU)": r for b, r in base.items()}})
-csv_slot.download_button("Metrics (CSV)", views.rows_csv(csv_rows),
-                         file_name=f"whatif-{state.system}-{state.workload}.csv",
-                         mime="text/csv", key="wi_download_csv",
-                         help="this design (with its 90% intervals) and its GPU baselines")
