@@ -8,7 +8,10 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `state`: the design state, its URL round trip, design files as states, design labels;
 - `choices`: widget choices (a role's devices, models, precisions, software; build knobs);
 - `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
-- `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
+- `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path);
+- `search`: the Design space and Studies pages' data (metric labels and units, formatting,
+  results-table columns, the front's zoom and band, chart picks, applied constraints, CSV,
+  a study's history and importances); used as `from dse.views import search`.
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
