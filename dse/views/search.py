@@ -333,3 +333,27 @@ def param_importances(study: Any, index: int, *, seed: int = 0) -> dict[str, flo
     sub.add_trials([optuna.trial.create_trial(params=t.params, distributions=t.distributions,
                                               value=t.values[index]) for t in ts])
     return optuna.importance.get_param_importances(sub)
+
+
+def study_rows(listing: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`dse.search.list_studies` as table rows: objectives in words, best values formatted
+    with their units."""
+    out = []
+    for s in listing:
+        objs = list(s.get("objectives") or [])
+        best = s.get("best_values")
+        out.append({
+            "study": s["name"], "trials": s["n_trials"], "completed": s["n_complete"],
+            "objectives": ", ".join(f"{label(o).words} ({d})" for o, d in
+                                    zip(objs, s.get("directions") or [], strict=False)),
+            "best (feasible)": ", ".join(fmt_metric(o, v) for o, v in
+                                         zip(objs, best, strict=False)) if best else "–",
+            "on the front": s.get("n_pareto", 0), "space": s.get("space") or "",
+            "created": s.get("created") or ""})
+    return out
+
+
+def trial_choice(number: int, objectives: Sequence[str], values: Sequence[float]) -> str:
+    """A best trial in words, e.g. "trial 12: 1.505 J/token, 2.004 s"."""
+    return f"trial {number}: " + ", ".join(fmt_metric(o, v)
+                                          for o, v in zip(objectives, values, strict=True))
