@@ -35,7 +35,8 @@ with st.form("ds_form", border=False):
              help="Sweep: every design of the grid (exact front). Optimize: an Optuna study "
              "of a few trials, stored in the storage below.")
     ss.setdefault("ds_objectives", ["j_per_token", "latency"])
-    st.multiselect("Objectives", list(search.OBJECTIVES), key="ds_objectives")
+    st.multiselect("Objectives", list(search.OBJECTIVES), key="ds_objectives",
+                   format_func=lambda o: vs.title(o))
     c1, c2, c3 = st.columns(3)
     c1.number_input("Min accuracy (%)", min_value=0.0, max_value=100.0, value=None,
                     key="ds_min_accuracy", help="empty: the space's default")
@@ -176,6 +177,11 @@ def error_bars(m: str) -> dict[str, Any] | None:
 
 
 xt, yt = vs.title(x_m), vs.title(y_m)
+# the pick's ring under the front's points, so that a click lands on a front point
+fig.add_scatter(x=[xs[pick_i]], y=[ys[pick_i]], mode="markers", name=f"picked (#{pick_i})",
+                hoverinfo="skip",
+                marker={"color": "rgba(0,0,0,0)", "size": 20,
+                        "line": {"color": "#1d3557", "width": 3}})
 fig.add_scatter(x=xs, y=ys, error_x=error_bars(x_m), error_y=error_bars(y_m),
                 mode="markers+lines" if len(rows) > 1 else "markers",
                 name="front" if result["method"] == "sweep" else "best",
@@ -184,10 +190,6 @@ fig.add_scatter(x=xs, y=ys, error_x=error_bars(x_m), error_y=error_bars(y_m),
                 selected={"marker": {"opacity": 1.0}}, unselected={"marker": {"opacity": 1.0}},
                 hovertemplate="#%{customdata}: %{text}<br>" + xt + " %{x:.4g}<br>" + yt
                 + " %{y:.4g}<extra></extra>")
-fig.add_scatter(x=[xs[pick_i]], y=[ys[pick_i]], mode="markers", name=f"picked (#{pick_i})",
-                hoverinfo="skip",
-                marker={"color": "rgba(0,0,0,0)", "size": 20,
-                        "line": {"color": "#1d3557", "width": 3}})
 if ss.ds_view == "front":
     xr = vs.zoom_range(xs, lows=[v[0] for v in iv[x_m] or []],
                           highs=[v[1] for v in iv[x_m] or []])
