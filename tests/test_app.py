@@ -171,7 +171,8 @@ def test_design_space_sweep_point_opens_in_whatif(cat):
     ok(at.button(key="ds_run").click().run())
     assert not at.error and "designs" in at.success[0].value
     assert any("pessimistic end" in c.value for c in at.caption)
-    front = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][2]
+    front = next(t for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+                 if t.get("name") == "front")
     assert front["error_x"]["array"] and front["error_y"]["arrayminus"]  # 90% intervals
     assert len(at.session_state["ds_result"]["candidates"]) >= 2
     at.session_state["ds_table"] = {"selection": {"rows": [1]}}  # the table row is the pick
