@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -44,7 +43,7 @@ PROBE_JS = """
   const value = () => {
     for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
       const l = m.querySelector('[data-testid="stMetricLabel"]');
-      if (l && l.innerText.trim() === %r) {
+      if (l && l.innerText.trim() === LABEL) {
         const v = m.querySelector('[data-testid="stMetricValue"]');
         return v ? v.innerText.trim() : null;
       }
@@ -62,7 +61,7 @@ PROBE_JS = """
   }).observe(document, {subtree: true, childList: true, characterData: true,
                         attributes: true});
 })();
-""" % LATENCY
+""".replace("LABEL", repr(LATENCY))
 
 
 def _tools() -> tuple[Callable[[], AbstractContextManager[str]],

@@ -1,5 +1,7 @@
-"""Design space: a sweep or a short optimize from the app, and an interactive Pareto scatter
-whose points open in What-if, with their 90% intervals as error bars."""
+"""Design space: a sweep or a short optimize from the app; the front (zoomed to it, or the
+whole cloud, or log axes) with its 90% intervals as error bars and a band; a results table
+(the primary pick: one selected row) with hardware, models, precisions, serving, schedule and
+thresholds; the picked design's closed form (What-if's numbers), its files and a pin."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import streamlit as st
 from dashboard import common
 from dse import views
 from dse.errors import DseError
+from dse.views import search as vs
 
 st.title("Design space")
 try:
@@ -32,7 +35,8 @@ with st.form("ds_form", border=False):
              help="Sweep: every design of the grid (exact front). Optimize: an Optuna study "
              "of a few trials, stored in the storage below.")
     ss.setdefault("ds_objectives", ["j_per_token", "latency"])
-    st.multiselect("Objectives", list(search.OBJECTIVES), key="ds_objectives")
+    st.multiselect("Objectives", list(search.OBJECTIVES), key="ds_objectives",
+                   format_func=lambda o: vs.title(o))
     c1, c2, c3 = st.columns(3)
     c1.number_input("Min accuracy (%)", min_value=0.0, max_value=100.0, value=None,
                     key="ds_min_accuracy", help="empty: the space's default")
@@ -62,6 +66,8 @@ if run:
             ss["ds_result"] = {
                 "method": "sweep", "objectives": list(res.objectives),
                 "candidates": res.pareto, "points": res.points,
+                "constraints": dict(res.constraints), "confidence": res.confidence,
+                "typed": dict(cons.bounds),
                 "summary": f"{res.n_designs:,} designs, {res.n_feasible:,} feasible, "
                 f"{len(res.pareto)} on the front, {res.seconds:.1f} s"}
         else:
@@ -79,9 +85,12 @@ if run:
             ss["ds_result"] = {
                 "method": "optimize", "objectives": list(res.objectives),
                 "candidates": res.best, "points": {},
+                "constraints": dict(res.constraints), "confidence": res.confidence,
+                "typed": dict(cons.bounds),
                 "summary": f"study {res.study_name} in {res.storage}: {res.n_trials} trials "
                 f"({res.n_new} new), {len(res.best)} best, {res.seconds:.1f} s"}
         ss.pop("ds_pick", None)
+        ss.pop("ds_table", None)
         bar.progress(1.0, text="done")
     except DseError as e:
         bar.empty()
@@ -94,67 +103,146 @@ if not result:
 
 cands = result["candidates"]
 st.success(result["summary"])
-st.caption("The search ranks with the mean-value model (dse.symbolic, within about 15% of the "
-           "accurate closed form); What-if shows the closed form of the design you open. "
-           "Constraints are checked at the pessimistic end of each metric's 90% interval "
-           "(accuracy at its low end; docs/uncertainty.md), designs ranked by central values.")
+cons_rows = vs.constraint_rows(result.get("constraints", {}), result.get("typed", {}),
+                                  result.get("confidence", 0.9))
+if cons_rows:
+    st.caption("Constraints applied (a design is kept only if it meets each one at the "
+               "pessimistic end of the metric's 90% interval, accuracy at its low end; "
+               "docs/uncertainty.md); designs are ranked by central values:")
+    st.dataframe(cons_rows, key="ds_constraints", hide_index=True)
+else:
+    st.caption("No constraint applied (the space has no default and none was typed).")
 if not cands:
     st.warning("No feasible design meets the constraints.")
     st.stop()
+
+objectives = result["objectives"]
 rows = views.candidate_rows(cands)
-metric = {o: search.OBJECTIVES[o] for o in result["objectives"]}
-axes = list(metric.values())
+axes = [search.OBJECTIVES[o] for o in objectives]
 if len(axes) == 1:
     axes.append("accuracy" if axes[0] != "accuracy" else "latency_s_per_problem")
 x_m, y_m = axes[0], axes[1]
 
-# a point chosen in the chart becomes the pick (before the selectbox is drawn)
-sel = ss.get("ds_chart")
-points = list(getattr(getattr(sel, "selection", None), "points", None) or [])
-chosen = [p for p in points if p.get("curve_number") == 1]
-if chosen and chosen[0].get("point_index") != ss.get("ds_last_point"):
-    ss["ds_last_point"] = chosen[0]["point_index"]
-    ss["ds_pick"] = int(chosen[0]["point_index"])
+# The pick is one row of the results table (its selection is the state); a click on the chart
+# selects the row of the candidate index the point carries.
+if ss.get("ds_pick") not in range(len(cands)):
+    ss["ds_pick"] = 0
+if "ds_table" not in ss:
+    ss["ds_table"] = {"selection": {"rows": [ss.ds_pick]}}
+sel_rows = list(ss["ds_table"]["selection"]["rows"]) if "ds_table" in ss else []
+if sel_rows and sel_rows[0] in range(len(cands)):
+    ss["ds_pick"] = int(sel_rows[0])
+pick_i = int(ss.ds_pick)
+
+
+def chart_pick() -> None:
+    sel = ss.get("ds_chart")
+    points = list(getattr(getattr(sel, "selection", None), "points", None) or [])
+    i = vs.chosen_index(points, ss.get("ds_pick"))
+    if i is not None and i in range(len(cands)):
+        ss["ds_pick"] = i
+        ss["ds_table"] = {"selection": {"rows": [i]}}
+
+
+VIEWS = {"front": "Zoom to the front", "cloud": "All sampled designs",
+         "log": "All sampled designs, log axes"}
+ss.setdefault("ds_view", "front")
+st.radio("Chart", list(VIEWS), key="ds_view", horizontal=True, format_func=VIEWS.get,
+         help="the front fills the chart with a margin; or the whole cloud of sampled "
+         "feasible designs, on linear or logarithmic axes")
 
 fig = go.Figure()
 pts = result["points"]
 fig.add_scattergl(x=list(pts.get(x_m, [])), y=list(pts.get(y_m, [])), mode="markers",
                   name="sampled feasible designs", hoverinfo="skip",
-                  marker={"color": "#9e9e9e", "size": 5, "opacity": 0.6})
+                  marker={"color": "#9e9e9e", "size": 5, "opacity": 0.5})
+ivs = {m: [c.intervals.get(m) for c in cands] for m in (x_m, y_m)}
+iv = {m: (v if all(e is not None for e in v) else None) for m, v in ivs.items()}
+xs = [r[x_m] for r in rows]
+ys = [r[y_m] for r in rows]
+band = vs.front_band(xs, ys, x_iv=iv[x_m], y_iv=iv[y_m])
+if band is not None:
+    fig.add_scatter(x=band[0], y=band[1], mode="lines", fill="toself", hoverinfo="skip",
+                    name="front's 90% band", line={"width": 0},
+                    fillcolor="rgba(231,111,81,0.15)")
 
 
 def error_bars(m: str) -> dict[str, Any] | None:
     """The front points' 90% intervals on one axis (None where the search gave none)."""
-    if not all(f"{m}_low" in r for r in rows):
+    if iv[m] is None:
         return None
     return {"type": "data", "symmetric": False, "color": "#e76f51", "thickness": 1,
-            "array": [r[f"{m}_high"] - r[m] for r in rows],
-            "arrayminus": [r[m] - r[f"{m}_low"] for r in rows]}
+            "array": [hi - r[m] for r, (_, hi) in zip(rows, iv[m], strict=True)],
+            "arrayminus": [r[m] - lo for r, (lo, _) in zip(rows, iv[m], strict=True)]}
 
 
-fig.add_scatter(x=[r.get(x_m) for r in rows], y=[r.get(y_m) for r in rows],
-                error_x=error_bars(x_m), error_y=error_bars(y_m),
+xt, yt = vs.title(x_m), vs.title(y_m)
+# the pick's ring under the front's points, so that a click lands on a front point
+fig.add_scatter(x=[xs[pick_i]], y=[ys[pick_i]], mode="markers", name=f"picked (#{pick_i})",
+                hoverinfo="skip",
+                marker={"color": "rgba(0,0,0,0)", "size": 20,
+                        "line": {"color": "#1d3557", "width": 3}})
+fig.add_scatter(x=xs, y=ys, error_x=error_bars(x_m), error_y=error_bars(y_m),
                 mode="markers+lines" if len(rows) > 1 else "markers",
                 name="front" if result["method"] == "sweep" else "best",
-                text=[r["design"] for r in rows],
+                customdata=list(range(len(rows))), text=[r["design"] for r in rows],
                 marker={"color": "#e76f51", "size": 10}, line={"dash": "dot"},
-                hovertemplate="%{text}<br>" + x_m + " %{x:.4g}<br>" + y_m
+                selected={"marker": {"opacity": 1.0}}, unselected={"marker": {"opacity": 1.0}},
+                hovertemplate="#%{customdata}: %{text}<br>" + xt + " %{x:.4g}<br>" + yt
                 + " %{y:.4g}<extra></extra>")
-fig.update_layout(xaxis_title=x_m, yaxis_title=y_m, height=460,
-                  margin={"l": 10, "r": 10, "t": 30, "b": 10})
-st.plotly_chart(fig, key="ds_chart", on_select="rerun", selection_mode="points")
+if ss.ds_view == "front":
+    xr = vs.zoom_range(xs, lows=[v[0] for v in iv[x_m] or []],
+                          highs=[v[1] for v in iv[x_m] or []])
+    yr = vs.zoom_range(ys, lows=[v[0] for v in iv[y_m] or []],
+                          highs=[v[1] for v in iv[y_m] or []])
+    fig.update_xaxes(range=xr)
+    fig.update_yaxes(range=yr)
+elif ss.ds_view == "log":
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+fig.update_layout(xaxis_title=xt + ", mean-value model", yaxis_title=yt + ", mean-value model",
+                  height=480, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+common.chart(fig, key="ds_chart", on_select=chart_pick, selection_mode="points")
 
-if ss.get("ds_pick") not in range(len(cands)):
-    ss["ds_pick"] = 0
-st.selectbox("Design", range(len(cands)), key="ds_pick",
-             format_func=lambda i: f"{i}: {x_m} {rows[i].get(x_m, float('nan')):.4g}, "
-             f"{y_m} {rows[i].get(y_m, float('nan')):.4g}")
-pick = cands[ss.ds_pick]
-st.caption(rows[ss.ds_pick]["design"])
-c1, c2 = st.columns([1, 3])
+table = vs.result_rows(cands, objectives)
+st.caption(f"{len(cands)} {'front' if result['method'] == 'sweep' else 'best'} design(s); "
+           "the metrics are the mean-value model's (what the search ranks with). Select a row "
+           "to pick a design (or click its point in the chart).")
+st.dataframe(table, key="ds_table", hide_index=True, on_select="rerun",
+             selection_mode="single-row-required")
+c1, c2 = st.columns(2)
+c1.download_button("Download the table (CSV)",
+                   vs.csv_text(vs.result_rows(cands, objectives, digits=None)),
+                   file_name="front.csv", mime="text/csv", key="ds_download_front")
+if pts:
+    c2.download_button("Download the sampled designs (CSV)", vs.points_csv(pts),
+                       file_name="sampled.csv", mime="text/csv", key="ds_download_points")
+
+pick = cands[pick_i]
+state = views.state_from_design(cat, pick.design)
+st.subheader(f"Picked design #{pick_i}")
+st.caption(rows[pick_i]["design"])
+try:
+    cf = common.report(common.key(state))
+except DseError as e:
+    cf = None
+    st.warning(f"No closed form for this design: {e}")
+compare = [{"model": "mean-value (search, table, chart)",
+            **{vs.label(m).words: vs.fmt_metric(m, pick.metrics.get(m))
+               for m in vs.CLOSED_FORM_METRICS}}]
+if cf is not None:
+    compare.append({"model": f"closed form (What-if), {state.workload}",
+                    **{vs.label(m).words: vs.fmt_metric(m, getattr(cf, m))
+                       for m in vs.CLOSED_FORM_METRICS}})
+st.dataframe(compare, key="ds_models", hide_index=True)
+st.caption("The search ranks with the mean-value model (dse.symbolic, within about 15% of the "
+           "closed form); What-if shows the accurate closed form, so the same design reads "
+           "differently there.")
+c1, c2, c3 = st.columns(3)
 if c1.button("Open in What-if", key="ds_open", type="primary"):
-    common.open_in_whatif(views.state_from_design(cat, pick.design))
-c2.download_button("Download design TOML", pick.toml, file_name="design.toml",
+    common.open_in_whatif(state)
+with c2:
+    common.pin_button(state, key="ds_pin")
+c3.download_button("Download design TOML", pick.toml, file_name="design.toml",
                    key="ds_download_toml")
-st.dataframe([{k: v for k, v in r.items() if k != "design"} for r in rows],
-             key="ds_table", hide_index=True)

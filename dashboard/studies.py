@@ -1,14 +1,18 @@
-"""Studies: the Optuna studies of a storage, their history, Pareto front and importances."""
+"""Studies: the Optuna studies of a storage; per study its history (best so far in the
+objective's direction, infeasible trials apart), its front, its best (Pareto) trials to open
+in What-if or pin, and direction-aware parameter importances."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import common
 from dse import views
 from dse.errors import DseError
+from dse.views import search as vs
 
 st.title("Studies")
 try:
@@ -35,29 +39,27 @@ def studies(url: str, stamp: float) -> list[dict[str, Any]]:
     return search.list_studies(url)
 
 
-def objective_values(t: Any, i: int) -> float:
-    return t.values[i]
-
-
-@st.cache_data(max_entries=64, show_spinner="Drawing the study")
-def figures(url: str, stamp: float, name: str, i: int) -> dict[str, Any]:
-    import optuna.visualization as vis
+# A resource cache (not pickled: a design's spec does not pickle); the page only reads it.
+@st.cache_resource(max_entries=64, show_spinner="Reading the study")
+def study_view(url: str, stamp: float, name: str, i: int) -> dict[str, Any]:
+    """What the page draws of objective `i`: its history, the best (Pareto) trials with their
+    designs, every feasible trial's values (for the front) and the importances."""
+    from dse.search.candidates import trial_candidate
 
     study = search.load_study(url, name)
-    objectives = study.user_attrs.get("objectives") or [f"objective {k}" for k in
-                                                         range(len(study.directions))]
-    done = [t for t in study.trials if t.state.name == "COMPLETE"]
-    out: dict[str, Any] = {"n_complete": len(done)}
-    if not done:
-        return out
-    out["history"] = vis.plot_optimization_history(
-        study, target=lambda t: objective_values(t, i), target_name=objectives[i])
-    if len(study.directions) > 1:
-        # infeasible trials (the sampler's constraints, stored with each trial) are greyed
-        out["pareto"] = vis.plot_pareto_front(study, target_names=list(objectives))
+    n = len(study.directions)
+    objectives = list(study.user_attrs.get("objectives") or [f"objective {k}"
+                                                             for k in range(n)])
+    dirs = [1 if d.name == "MINIMIZE" else -1 for d in study.directions]
+    pts = [vs.trial_points(study.trials, k) for k in range(n)]
+    out: dict[str, Any] = {"n_complete": len(pts[i]), "objectives": objectives, "dirs": dirs,
+                           "history": vs.history(pts[i], dirs[i])}
+    out["feasible"] = [[p.value for p in pk] for pk in
+                       ([q for q in pk if q.feasible] for pk in pts)]
+    best = search.best_trials(study)
+    out["best"] = [(t.number, list(t.values), trial_candidate(t)) for t in best]
     try:
-        out["importance"] = vis.plot_param_importances(
-            study, target=lambda t: objective_values(t, i), target_name=objectives[i])
+        out["importance"] = vs.param_importances(study, i)
     except (ValueError, RuntimeError) as e:  # too few trials, or no varying parameter
         out["importance_error"] = str(e)
     return out
@@ -84,8 +86,7 @@ if not listing:
     st.info(f"{url} holds no study yet.")
     st.stop()
 
-st.dataframe([{k: (", ".join(map(str, v)) if isinstance(v, list) else v)
-               for k, v in s.items()} for s in listing], key="st_table", hide_index=True)
+st.dataframe(vs.study_rows(listing), key="st_table", hide_index=True)
 names = [s["name"] for s in listing]
 if ss.get("st_study") not in names:
     ss["st_study"] = names[0]
@@ -96,22 +97,84 @@ objectives = info["objectives"]
 if ss.get("st_objective") not in range(len(objectives)):
     ss["st_objective"] = 0
 c2.selectbox("Objective", range(len(objectives)), key="st_objective",
-             format_func=lambda i: str(objectives[i]))
-figs = figures(url, version(url), ss.st_study, ss.st_objective)
-if figs["n_complete"] == 0:
+             format_func=lambda i: vs.title(str(objectives[i])))
+view = study_view(url, version(url), ss.st_study, ss.st_objective)
+if view["n_complete"] == 0:
     st.info("This study has no completed trial yet.")
     st.stop()
-st.plotly_chart(figs["history"], key="st_fig_history")
-if "pareto" in figs:
-    st.plotly_chart(figs["pareto"], key="st_fig_pareto")
-if "importance" in figs:
-    st.plotly_chart(figs["importance"], key="st_fig_importance")
+i = ss.st_objective
+obj, d = view["objectives"][i], view["dirs"][i]
+h: vs.History = view["history"]
+MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
+fig = go.Figure()
+fig.add_scatter(x=h.numbers, y=h.values, mode="markers", name="feasible trial",
+                marker={"color": "#457b9d", "size": 7},
+                hovertemplate="trial %{x}<br>%{y:.4g}<extra></extra>")
+fig.add_scatter(x=h.numbers, y=h.best, mode="lines", line={"shape": "hv", "color": "#e76f51"},
+                name=f"best so far ({'minimum' if d > 0 else 'maximum'})")
+if h.infeasible_numbers:
+    fig.add_scatter(x=h.infeasible_numbers, y=h.infeasible_values, mode="markers",
+                    name=f"infeasible ({h.n_infeasible})", hoverinfo="skip",
+                    marker={"color": "#bdbdbd", "size": 5, "symbol": "x"})
+fig.update_yaxes(range=h.y_range, title=vs.title(str(obj)) + ", mean-value model")
+fig.update_xaxes(title="trial number")
+fig.update_layout(title="History", height=380, margin=MARGIN,
+                  legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"})
+common.chart(fig, key="st_fig_history")
+st.caption(f"{len(h.numbers)} feasible and {h.n_infeasible} infeasible completed trial(s) "
+           "(infeasible: Optuna's constraint value > 0, or no such design); the axis is set "
+           "by the feasible ones, so an infeasible trial off it is not drawn.")
+
+best = view["best"]
+if len(view["objectives"]) > 1:
+    fx, fy = view["feasible"][0], view["feasible"][1]
+    fig = go.Figure()
+    fig.add_scatter(x=fx, y=fy, mode="markers", name="feasible trial", hoverinfo="skip",
+                    marker={"color": "#9e9e9e", "size": 6, "opacity": 0.6})
+    fig.add_scatter(x=[v[0] for _, v, _ in best], y=[v[1] for _, v, _ in best],
+                    mode="markers+lines", name="best (Pareto) trials", line={"dash": "dot"},
+                    text=[f"trial {n}" for n, _, _ in best],
+                    marker={"color": "#e76f51", "size": 10},
+                    hovertemplate="%{text}<br>%{x:.4g}, %{y:.4g}<extra></extra>")
+    fig.update_layout(title="Front", height=400, margin=MARGIN,
+                      xaxis_title=vs.title(str(view["objectives"][0])),
+                      yaxis_title=vs.title(str(view["objectives"][1])),
+                      legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"})
+    common.chart(fig, key="st_fig_pareto")
+
+if "importance" in view:
+    imp = view["importance"]
+    names_ = list(imp)[::-1]
+    fig = go.Figure(go.Bar(x=[imp[k] for k in names_], y=names_, orientation="h",
+                           marker={"color": "#457b9d"},
+                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_layout(title="Parameter importances", height=max(240, 28 * len(names_) + 80),
+                      margin=MARGIN, xaxis_title="importance (share of the total, 0-1)")
+    common.chart(fig, key="st_fig_importance")
+    st.caption(f"Importance of each parameter for reaching the best 10% of the feasible trials "
+               f"on {vs.label(str(obj)).words} ({'lowest' if d > 0 else 'highest'} values): "
+               "Optuna's PED-ANOVA, on the feasible trials only, normalised to sum 1.")
 else:
-    st.caption(f"No parameter importances: {figs.get('importance_error', '')}")
-if st.button("Open the best design in What-if", key="st_open"):
-    try:
-        df = search.study_design_file(url, ss.st_study)
-    except DseError as e:
-        st.error(str(e))
-    else:
-        common.open_in_whatif(views.state_from_design(cat, df))
+    st.caption(f"No parameter importances: {view.get('importance_error', '')}")
+
+if not best:
+    st.info("No feasible trial with a design yet.")
+    st.stop()
+st.subheader("Best trials" if len(best) > 1 else "Best trial")
+nums = [n for n, _, _ in best]
+table = vs.result_rows([c for _, _, c in best], [str(o) for o in view["objectives"]])
+st.dataframe([{"trial": n, **{k: v for k, v in r.items() if k != "#"}}
+              for n, r in zip(nums, table, strict=True)], key="st_best",
+             hide_index=True)
+if ss.get("st_trial") not in nums:
+    ss["st_trial"] = nums[0]
+st.selectbox("Design to open or pin", nums, key="st_trial",
+             format_func=lambda n: vs.trial_choice(
+                 n, [str(o) for o in view["objectives"]], best[nums.index(n)][1]))
+chosen = best[nums.index(ss.st_trial)][2]
+state = views.state_from_design(cat, chosen.design)
+c1, c2 = st.columns(2)
+if c1.button("Open in What-if", key="st_open", type="primary"):
+    common.open_in_whatif(state)
+with c2:
+    common.pin_button(state, key="st_pin")

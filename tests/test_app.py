@@ -171,12 +171,13 @@ def test_design_space_sweep_point_opens_in_whatif(cat):
     ok(at.button(key="ds_run").click().run())
     assert not at.error and "designs" in at.success[0].value
     assert any("pessimistic end" in c.value for c in at.caption)
-    front = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][1]
+    front = next(t for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+                 if t.get("name") == "front")
     assert front["error_x"]["array"] and front["error_y"]["arrayminus"]  # 90% intervals
-    pick = at.selectbox(key="ds_pick")
-    assert len(pick.options) >= 2
-    pick.set_value(1)
+    assert len(at.session_state["ds_result"]["candidates"]) >= 2
+    at.session_state["ds_table"] = {"selection": {"rows": [1]}}  # the table row is the pick
     ok(at.run())
+    assert at.session_state["ds_pick"] == 1
     ok(at.button(key="ds_open").click().run())
     assert at.title[0].value == "What-if"
     state = views.state_from_params(cat, at.session_state["design_params"])

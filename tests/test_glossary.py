@@ -35,7 +35,8 @@ def test_aliases_ignore_case_and_separators():
 
 
 def test_unknown_term_lists_the_terms():
-    with pytest.raises(KeyError, match="no glossary term 'warp drive'; terms: latency per problem, accuracy"):
+    with pytest.raises(KeyError, match="no glossary term 'warp drive'; terms: latency per "
+                       "problem, accuracy"):
         glossary.term_help("warp drive")
 
 

@@ -42,7 +42,7 @@ _LAZY = {
     **dict.fromkeys(("Knob", "study_knobs", "study_distributions"), "dse.search.parameters"),
     **dict.fromkeys(("optimize", "OptimizeResult", "space_digest"), "dse.search.optuna_study"),
     **dict.fromkeys(("DEFAULT_STORAGE", "IN_MEMORY", "open_storage", "load_study",
-                     "list_studies", "study_design_file", "best_candidates"),
+                     "list_studies", "study_design_file", "best_candidates", "best_trials"),
                     "dse.search.storage"),
 }
 
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         DEFAULT_STORAGE,
         IN_MEMORY,
         best_candidates,
+        best_trials,
         list_studies,
         load_study,
         open_storage,
@@ -101,6 +102,7 @@ __all__ = [
     "Space",
     "SweepResult",
     "best_candidates",
+    "best_trials",
     "candidate",
     "check_objectives",
     "closed_form_metrics",

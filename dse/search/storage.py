@@ -140,8 +140,9 @@ def study_trials(study: Any) -> list[Any]:
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
-def best_candidates(study: Any) -> list[Candidate]:
-    """The best feasible trial (one objective) or the feasible non-dominated trials."""
+def best_trials(study: Any) -> list[Any]:
+    """The best feasible completed trial (one objective) or the feasible non-dominated ones,
+    sorted by the first objective (best first); each carries its design."""
     dirs = [1 if d.name == "MINIMIZE" else -1 for d in study.directions]
     ts = [t for t in study_trials(study) if t.user_attrs.get("violation", 1.0) <= 0
           and "design_toml" in t.user_attrs]
@@ -150,7 +151,12 @@ def best_candidates(study: Any) -> list[Candidate]:
     vals = np.array([[v * d for v, d in zip(t.values, dirs, strict=True)] for t in ts])
     mask = pareto_mask(vals)
     order = np.flatnonzero(mask)[np.argsort(vals[mask, 0], kind="stable")]
-    return [trial_candidate(ts[i]) for i in order]
+    return [ts[i] for i in order]
+
+
+def best_candidates(study: Any) -> list[Candidate]:
+    """The best feasible trial (one objective) or the feasible non-dominated trials."""
+    return [trial_candidate(t) for t in best_trials(study)]
 
 
 def load_study(storage: str | None, study_name: str) -> Any:

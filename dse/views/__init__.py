@@ -10,10 +10,13 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
 - `compare`: designs side by side (headline rows, deltas, CSV);
 - `explain`: why a design is slower or costlier than a baseline, in words;
-- `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path).
+- `pages`: other pages' data (paper points, candidate rows, bundle zip, sqlite path);
 - `paper`: the Paper page (rows filtered and counted, a panel per unit, table, CSV);
 - `bundle`: the Export page (file table from the manifest, next commands, `dse export` line);
-- `glossary`: the terms and their definitions (`term_help` for tooltips).
+- `glossary`: the terms and their definitions (`term_help` for tooltips);
+- `search`: the Design space and Studies pages' data (metric labels and units, formatting,
+  results-table columns, the front's zoom and band, chart picks, applied constraints, CSV,
+  a study's history and importances); used as `from dse.views import search`.
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
