@@ -23,7 +23,7 @@ Params = tuple[tuple[str, str], ...]
 PERSISTENT = ("ds_space", "ds_method", "ds_objectives", "ds_min_accuracy", "ds_max_latency",
               "ds_max_power", "ds_trials", "ds_seed", "ds_storage", "ds_study", "ds_pick",
               "st_storage", "st_study", "st_objective", "pp_groups", "pp_misses",
-              "wi_timeline_seed", "ex_file")
+              "wi_timeline_seed", "ex_file", "ds_view", "st_trial", "cp_reference")
 
 
 def keep_widget_state() -> None:
