@@ -23,7 +23,7 @@ Params = tuple[tuple[str, str], ...]
 PERSISTENT = ("ds_space", "ds_method", "ds_objectives", "ds_min_accuracy", "ds_max_latency",
               "ds_max_power", "ds_trials", "ds_seed", "ds_storage", "ds_study", "ds_pick",
               "st_storage", "st_study", "st_objective", "pp_groups", "pp_misses",
-              "wi_timeline_seed", "ex_file", "ds_view", "st_trial", "cp_reference")
+              "wi_timeline_seed", "ex_file", "ds_view", "st_trial", "cp_reference", "gl_filter")
 
 
 def keep_widget_state() -> None:
@@ -82,6 +82,17 @@ def report_quick_intervals(params: Params) -> Report:
     s = state_of(params)
     return attach(report(params), design_of(s), catalog().get("workload", s.workload),
                   moves="mean-value")
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def paper_j_per_token(params: Params) -> float:
+    """Energy per token in the paper's accounting (each device's operating power over the
+    whole latency; dse.reproduce.paper_energy), which its energy gains use."""
+    from dse.reproduce import paper_energy
+
+    s = state_of(params)
+    return paper_energy(design_of(s), catalog().get("workload", s.workload),
+                        report(params)).j_per_token
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)
