@@ -14,10 +14,10 @@ from dse.engine.closed_form import BREAKDOWN_KEYS, DEVICES
 
 ROLE_COLORS = {"init": "#9e9e9e", "draft": "#2a9d8f", "prm": "#e9c46a", "target": "#e76f51",
                "link": "#264653"}
-MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
+MARGIN = {"l": 10, "r": 10, "t": 70, "b": 10}
 
 
-LEGEND_BELOW = {"orientation": "h", "y": -0.3}
+LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"}
 
 
 def _total_bars(reports: dict[str, Any], metric: str, horizontal: bool) -> dict[str, Any]:
@@ -50,7 +50,8 @@ def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
                         hovertemplate="%{y}: %{x:.3f} s<extra>total</extra>")
     fig.update_layout(barmode="stack", title="Latency per problem by role (critical path)",
                       yaxis={"autorange": "reversed"}, xaxis_title="seconds per problem (s)",
-                      height=140 + 40 * len(names), margin=MARGIN, legend=LEGEND_BELOW)
+                      height=max(280, 140 + 40 * len(names)), margin=MARGIN,
+                      legend=LEGEND_RIGHT)
     return fig
 
 
@@ -67,12 +68,12 @@ def fig_energy(split: dict[str, dict[str, float]],
     fig.add_bar(x=labels, y=[split[d]["idle_j"] for d in devs], name="idle draw",
                 marker_color="#9e9e9e", hovertemplate="%{x}: %{y:.1f} J<extra>idle</extra>")
     total = sum(v["total_j"] for v in split.values())
-    title = f"Energy per problem by device: {total:.0f} J"
-    if total_interval_j is not None:
-        title += f" (90%: {total_interval_j[0]:.0f}-{total_interval_j[1]:.0f} J)"
-    fig.update_layout(barmode="stack", title=title,
+    sub = f"total {total:.0f} J" + ("" if total_interval_j is None else
+                                    f", 90%: {total_interval_j[0]:.0f}-"
+                                    f"{total_interval_j[1]:.0f} J")
+    fig.update_layout(barmode="stack", title=f"Energy per problem by device<br><sup>{sub}</sup>",
                       yaxis_title="energy per problem (J)", height=300, margin=MARGIN,
-                      legend=LEGEND_BELOW)
+                      legend=LEGEND_RIGHT)
     return fig
 
 
@@ -93,7 +94,7 @@ def fig_energy_designs(reports: dict[str, Any]) -> go.Figure:
                         hovertemplate="%{x}: %{y:.1f} J<extra>total</extra>")
     fig.update_layout(barmode="stack", title="Energy per problem by device",
                       yaxis_title="energy per problem (J)", height=360, margin=MARGIN,
-                      legend=LEGEND_BELOW)
+                      legend=LEGEND_RIGHT)
     return fig
 
 

@@ -233,7 +233,10 @@ def tip(name: str) -> str:
 # Every chart's toolbar saves an SVG (vector, for papers and slides), named after its key.
 def chart_config(name: str) -> dict[str, Any]:
     return {"displaylogo": False,
-            "toImageButtonOptions": {"format": "svg", "filename": name}}
+            "toImageButtonOptions": {"format": "svg", "filename": name},
+            # a short toolbar, clear of the titles: save, zoom, pan, reset
+            "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d",
+                                       "autoScale2d"]}
 
 
 def chart(fig: Any, key: str, **kwargs: Any) -> Any:

@@ -50,9 +50,8 @@ if ok:
     st.selectbox("Reference (deltas are against it)", ok, key="cp_reference")
     rows = views.metric_rows({n: reports[n] for n in ok})
     delta = {d["design"]: d for d in views.deltas(rows, ss.cp_reference)}
-    st.dataframe(views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat)
-                                                   for n in ok}),
-                 key="cp_table", hide_index=True)
+    table = views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat) for n in ok})
+    st.dataframe(views.side_by_side(table), key="cp_table", hide_index=True)
     st.caption("Closed form with 90% intervals (factor moves by the closed form, as "
                "`dse evaluate`); deltas are relative to the reference (accuracy in points). "
                "Designs on the same GPUs share those GPUs' errors, so their difference is "

@@ -82,11 +82,10 @@ def controls() -> None:
               help=common.tip("accept_threshold"))
     sb.slider("Backtrack threshold", 0.0, 1.0, step=0.01, key=wkey("backtrack_threshold"),
               help=common.tip("backtrack threshold"))
-    c1, c2 = sb.columns(2)
-    c1.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"),
+    sb.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"),
                     help=common.tip("max backtracks"))
-    c2.number_input("Backtrack window", min_value=1, step=1, key=wkey("backtrack_window"),
-                    help=common.tip("backtrack window"))
+    sb.number_input("Backtrack window (steps)", min_value=1, step=1,
+                    key=wkey("backtrack_window"), help=common.tip("backtrack window"))
     with sb.expander("Hardware and models", expanded=False):
         for role in DEVICE_ROLES:
             st.markdown(f"**{role.upper() if role == 'prm' else role.capitalize()}**",
@@ -275,23 +274,23 @@ for b, bs in base_states.items():
 gains = views.speedups(rep, base)
 for b, err in base_errors.items():
     st.caption(f"No {b} GPU baseline: {err}")
-c = st.columns(max(2 * len(gains), 1))
-for i, (name, g) in enumerate(gains.items()):
+c = st.columns(max(len(gains), 1))
+for col, (name, g) in zip(c, gains.items(), strict=False):
     bd = base_states[name].spec(cat).draft_device
     where = f"{name} on GPUs (draft on {bd}, as the paper's baselines)"
-    c[2 * i].metric(f"Speed-up vs {name}", f"{g['speedup']:.2f}x",
-                    help=f"{where}: {base[name].latency_s_per_problem:.3f} s per problem. "
-                    + common.tip(name))
+    col.metric(f"Speed-up vs {name}", f"{g['speedup']:.2f}x",
+               help=f"{where}: {base[name].latency_s_per_problem:.3f} s per problem. "
+               + common.tip(name))
     paper_gain = (common.paper_j_per_token(common.key(base_states[name]))
                   / common.paper_j_per_token(params))
-    c[2 * i + 1].metric(f"Energy gain vs {name}", f"{g['energy_gain']:.2f}x",
-                        delta=f"paper's accounting: {paper_gain:.2f}x", delta_color="off",
-                        delta_arrow="off",
-                        help=f"{where}: {base[name].j_per_token:.3f} J/token; above 1: this "
-                        "design spends less energy per token. This tool charges each device "
-                        "its idle power plus its dynamic power while busy; the paper's "
-                        "accounting (below the value) charges each device its operating "
-                        "power over the whole latency, as its reported energy gains do.")
+    col.metric(f"Energy gain vs {name}", f"{g['energy_gain']:.2f}x",
+               delta=f"paper's accounting: {paper_gain:.2f}x", delta_color="off",
+               delta_arrow="off",
+               help=f"{where}: {base[name].j_per_token:.3f} J/token; above 1: this design "
+               "spends less energy per token. This tool charges each device its idle power "
+               "plus its dynamic power while busy; the paper's accounting (below the value) "
+               "charges each device its operating power over the whole latency, as its "
+               "reported energy gains do.")
 why = {b: common.explain(params, common.key(base_states[b]), b) for b in base}
 worse = [b for b, lines in why.items() if lines]
 if worse:
@@ -382,7 +381,7 @@ if t_unc.open:
                    + ". Widths come from the cost models' cross-validated residuals and the "
                    "declared ranges; the baselines share this design's GPUs, so their errors "
                    "move together.")
-        st.dataframe(views.provenance_rows(full), key="wi_provenance", hide_index=True)
+        st.table(views.provenance_rows(full))  # a static table: long bases wrap
 if t_tl.open:
     with t_tl:
         ss.setdefault("wi_timeline_seed", 0)

@@ -110,19 +110,20 @@ def test_pin_from_whatif_then_compare_round_trips_through_the_url(cat):
     for k, v in at.query_params.items():
         fresh.query_params[k] = v
     ok(fresh.switch_page("dashboard/compare.py").run())
-    table = fresh.dataframe[0].value
-    assert len(table) == 2
+    table = fresh.dataframe[0].value.set_index("")  # one column per design
     states, _ = views.decode_pins(cat, pins)
-    for (_, row), s in zip(table.iterrows(), states, strict=True):
+    names = [views.short_label(s, i) for i, s in enumerate(states)]
+    assert list(table.columns) == names
+    for n, s in zip(names, states, strict=True):
         r = report(cat, s, moves="closed-form")
         lo, hi = r.intervals["latency_s_per_problem"]
-        assert row["latency per problem"] == (
+        assert table.loc["latency per problem", n] == (
             f"{r.latency_s_per_problem:.4g} [{lo:.4g}-{hi:.4g}] s")
     # deltas against the first; the second has the higher threshold
     r0, r1 = (report(cat, s) for s in states)
-    assert table.iloc[1]["Δ latency per problem"] == (
+    assert table.loc["Δ latency per problem", names[1]] == (
         f"{r1.latency_s_per_problem / r0.latency_s_per_problem - 1:+.1%}")
-    assert table.iloc[0]["Δ latency per problem"] == "+0.0%"
+    assert table.loc["Δ latency per problem", names[0]] == "+0.0%"
     assert len(fresh.get("plotly_chart")) == 3  # intervals, latency, energy
 
 
@@ -135,10 +136,10 @@ def test_compare_reference_unpin_and_open(cat):
     names = [views.short_label(a, 0), views.short_label(b, 1)]
     at.selectbox(key="cp_reference").set_value(names[1])
     ok(at.run())
-    table = at.dataframe[0].value
-    assert table.iloc[1]["Δ latency per problem"] == "+0.0%"
+    table = at.dataframe[0].value.set_index("")
+    assert table.loc["Δ latency per problem", names[1]] == "+0.0%"
     ra, rb = report(cat, a), report(cat, b)
-    assert table.iloc[0]["Δ latency per problem"] == (
+    assert table.loc["Δ latency per problem", names[0]] == (
         f"{ra.latency_s_per_problem / rb.latency_s_per_problem - 1:+.1%}")
     # unpin the first: the URL keeps only the second
     at.button(key="cp_unpin_0").click()
@@ -160,4 +161,5 @@ def test_compare_empty_and_a_bad_pin():
     at.button(key="cp_pin_current").click()
     ok(at.run())
     assert pins_in(at) == [views.encode_pin(views.default_state())]
-    assert len(at.dataframe[0].value) == 1
+    assert list(at.dataframe[0].value.columns) == ["", views.short_label(
+        views.default_state(), 0)]

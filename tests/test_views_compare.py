@@ -172,3 +172,10 @@ def test_only_the_flags_that_differ_are_reasons(cat):
     (slow,) = [x for x in lines if "slower" in x]
     assert "step-ahead speculation (T2) off here, on in brsd_stepahead" in slow
     assert "backtracking" not in slow and "decodes a token" not in slow  # same devices
+
+
+def test_side_by_side_turns_rows_into_columns():
+    rows = [{"design": "a", "x": "1", "y": "2"}, {"design": "b", "x": "3", "z": "4"}]
+    assert views.side_by_side(rows) == [{"": "x", "a": "1", "b": "3"},
+                                        {"": "y", "a": "2", "b": ""},
+                                        {"": "z", "a": "", "b": "4"}]

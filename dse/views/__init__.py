@@ -20,7 +20,14 @@ Nothing here imports Streamlit or plotly. One module per concern:
 """
 
 from dse.views.choices import RoleOptions, build_knob_ranges, role_options
-from dse.views.compare import HEADLINE, compare_table, deltas, metric_rows, rows_csv
+from dse.views.compare import (
+    HEADLINE,
+    compare_table,
+    deltas,
+    metric_rows,
+    rows_csv,
+    side_by_side,
+)
 from dse.views.explain import ROLE_LABELS, explain_vs_baseline
 from dse.views.figures import (
     INTERVAL_PANELS,
@@ -97,6 +104,7 @@ __all__ = [
     "rooflines",
     "rows_csv",
     "short_label",
+    "side_by_side",
     "speedups",
     "sqlite_file",
     "state_from_design",

@@ -110,3 +110,14 @@ def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping
                 row[f"Δ {label}"] = f"{dv:+.1f} pts" if m == "accuracy" else f"{dv:+.1%}"
         out.append(row)
     return out
+
+
+def side_by_side(rows: Sequence[Mapping[str, str]], key: str = "design"
+                 ) -> list[dict[str, str]]:
+    """Display rows turned for reading across: one row per field (the union of the rows'
+    fields in first-seen order, `key` left out), one column per design named by its `key`;
+    a field a design lacks is empty."""
+    fields: list[str] = []
+    for r in rows:
+        fields += [f for f in r if f != key and f not in fields]
+    return [{"": f, **{str(r[key]): r.get(f, "") for r in rows}} for f in fields]
