@@ -51,7 +51,9 @@ if ok:
     rows = views.metric_rows({n: reports[n] for n in ok})
     delta = {d["design"]: d for d in views.deltas(rows, ss.cp_reference)}
     table = views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat) for n in ok})
-    st.dataframe(views.side_by_side(table), key="cp_table", hide_index=True)
+    across = views.side_by_side(table)
+    st.dataframe(across, key="cp_table", hide_index=True,
+                 height=36 * (len(across) + 1))  # every row, no inner scroll
     st.caption("Closed form with 90% intervals (factor moves by the closed form, as "
                "`dse evaluate`); deltas are relative to the reference (accuracy in points). "
                "Designs on the same GPUs share those GPUs' errors, so their difference is "
