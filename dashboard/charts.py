@@ -4,6 +4,7 @@ axis carries its unit; the top margin leaves room for the chart toolbar."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -33,21 +34,35 @@ def _total_bars(reports: dict[str, Any], metric: str, horizontal: bool) -> dict[
         "arrayminus": [x - low for low, x in zip(lo, v, strict=True)]}}
 
 
+def _stack(fig: go.Figure, reports: dict[str, Any], roles: Sequence[str],
+           part: Callable[[Any, str], float], total: str, unit: str, *, horizontal: bool,
+           suffix: str = "") -> None:
+    """One stacked bar per design, a segment per role (`part(report, role)`), and the
+    total's 90% interval as an error bar where every report carries one."""
+    names = list(reports)
+    fmt = "%{y}: %{x:.3f} " if horizontal else "%{x}: %{y:.1f} "
+    for role in roles:
+        label = views.ROLE_LABELS.get(role, role)
+        vals = [float(part(reports[n], role)) for n in names]
+        fig.add_bar(**({"y": names, "x": vals} if horizontal else {"x": names, "y": vals}),
+                    name=label + suffix, orientation="h" if horizontal else "v",
+                    marker_color=ROLE_COLORS[role],
+                    hovertemplate=fmt + unit + "<extra>" + label + "</extra>")
+    if bars := _total_bars(reports, total, horizontal=horizontal):
+        tot = [float(getattr(reports[n], total)) for n in names]
+        fig.add_scatter(**({"y": names, "x": tot} if horizontal else {"x": names, "y": tot}),
+                        mode="markers", marker={"color": "#264653", "size": 6},
+                        name="total, 90% interval", **bars,
+                        hovertemplate=fmt + unit + "<extra>total</extra>")
+
+
 def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
     """Latency per problem by role on the critical path, one bar per design; the total's 90%
     interval as an error bar where the reports carry it."""
     fig = go.Figure()
     names = list(reports)
-    for role in BREAKDOWN_KEYS:
-        label = views.ROLE_LABELS.get(role, role)
-        fig.add_bar(y=names, x=[reports[n].latency_breakdown_s[role] for n in names],
-                    name=label, orientation="h", marker_color=ROLE_COLORS[role],
-                    hovertemplate="%{y}: %{x:.3f} s<extra>" + label + "</extra>")
-    if bars := _total_bars(reports, "latency_s_per_problem", horizontal=True):
-        fig.add_scatter(y=names, x=[reports[n].latency_s_per_problem for n in names],
-                        mode="markers", marker={"color": "#264653", "size": 6},
-                        name="total, 90% interval", **bars,
-                        hovertemplate="%{y}: %{x:.3f} s<extra>total</extra>")
+    _stack(fig, reports, BREAKDOWN_KEYS, lambda r, role: r.latency_breakdown_s[role],
+           "latency_s_per_problem", "s", horizontal=True)
     fig.update_layout(barmode="stack", title="Latency per problem by role (critical path)",
                       yaxis={"autorange": "reversed"}, xaxis_title="seconds per problem (s)",
                       height=max(280, 140 + 40 * len(names)), margin=MARGIN,
@@ -80,18 +95,9 @@ def fig_energy(split: dict[str, dict[str, float]],
 def fig_energy_designs(reports: dict[str, Any]) -> go.Figure:
     """Energy per problem by device, one stacked bar per design; the total's 90% interval as
     an error bar where the reports carry it."""
-    names = list(reports)
     fig = go.Figure()
-    for role in DEVICES:
-        label = views.ROLE_LABELS.get(role, role)
-        fig.add_bar(x=names, y=[float(reports[n].energy_by_device_j[role]) for n in names],
-                    name=f"{label} device", marker_color=ROLE_COLORS[role],
-                    hovertemplate="%{x}: %{y:.1f} J<extra>" + label + "</extra>")
-    if bars := _total_bars(reports, "energy_j_per_problem", horizontal=False):
-        fig.add_scatter(x=names, y=[reports[n].energy_j_per_problem for n in names],
-                        mode="markers", marker={"color": "#264653", "size": 6},
-                        name="total, 90% interval", **bars,
-                        hovertemplate="%{x}: %{y:.1f} J<extra>total</extra>")
+    _stack(fig, reports, DEVICES, lambda r, role: r.energy_by_device_j[role],
+           "energy_j_per_problem", "J", horizontal=False, suffix=" device")
     fig.update_layout(barmode="stack", title="Energy per problem by device",
                       yaxis_title="energy per problem (J)", height=360, margin=MARGIN,
                       legend=LEGEND_RIGHT)

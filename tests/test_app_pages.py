@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from dse import views
 from dse.reproduce import _row
 from dse.views import glossary
+from tests.test_app import metric, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -28,14 +29,6 @@ FAKE = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "rat
              "share")]
 
 
-def ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metric(at: AppTest, label: str) -> str:
-    (m,) = [m for m in at.metric if m.label == label]
-    return m.value
 
 
 @pytest.fixture
