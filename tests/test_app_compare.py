@@ -163,3 +163,25 @@ def test_compare_empty_and_a_bad_pin():
     assert pins_in(at) == [views.encode_pin(views.default_state())]
     assert list(at.dataframe[0].value.columns) == ["", views.short_label(
         views.default_state(), 0)]
+
+
+def test_compare_csv_and_unpin_all(cat, downloads):
+    a = views.default_state()
+    b = views.DesignState(a.system, a.workload, PRESETS["rsd"], {"accept_threshold": 0.6})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params[views.PIN_PARAM] = [views.encode_pin(a), views.encode_pin(b)]
+    ok(at.switch_page("dashboard/compare.py").run())
+    rows = list(csv.DictReader(io.StringIO(
+        served(at, downloads, "Comparison (CSV)").decode())))
+    assert [r["design"] for r in rows] == [views.short_label(a, 0), views.short_label(b, 1)]
+    rb = report(cat, b, moves="closed-form")
+    assert float(rows[1]["latency_s_per_problem"]) == rb.latency_s_per_problem
+    lo, _ = rb.intervals["latency_s_per_problem"]
+    assert float(rows[1]["latency_s_per_problem_low"]) == lo
+    ra = report(cat, a)
+    assert float(rows[1]["latency_s_per_problem_delta"]) == pytest.approx(
+        rb.latency_s_per_problem / ra.latency_s_per_problem - 1)
+    at.button(key="cp_clear").click()
+    ok(at.run())
+    assert pins_in(at) == []
+    assert any("No design pinned yet" in i.value for i in at.info)
