@@ -186,8 +186,15 @@ def fig_roofline(rfs: list[views.RoleRoofline]) -> go.Figure:
                             line={"dash": dash, "color": "#264653"}, showlegend=i == 1,
                             legendgroup=name, hovertemplate="%{x:.3g} FLOP/byte: %{y:.3g} "
                             "TFLOP/s<extra>" + name + "</extra>", row=1, col=i)
+        ivs = [p.achieved_interval for p in pts]
+        bars = None if any(v is None for v in ivs) else {
+            "type": "data", "symmetric": False, "color": charts.ROLE_COLORS[r.role],
+            "array": [v[1] / tera - p.achieved_flops_per_s / tera
+                      for p, v in zip(pts, ivs, strict=True) if v is not None],
+            "arrayminus": [p.achieved_flops_per_s / tera - v[0] / tera
+                           for p, v in zip(pts, ivs, strict=True) if v is not None]}
         fig.add_scatter(x=[p.intensity for p in pts],
-                        y=[p.achieved_flops_per_s / tera for p in pts],
+                        y=[p.achieved_flops_per_s / tera for p in pts], error_y=bars,
                         mode="markers+text", text=[p.op for p in pts], textposition="top center",
                         marker={"size": 10, "color": charts.ROLE_COLORS[r.role]},
                         name=views.ROLE_LABELS.get(r.role, r.role),
@@ -399,8 +406,9 @@ if t_tl.open:
 if t_roof.open:
     with t_roof:
         common.chart(fig_roofline(common.rooflines(params)), key="wi_fig_roofline")
-        st.caption("Operating points at the problem's mean context. Solid: datasheet "
-                   "roofline; dashed: what the serving profile or FPGA build reaches.")
+        st.caption("Operating points at the problem's mean context, with the 90% interval of "
+                   "their time (dse.uncertainty) as error bars. Solid: datasheet roofline; "
+                   "dashed: what the serving profile or FPGA build reaches.")
 if t_sens.open:
     with t_sens:
         common.chart(fig_tornado(common.tornado(params)), key="wi_fig_tornado")

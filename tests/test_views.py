@@ -142,6 +142,22 @@ def test_roofline_points_stay_under_their_roofs(cat, system):
     # the draft's point is the decode the schedule times
     ctx = w.prompt_tokens + views.operating_context(d, w)
     assert rfs[0].points[0].time_s == pytest.approx(float(d.draft.decode_token_s(ctx)))
+    # each point's time carries the interval `dse roofline` gives the same placement's decode
+    # (a time factor is one ratio per operation, whatever the context)
+    from dse.roofline import roofline
+
+    s = d.system
+    one = roofline(cat, model=s.draft_model, device=s.draft_device,
+                   precision_name=s.draft_precision,
+                   **({"serving": s.draft_serving} if s.draft_serving else {}))
+    lo, hi = one["decode_s_per_token_interval"]
+    p = rfs[0].points[0]
+    assert p.time_low_s / p.time_s == pytest.approx(lo / one["decode_s_per_token"])
+    assert p.time_high_s / p.time_s == pytest.approx(hi / one["decode_s_per_token"])
+    for r in rfs:
+        for q in r.points:
+            a, b = q.achieved_interval
+            assert a < q.achieved_flops_per_s < b
 
 
 def test_tornado_slopes_are_the_symbolic_sensitivities(cat):

@@ -78,6 +78,8 @@ class RooflinePoint:
     flops: float
     bytes: float
     time_s: float
+    time_low_s: float | None = None  # the time's 90% interval (dse.uncertainty's factor)
+    time_high_s: float | None = None
 
     @property
     def intensity(self) -> float:
@@ -87,6 +89,13 @@ class RooflinePoint:
     @property
     def achieved_flops_per_s(self) -> float:
         return self.flops / self.time_s
+
+    @property
+    def achieved_interval(self) -> tuple[float, float] | None:
+        """The achieved FLOP/s at the ends of the time's interval (low, high)."""
+        if self.time_low_s is None or self.time_high_s is None:
+            return None
+        return self.flops / self.time_high_s, self.flops / self.time_low_s
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,10 @@ def operating_context(design: Design, workload: WorkloadSpec) -> float:
 def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     """Each role's roofline and operating points at the mean context: draft and target decode
     one token; the PRM scores a mean step (prefill of problem + context + step, every position
-    through its head); the target prefills a drafted step (prefix cached)."""
+    through its head); the target prefills a drafted step (prefix cached). Each point's time
+    carries its 90% interval (the placement's time factor for that operation)."""
+    from dse.uncertainty.factors import placement_factors
+
     c = Costs(design, workload)
     resp = operating_context(design, workload)
     ctx = workload.prompt_tokens + resp
@@ -125,18 +137,28 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
         eff_f, eff_b = pl.effective_ops_per_s, pl.effective_bytes_per_s
         kvb = pl.kv_bits
 
-        def pt(op: str, n: float, k: float, t: Num, heads: float = 1.0,
-               m: Any = m, p: Any = p, kvb: int = kvb) -> RooflinePoint:
+        # the time factor of each operation (dse.uncertainty): its 90% range multiplies it
+        factor = {o: f for f in placement_factors(pl) if f.quantity == "time"
+                  for o in (("decode", "prefill") if f.key.startswith("time:all:")
+                            else (f.key.split(":")[1],))}
+
+        def pt(op: str, kind: str, n: float, k: float, t: Num, heads: float = 1.0,
+               m: Any = m, p: Any = p, kvb: int = kvb,
+               factor: Mapping[str, Any] = factor) -> RooflinePoint:
+            f = factor.get(kind)
             return RooflinePoint(op, float(shape.forward_flops(m, n, k, head_positions=heads)),
-                                 float(shape.forward_bytes(m, p, n, k, kv_bits=kvb)), float(t))
+                                 float(shape.forward_bytes(m, p, n, k, kv_bits=kvb)), float(t),
+                                 None if f is None else float(t) * f.low,
+                                 None if f is None else float(t) * f.high)
 
         if role == "prm":
             n = workload.problem_tokens + resp + x
-            pts = [pt("verify step", n, 0, c.prm(x, resp), heads=n)]
+            pts = [pt("verify step", "prefill", n, 0, c.prm(x, resp), heads=n)]
         else:
-            pts = [pt("decode token", 1, ctx, pl.decode_token_s(ctx))]
+            pts = [pt("decode token", "decode", 1, ctx, pl.decode_token_s(ctx))]
             if role == "target":
-                pts.append(pt("prefill step", x, ctx, c.target_prefill(x, resp + x)))
+                pts.append(pt("prefill step", "prefill", x, ctx,
+                              c.target_prefill(x, resp + x)))
         out.append(RoleRoofline(role, pl.device.name, m.name, peak_f, peak_b, eff_f, eff_b, pts))
     return out
 
