@@ -173,6 +173,20 @@ st.selectbox("Design to open or pin", nums, key="st_trial",
                  n, [str(o) for o in view["objectives"]], best[nums.index(n)][1]))
 chosen = best[nums.index(ss.st_trial)][2]
 state = views.state_from_design(cat, chosen.design)
+try:
+    cf = common.report_quick_intervals(common.key(state))
+except DseError as e:
+    st.warning(f"No closed form for this design: {e}")
+else:
+    st.dataframe([{"model": f"closed form (What-if), {state.workload}", **{
+        vs.label(m).words: vs.fmt_metric(m, getattr(cf, m)) + (
+            f" [{vs.fmt(cf.intervals[m][0], '')}-{vs.fmt(cf.intervals[m][1], '')}]"
+            if m in cf.intervals else "") for m in vs.CLOSED_FORM_METRICS}}],
+        key="st_closed_form", hide_index=True)
+    st.caption("The trials' values are the mean-value model's (what the study optimises); "
+               "this is the chosen design's accurate closed form, as What-if shows it, with "
+               "its 90% interval (factor moves by the mean-value model, as `dse optimize` "
+               "reports its best designs).")
 c1, c2 = st.columns(2)
 if c1.button("Open in What-if", key="st_open", type="primary"):
     common.open_in_whatif(state)

@@ -11,6 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
+from dse.design import build_design
+from dse.engine.closed_form import evaluate
+from dse.specs import Catalog
 from dse.views import search as vs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +125,21 @@ def test_study_history_best_trials_open_and_pin(tmp_path):
     trial.set_value(last)
     ok(at.run())
     assert at.session_state["st_trial"] == last
+    # the chosen design's closed form with its 90% interval (mean-value moves)
+    from dse.search import study_design_file
+    from dse.uncertainty import attach
+
+    df = study_design_file(storage, "dash-two", trial=last)
+    cat = Catalog.load()
+    st_ = views.state_from_design(cat, df)
+    d = build_design(cat, st_.spec(cat), st_.schedule)
+    w = cat.get("workload", st_.workload)
+    rep = attach(evaluate(d, w), d, w, moves="mean-value")
+    (row,) = [r for df_ in at.dataframe for r in df_.value.to_dict("records")
+              if str(r.get("model", "")).startswith("closed form (What-if)")]
+    lo, hi = rep.intervals["latency_s_per_problem"]
+    assert row["latency per problem"] == (
+        f"{rep.latency_s_per_problem:.4g} s [{lo:.4g}-{hi:.4g}]")
     ok(at.button(key="st_pin").click().run())
     assert at.query_params.get(views.PIN_PARAM)
     ok(at.button(key="st_open").click().run())
