@@ -317,7 +317,10 @@ def closed_form(c: Costs) -> Report:
     # fixed point, found by iteration: it matters when the draft cannot keep up with the
     # rewrites and its lateness carries from attempt to attempt.
     i_ahead = SUMMED_FIELDS.index("next_ahead_s")
-    p_bk_t = _p_backtrack(pa, pf, win, n_pos) if bt_on else np.zeros(n_pos)
+    # the rejected attempt one step back backtracked with the share of rejects there that
+    # do, over the backtrack levels the mass is at (none once the budget is spent)
+    flow = _masses(s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
+    p_bk_t = flow.backtrack_share()
 
     def rejected_next_ahead(mp: F64) -> F64:  # [t], from M[prev] of one previous outcome
         return (1 - p_bk_t) * mp[1, 1, :, i_ahead] + p_bk_t * mp[2, 1, :, i_ahead]
@@ -351,7 +354,7 @@ def closed_form(c: Costs) -> Report:
         j1[1:] = pj[0] / np.maximum(pj_cum[1:], 1e-300)
     m[:, 2, 0] = j1[:, None] * m[:, 2, 0] + (1 - j1[:, None]) * m[:, 2, 1]
 
-    totals, counts = _propagate(m, s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
+    totals, counts = flow.totals(m), flow.counts
     tv = dict(zip(SUMMED_FIELDS, totals, strict=True))
     latency = tv["time_s"] + c.init_s()
     crit = {r.value: tv[crit_field(r)] for r in PATH_ROLES}
@@ -402,21 +405,41 @@ def accuracy_only(d: Design, w: WorkloadSpec) -> float:
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
     s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))
     n_pos = int(s_vals.max())
-    zero = np.zeros((2, 3, 2, n_pos, len(SUMMED_FIELDS)))
-    _, counts = _propagate(zero, s_vals, s_p, pa, pf, d.schedule.backtracking, d.max_backtracks,
-                           d.backtrack_window, n_pos)
+    counts = _masses(s_vals, s_p, pa, pf, d.schedule.backtracking, d.max_backtracks,
+                     d.backtrack_window, n_pos).counts
     return _accuracy(pr, s_vals, s_p, d.schedule.backtracking, counts)
 
 
-def _p_backtrack(pa: float, pf: float, win: int, n_pos: int) -> F64:
-    """P(backtrack | reject) at each position (budget ignored): fail and an anchor exists."""
-    t = np.arange(n_pos)
-    return pf * (1 - (1 - pa) ** np.minimum(win, t))
+@dataclass(frozen=True)
+class _Mass:
+    """The propagated probability mass of the attempts, which does not depend on their costs:
+    per backtrack level b, previous outcome and position t, the expected number of attempts
+    with a next step (`ok`) and at a problem's last position (`last`), and the outcome
+    probabilities at each level and position (`probs`: the backtrack budget is spent at the
+    last level)."""
+
+    ok: F64  # [b, prev, t]
+    last: F64  # [b, prev, t]
+    probs: F64  # [b, t, outcome]
+    counts: dict[str, float]
+
+    def totals(self, m: F64) -> F64:
+        """Expected field totals of attempt costs m[prev, outcome, spec_ok, t, field]."""
+        return (np.einsum("bpt,bto,potf->f", self.ok, self.probs, m[:, :, 1])
+                + np.einsum("bpt,bto,potf->f", self.last, self.probs, m[:, :, 0]))
+
+    def backtrack_share(self) -> F64:
+        """P(backtrack | reject) at each position, over the levels the attempts there are at:
+        0 where the budget is spent (max_backtracks = 0: never)."""
+        w = (self.ok + self.last).sum(axis=1)  # [b, t]
+        bk = (w * self.probs[:, :, 2]).sum(axis=0)
+        rej = (w * self.probs[:, :, 1:].sum(axis=2)).sum(axis=0)
+        return np.where(rej > 0, bk / np.maximum(rej, 1e-300), 0.0)
 
 
-def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
-               max_bt: int, win: int, n_pos: int) -> tuple[F64, dict[str, float]]:
-    """Forward mass propagation over (S, t, b, prev); returns expected field totals.
+def _masses(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
+            max_bt: int, win: int, n_pos: int) -> _Mass:
+    """Forward mass propagation over (S, t, b, prev).
 
     Per backtrack level b: the mass alive at position t (t < S) moves to t + 1 unless it
     backtracks (rate p_bk(t), to level b + 1, positions t - j + 2); the recurrence over t runs
@@ -430,7 +453,7 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
     js = np.arange(1, win + 1)
     pj = pa * (1 - pa) ** (js - 1)  # anchor j steps back
     p_bk_open = p_rej * pf * np.concatenate([[0.0], np.cumsum(pj)])[np.minimum(win, t)]
-    tot = np.zeros(m.shape[-1])
+    ok, last, probs = [], [], []
     attempts = backtracks = fails = 0.0
     inj = np.zeros((2, n_s, n_pos))  # mass entering level b at (S, t) with prev = 0 / 1
     inj[0, :, 0] = 1.0
@@ -451,10 +474,9 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
                         ) * alive  # [prev, S, t]
         w_s = prev * s_p[None, :, None]
         w_ok = (w_s * spec_ok).sum(axis=1)  # [prev, t]
-        w_last = w_s.sum(axis=1) - w_ok
-        probs = np.stack([np.full(n_pos, pa), p_rej - p_bk, p_bk], axis=1)  # [t, outcome]
-        tot += (np.einsum("pt,to,potf->f", w_ok, probs, m[:, :, 1])
-                + np.einsum("pt,to,potf->f", w_last, probs, m[:, :, 0]))
+        ok.append(w_ok)
+        last.append(w_s.sum(axis=1) - w_ok)
+        probs.append(np.stack([np.full(n_pos, pa), p_rej - p_bk, p_bk], axis=1))  # [t, outcome]
         w_t = w_s.sum(axis=(0, 1))
         attempts += float(w_t.sum())
         backtracks += float((w_t * p_bk).sum())
@@ -466,7 +488,8 @@ def _propagate(m: F64, s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float
                 n = n_pos - max(int(j), 2)  # sources t >= j whose target t - j + 2 < n_pos
                 if n > 0:
                     inj[1, :, 2:2 + n] += live[:, j:j + n] * (p_rej * pf * pjj)
-    return tot, {"attempts": attempts, "backtracks": backtracks, "fails": fails}
+    return _Mass(np.stack(ok), np.stack(last), np.stack(probs),
+                 {"attempts": attempts, "backtracks": backtracks, "fails": fails})
 
 
 def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
