@@ -219,6 +219,13 @@ SECURITY = [
 KNOWN_ISSUES = [
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
+    "The closed form counts too many attempts where rewrites usually fail the backtrack "
+    "threshold and the backtrack window is 2 or more (suspected: its anchor distance after a "
+    "backtrack assumes an independent history, where the simulator backtracks to the "
+    "latest accepted draft step, so right after a backtrack the distance is known). In "
+    "random designs "
+    "of that kind it runs 3-12% slower than the simulator (e.g. 9.27 attempts against 8.35); "
+    "every device stays within the latency.",
 ]
 
 
