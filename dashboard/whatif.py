@@ -255,13 +255,13 @@ ss["wi_report"] = rep.to_dict()
 st.caption(views.design_label(design.system, design.schedule) + f" | {state.workload}")
 for note in closed_form_caveats(rep):
     st.warning(f"Closed form: {note} (the Timeline tab replays one problem).")
-HEADLINE = (("latency_s_per_problem", "Latency per problem", "s", ".3f"),
+HEADLINE_METRICS = (("latency_s_per_problem", "Latency per problem", "s", ".3f"),
             ("goodput_tokens_per_s", "Goodput", "tok/s", ".1f"),
             ("j_per_token", "Energy per token", "J/token", ".3f"),
             ("accuracy", "Accuracy", "%", ".1f"))
 c = st.columns(5)
 interval_slots = {}
-for col, (m, label, unit, fmt) in zip(c, HEADLINE, strict=False):
+for col, (m, label, unit, fmt) in zip(c, HEADLINE_METRICS, strict=False):
     v = getattr(rep, m)
     col.metric(label, "n/a" if v is None else f"{v:{fmt}} {unit}",
                help=common.tip(m) + " Closed form (dse evaluate); the line below is its 90% "
@@ -320,7 +320,7 @@ csv_slot = c2.empty()
 # metrics' lines, the CSV, and the charts' error bars below
 quick = common.report_quick_intervals(params)
 quick_base = {b: common.report_quick_intervals(common.key(base_states[b])) for b in base}
-for m, _, unit, fmt in HEADLINE:
+for m, _, unit, fmt in HEADLINE_METRICS:
     if m in quick.intervals:
         lo, hi = quick.intervals[m]
         interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
