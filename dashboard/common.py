@@ -203,6 +203,11 @@ def unpin(state: views.DesignState) -> None:
     _sync_url()
 
 
+def unpin_all() -> None:
+    st.session_state["pins"] = []
+    _sync_url()
+
+
 def pin_button(state: views.DesignState, key: str, label: str = "Pin to compare") -> None:
     """A button that pins `state` (disabled, saying so, when it is pinned or the set is
     full)."""

@@ -23,8 +23,7 @@ if msg := ss.pop("pins_warning", None):
 c1, c2, _ = st.columns([1, 1, 3])
 with c1:
     common.pin_button(current, key="cp_pin_current", label="Pin the What-if design")
-c2.button("Unpin all", key="cp_clear", disabled=not pinned,
-          on_click=lambda: [common.unpin(s) for s in common.pins()])
+c2.button("Unpin all", key="cp_clear", disabled=not pinned, on_click=common.unpin_all)
 if not pinned:
     st.info("No design pinned yet: use **Pin to compare** on What-if, Design space or "
             "Studies, or the button above. The pinned set lives in the URL, so a link "
