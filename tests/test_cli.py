@@ -21,16 +21,24 @@ def run(capsys, *argv):
 
 
 def test_roofline_every_board_model_pair(cat, capsys):
+    """Every board x model pair through dse.roofline (what `dse roofline` prints), and the
+    command itself on every board (each call reloads the catalog, so one model per board: the
+    JSON is the library's dict)."""
+    from dse.roofline import roofline
+
     devices = cat.names("gpu") + cat.names("fpga")
-    for d in devices:
-        for m in cat.names("model"):
-            code, out, err = run(capsys, "roofline", "--model", m, "--device", d, "--json")
-            assert code == 0, (d, m, err)
-            r = json.loads(out)
-            assert ROOFLINE_KEYS <= set(r)
-            assert r["decode_s_per_token"] > 0 and r["prefill_s"] > 0
-            assert r["bound"] in ("memory", "compute", "overhead")
-            assert r["precision"] == ("w8a8" if d in cat.names("fpga") else "bf16")
+    models = cat.names("model")
+    for i, d in enumerate(devices):
+        for m in models:
+            r = roofline(cat, model=m, device=d)
+            assert ROOFLINE_KEYS <= set(r), (d, m)
+            assert r["decode_s_per_token"] > 0 and r["prefill_s"] > 0, (d, m)
+            assert r["bound"] in ("memory", "compute", "overhead"), (d, m)
+            assert r["precision"] == ("w8a8" if d in cat.names("fpga") else "bf16"), (d, m)
+        m = models[i % len(models)]
+        code, out, err = run(capsys, "roofline", "--model", m, "--device", d, "--json")
+        assert code == 0, (d, m, err)
+        assert json.loads(out) == json.loads(json.dumps(roofline(cat, model=m, device=d)))
 
 
 def test_roofline_text_and_defaults(capsys):
