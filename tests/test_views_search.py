@@ -21,7 +21,7 @@ from dse.views import search as vs
 
 def test_every_metric_and_objective_has_a_label_with_its_unit():
     for m, row in METRIC_TABLE.items():
-        assert vs.LABELS[m].unit == row.unit, m
+        assert vs.LABELS[m].unit == row.unit and vs.LABELS[m].words, m
     for o, m in OBJECTIVES.items():
         lab = vs.label(o)
         assert lab is vs.LABELS[m] and lab.words and lab.unit, o

@@ -12,19 +12,25 @@ from typing import Any
 
 from dse.engine.closed_form import Report
 from dse.scenario import SystemSpec
+from dse.search.objectives import METRIC_TABLE
 
-# (report field, column label, unit, better: "lower" | "higher" | None)
-HEADLINE: tuple[tuple[str, str, str, str | None], ...] = (
-    ("latency_s_per_problem", "latency per problem", "s", "lower"),
-    ("goodput_tokens_per_s", "goodput", "tok/s", "higher"),
-    ("j_per_token", "energy per token", "J/token", "lower"),
-    ("energy_j_per_problem", "energy per problem", "J", "lower"),
-    ("accuracy", "accuracy", "%", "higher"),
-    ("p_accept", "accept probability", "", None),
-    ("tokens_per_problem", "tokens per problem", "tokens", None),
-    ("backtracks_per_problem", "backtracks per problem", "", None),
-    ("speculation_stall_ratio", "speculation stall", "", "lower"),
-    ("communication_share", "communication share", "", "lower"),
+
+def _unit(m: str) -> str:
+    return METRIC_TABLE[m].unit
+
+
+# (report field, column label, unit); the search's metrics take METRIC_TABLE's units
+HEADLINE: tuple[tuple[str, str, str], ...] = (
+    ("latency_s_per_problem", "latency per problem", _unit("latency_s_per_problem")),
+    ("goodput_tokens_per_s", "goodput", _unit("goodput_tokens_per_s")),
+    ("j_per_token", "energy per token", _unit("j_per_token")),
+    ("energy_j_per_problem", "energy per problem", _unit("energy_j_per_problem")),
+    ("accuracy", "accuracy", _unit("accuracy")),
+    ("p_accept", "accept probability", ""),
+    ("tokens_per_problem", "tokens per problem", _unit("tokens_per_problem")),
+    ("backtracks_per_problem", "backtracks per problem", ""),
+    ("speculation_stall_ratio", "speculation stall", ""),
+    ("communication_share", "communication share", ""),
 )
 
 
@@ -35,7 +41,7 @@ def metric_rows(reports: Mapping[str, Report]) -> list[dict[str, Any]]:
     for name, r in reports.items():
         row: dict[str, Any] = {"design": name, "system": r.system, "schedule": r.schedule,
                                "workload": r.workload}
-        for m, _, _, _ in HEADLINE:
+        for m, _, _ in HEADLINE:
             v = getattr(r, m)
             row[m] = None if v is None else float(v)
             if m in r.intervals:
@@ -53,7 +59,7 @@ def deltas(rows: Sequence[Mapping[str, Any]], reference: str) -> list[dict[str, 
     out = []
     for r in rows:
         d: dict[str, Any] = {"design": r["design"]}
-        for m, _, _, _ in HEADLINE:
+        for m, _, _ in HEADLINE:
             a, b = r.get(m), ref.get(m)
             if a is None or b is None:
                 d[f"{m}_delta"] = None
@@ -96,7 +102,7 @@ def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping
                "PRM": f"{s.prm_model} on {s.prm_device} ({s.prm_precision})",
                "target": f"{s.target_model} on {s.target_device}{tp} ({s.target_precision})"}
         d = delta[r["design"]]
-        for m, label, unit, _ in HEADLINE:
+        for m, label, unit in HEADLINE:
             v = r.get(m)
             if v is None:
                 row[label] = "n/a"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.design_files import DesignFile
-from dse.search.objectives import CONSTRAINT_TABLE, OBJECTIVES
+from dse.search.objectives import CONSTRAINT_TABLE, METRIC_TABLE, OBJECTIVES
 
 
 @dataclass(frozen=True)
@@ -33,19 +33,16 @@ class Label:
         return f"{self.words} ({self.unit})"
 
 
-# Every metric a search reports (METRIC_TABLE's, whose units these repeat and a test checks,
-# plus the candidates' board price).
-LABELS: dict[str, Label] = {
-    "latency_s_per_problem": Label("latency per problem", "s"),
-    "energy_j_per_problem": Label("energy per problem", "J"),
-    "tokens_per_problem": Label("committed tokens per problem", "tokens"),
-    "j_per_token": Label("energy per token", "J/token"),
-    "goodput_tokens_per_s": Label("goodput", "tokens/s"),
-    "accuracy": Label("accuracy", "%"),
-    "power_w": Label("average power", "W"),
-    "cost_usd_per_mtok": Label("cost per million tokens", "$/Mtoken"),
-    "capex_usd": Label("board list price", "$"),
-}
+# Every metric a search reports in words; the units are METRIC_TABLE's (the board price,
+# which only candidates carry, has its own).
+_WORDS = {"latency_s_per_problem": "latency per problem",
+          "energy_j_per_problem": "energy per problem",
+          "tokens_per_problem": "committed tokens per problem",
+          "j_per_token": "energy per token", "goodput_tokens_per_s": "goodput",
+          "accuracy": "accuracy", "power_w": "average power",
+          "cost_usd_per_mtok": "cost per million tokens"}
+LABELS: dict[str, Label] = {m: Label(_WORDS[m], row.unit) for m, row in METRIC_TABLE.items()}
+LABELS["capex_usd"] = Label("board list price", "$")
 # The headline metrics the closed form and the mean-value model both report (Report fields).
 CLOSED_FORM_METRICS = ("latency_s_per_problem", "j_per_token", "goodput_tokens_per_s",
                        "accuracy", "energy_j_per_problem")
