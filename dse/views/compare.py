@@ -13,6 +13,7 @@ from typing import Any
 from dse.engine.closed_form import Report
 from dse.scenario import SystemSpec
 from dse.search.objectives import METRIC_TABLE
+from dse.views.search import fmt
 
 
 def _unit(m: str) -> str:
@@ -84,10 +85,6 @@ def rows_csv(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.4g}"
-
-
 def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping[str, Any]],
                   specs: Mapping[str, SystemSpec]) -> list[dict[str, str]]:
     """Display rows: each design's hardware and models, then every HEADLINE metric as
@@ -107,9 +104,9 @@ def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping
             if v is None:
                 row[label] = "n/a"
                 continue
-            text = _fmt(v)
+            text = fmt(v)
             if f"{m}_low" in r:
-                text += f" [{_fmt(r[f'{m}_low'])}-{_fmt(r[f'{m}_high'])}]"
+                text += f" [{fmt(r[f'{m}_low'])}-{fmt(r[f'{m}_high'])}]"
             row[label] = f"{text} {unit}".rstrip()
             dv = d.get(f"{m}_delta")
             if dv is not None:
