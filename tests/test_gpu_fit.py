@@ -89,6 +89,38 @@ def test_by_generation_parameters_get_one_value_per_generation(cat):
     assert f.by_generation["hopper"]["layer_gap_us"] == pytest.approx(20.0, rel=1e-3)
 
 
+def test_loader_keeps_but_does_not_fit_what_the_prefill_model_does_not_time(monkeypatch):
+    """A prefill rate without its prompt length, and an HTTP client's time to first token, are
+    skipped with the reason; the same run's decode figure is used."""
+    from dse.validation import measurements
+
+    common = {"device": "d", "catalog_device": "rtx-4090", "model": "m",
+              "catalog_model": "llama-2-7b", "framework": "vllm-eager-0.2.4",
+              "precision": "fp16", "batch": 1, "tp": 1, "source": "s", "setting": "x"}
+    rows = [{**common, "kind": "gpu_prefill", "points": [[0, 258.7]], "unit": "tokens/s"},
+            {**common, "kind": "gpu_prefill", "points": [[521, 0.095]], "unit": "s",
+             "served": "http"},
+            {**common, "kind": "gpu_decode", "points": [[521, 15.9]], "unit": "ms/token"}]
+    monkeypatch.setattr(measurements, "_brief_entries", lambda: iter(()))
+    monkeypatch.setattr(measurements, "_published_entries",
+                        lambda: (("published.toml", r) for r in rows))
+    pts, skipped = load_gpu_measurements({"llama-2-7b"}, {"rtx-4090"}, {"vllm-eager"})
+    assert [(m.timed, m.measured_s) for m in pts] == [("decode", pytest.approx(0.0159))]
+    reasons = sorted(s.reason for s in skipped)
+    assert len(reasons) == 2
+    assert reasons[0].startswith("a prefill rate without the prompt length")
+    assert reasons[1].startswith("an HTTP client's time to first token")
+
+
+def test_mlc_builds_map_by_date():
+    assert profile_of("mlc-llm-502f680 (TVM 5438383, CUDA)") == "mlc-llm-2023-08"
+    assert profile_of("mlc-llm-nightly-2023-08 (ChatModule)") == "mlc-llm-2023-08"
+    assert profile_of("mlc-llm-8e94910 (TVM relax e5ca38d, CUDA graphs)") == "mlc-llm"
+    assert profile_of("mlc-llm-slm-2024-02 (O3)") == "mlc-llm"
+    assert profile_of("mlc-llm (jetson-containers dustynv/mlc:0.1.2)") == "mlc-llm-jetson"
+    assert profile_of("vllm-eager-0.2.4") == "vllm-eager"
+
+
 def test_every_framework_maps_to_a_shipped_profile(cat):
     profiles = set(cat.names("gpu-serving"))
     assert {p for _, p in FRAMEWORK_PROFILES} <= profiles

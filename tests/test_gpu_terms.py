@@ -147,6 +147,22 @@ def test_tensor_parallel_all_reduce_is_a_ring_by_hand(qwen05):
     assert float(one.allreduce_s_per_layer) == 0.0
 
 
+def test_pcie_all_reduce_fixed_cost_per_call_by_hand(qwen05):
+    """A fixed cost per all-reduce over PCIe (90 us, whatever tp) on top of the ring: per layer
+    2 x (90 us + 2 (tp-1) x (10 us + link latency)); over NVLink it does not apply."""
+    from dse.specs import Catalog
+
+    link = Catalog.load().link("pcie-gen4-x16")
+    s = make_serving(pcie_allreduce_latency_us=10.0, pcie_allreduce_fixed_us=90.0)
+    for tp in (2, 4, 8):
+        c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), s, tp=tp, tp_link=link)
+        assert float(c.allreduce_s_per_layer) == pytest.approx(
+            2 * (90e-6 + 2 * (tp - 1) * (10e-6 + link.latency_s)))
+    nvlink = gpu.gpu_cost(qwen05, make_gpu(nvlink_bidir_GBps=600.0), precision("bf16"), s,
+                          tp=4, tp_link=link)
+    assert float(nvlink.allreduce_s_per_layer) == pytest.approx(2 * 2 * 3 * 10e-6)
+
+
 def test_quantised_models_stream_a_16_bit_head_unless_the_stack_quantises_it(cat):
     """Gemma-2-2B, w4a16: body 2,614,341,888 - 589,824,000 head = 2,024,517,888 params at
     0.5 B, the tied 256000 x 2304 head at 2 B (GPTQ/AWQ keep it 16-bit) = 2,191,898,944 B; a

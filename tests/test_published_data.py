@@ -4,6 +4,7 @@ fitted to and cross-validated on (dse.validation) are well formed."""
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from pathlib import Path
 
@@ -18,7 +19,7 @@ REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precisi
             "batch": int, "points": list, "unit": str, "source": str, "setting": str}
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
             "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
-            "tp": int, "gpus": int, "simulated": bool}
+            "tp": int, "gpus": int, "simulated": bool, "served": str}
 # A kind's allowed units: decode as a rate, prefill as a time or a prompt-token rate.
 KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token"}, "fpga_decode": {"tokens/s", "ms/token"},
               "gpu_prefill": {"s", "tokens/s"}, "fpga_prefill": {"s", "tokens/s"},
@@ -87,11 +88,13 @@ def test_points_finite_positive(entries):
 
 
 def test_source_is_specific(entries):
-    """A source names a commit, a pull request / thread, or an arXiv id, not just a site."""
+    """A source names a commit, a pull request or issue thread (its URL), or an arXiv id, not
+    just a site."""
     for i, e in enumerate(entries):
         s = e["source"]
         assert len(s) >= 20, (i, s)
-        assert (" @ " in s or "pull request" in s or "arXiv" in s), (i, s)
+        assert (" @ " in s or "pull request" in s or "arXiv" in s
+                or re.search(r"github\.com/[\w.-]+/[\w.-]+/issues/\d+", s)), (i, s)
 
 
 def test_catalog_names_exist(entries):
@@ -129,3 +132,11 @@ def test_prefill_time_grows_with_prompt(entries):
         pts = sorted(e["points"])
         times = [v for _, v in pts]
         assert times == sorted(times), (i, e["device"], e["model"], pts)
+
+
+def test_served_marks_only_http_first_token_times(entries):
+    """`served = "http"` (an HTTP client's time to first token, kept but not fitted) is the
+    only value, and only on prefill entries."""
+    for i, e in enumerate(entries):
+        if "served" in e:
+            assert e["served"] == "http" and e["kind"] == "gpu_prefill", (i, e["served"])

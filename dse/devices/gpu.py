@@ -110,15 +110,18 @@ def gpu_cost(
         if gpu.nvlink_bidir_bytes_per_s > 0:
             link_bw = gpu.nvlink_bidir_bytes_per_s / 2
             latency = serving.allreduce_latency_s
+            call_s = 0.0
         else:
             if tp_link is None:
                 raise ValueError("tp > 1 without NVLink needs the PCIe link spec")
             link_bw = tp_link.effective_bytes_per_s
             step = serving.pcie_allreduce_latency_s
             latency = (serving.allreduce_latency_s if step is None else step) + tp_link.latency_s
+            call_s = serving.pcie_allreduce_fixed_s or 0.0
         # two all-reduces per layer; a ring all-reduce takes 2 (tp-1) latency-bound steps and
-        # moves 2 (tp-1)/tp of the activation (small messages at batch 1: the steps dominate)
-        ar_fixed = 2 * 2 * (tp - 1) * latency
+        # moves 2 (tp-1)/tp of the activation (small messages at batch 1: the steps dominate);
+        # over PCIe each call also has a fixed cost whatever tp (launch, host-side sync)
+        ar_fixed = 2 * (call_s + 2 * (tp - 1) * latency)
         ar_per_token = 2 * (2 * (tp - 1) / tp) * h * RESIDUAL_BYTES / link_bw
     else:
         ar_fixed = ar_per_token = 0.0

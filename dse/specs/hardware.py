@@ -130,6 +130,10 @@ class GpuServingSpec(Spec):
         "pcie_allreduce_latency_us", help="ring-step latency of an all-reduce between GPUs "
         "without NVLink (over PCIe, often staged through the host), us (absent: "
         "allreduce_latency_us)")
+    pcie_allreduce_fixed_s: float | None = nonneg(
+        "pcie_allreduce_fixed_us", help="fixed cost of one all-reduce between GPUs without "
+        "NVLink, whatever the TP degree (launch and host-side synchronisation), us, on top of "
+        "its 2 (tp - 1) ring steps (absent: 0)")
     prefill_overhead_s: float | None = nonneg(
         "prefill_overhead_us", help="fixed host and launch cost of one prefill call, us "
         "(absent: 0)")

@@ -83,6 +83,7 @@ FP8 = Param("fp8_compute_efficiency", 0.4, 0.05, 1.0)
 PREFILL = Param("prefill_overhead_us", 1000.0, 0.0, 100000.0)
 ALLREDUCE = Param("allreduce_latency_us", 20.0, 0.0, 5000.0)
 PCIE_AR = Param("pcie_allreduce_latency_us", 20.0, 0.0, 5000.0)
+PCIE_AR_CALL = Param("pcie_allreduce_fixed_us", 50.0, 0.0, 5000.0)
 EAGER = Param("eager_launch_per_layer_us", 300.0, 0.0, 5000.0)
 
 
@@ -96,9 +97,12 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
-    FitSpec("vllm-eager", (PCIE_AR,),
-            "vLLM without CUDA graphs (before 0.2.5): llm-perf-bench (Oct 2023, Llama-2-70B "
-            "FP16, TP 2/4/8 on A100 PCIe; Nov 2023, Llama-2-7B AWQ on an RTX 3090)",
+    FitSpec("vllm-eager", (PCIE_AR, PCIE_AR_CALL),
+            "vLLM without CUDA graphs (before 0.2.5, or --enforce-eager): llm-perf-bench "
+            "(Oct 2023, Llama-2-70B FP16, TP 2/4/8 on A100 PCIe; Nov 2023, Llama-2-7B AWQ on an "
+            "RTX 3090), Hamel Husain's 2023 benchmarks (RTX A6000, RTX 6000 Ada), "
+            "ninehills/llm-inference-benchmark (vLLM 0.2.4, RTX 4090), vLLM 0.6.3 on Jetson AGX "
+            "Orin and later --enforce-eager runs (RTX 4090, A10)",
             exclude_devices=("jetson-orin-nano-8gb",)),
     FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
             "HF transformers 4.4x generate(): the Qwen2.5 speed benchmark on A100 "
@@ -111,19 +115,26 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
     FitSpec("tensorrt-llm", (COMPUTE, FP8, _by_gen(PREFILL), ALLREDUCE),
             "TensorRT-LLM 0.5 time to first token (GPT-J 6B, A100 FP16, H100/L40S FP8)"),
-    FitSpec("llama.cpp", (E_MEM, STEP, COMPUTE),
+    FitSpec("llama.cpp", (_by_gen(E_MEM), STEP, COMPUTE, PCIE_AR, PCIE_AR_CALL),
             "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
-            "A100 PCIe; f16, q8_0, q4_0)"),
-    FitSpec("mlc-llm", (E_MEM, GAP, STEP, PCIE_AR),
-            "MLC-LLM (llm-perf-bench on RTX 3090 Ti/4090 and A100 PCIe TP; Jetson AI Lab "
-            "benchmarks on Orin Nano)"),
+            "A100 PCIe; f16, q8_0, q4_0; the pre-2024 row split of Llama-2-70B over 2/4/8 A100 "
+            "PCIe and 2 RTX 4090)"),
+    FitSpec("mlc-llm", (_by_gen(E_MEM), GAP, STEP, PCIE_AR, PCIE_AR_CALL),
+            "MLC-LLM from October 2023: llm-perf-bench 8e94910 (RTX 3090/3090 Ti/4090; "
+            "Llama-2-70B FP16 and q4f16_1 at TP 2/4/8 over A100 PCIe and TP 2 over RTX 4090) and "
+            "the February 2024 SLM build on an RTX 4090 (mlc-llm PR #1799)"),
+    FitSpec("mlc-llm-2023-08", (_by_gen(E_MEM), GAP, STEP),
+            "MLC-LLM builds of July-August 2023: llm-perf-bench's first README and PR #1 (RTX "
+            "3090 Ti/4090), the MLC AMD blog post's NVIDIA rows, Hamel Husain's RTX A6000 run "
+            "and a user's RTX 3090/4090 run (mlc-llm issue #15)"),
     FitSpec("mlc-llm-jetson", (E_MEM, STEP),
             "MLC-LLM jetson-containers build: Jetson AI Lab benchmarks on Orin Nano (original "
             "and Super mode), INT4, 2B-9B models"),
     FitSpec("torch-compile", (E_MEM, GAP, QUANT, ALLREDUCE),
             "gpt-fast (torch.compile, CUDA graphs): README benchmarks on A100 80GB"),
-    FitSpec("exllamav2", (E_MEM, STEP),
-            "ExLlamaV2 4-bit: llm-perf-bench on RTX 3090 Ti/4090"),
+    FitSpec("exllamav2", (_by_gen(E_MEM), STEP),
+            "ExLlamaV2 4-bit: llm-perf-bench on RTX 3090 Ti/4090, and its layer split of "
+            "Llama-2-70B over 2/4/8 A100 PCIe and 2 RTX 4090"),
 )}
 
 
@@ -140,21 +151,26 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
     ("vllm-eager", "step_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "allreduce_latency_us"): "vllm-cudagraph",
+    # the launch cost on the reference host (host_cpu_slowdown 1, the A100 server of the Qwen
+    # benchmarks): eager vLLM's own launch-bound points ran on other, mostly unstated, hosts
     ("vllm-eager", "launch_per_layer_us"): ("vllm-0.4", "eager_launch_per_layer_us"),
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
-       for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-jetson",
-                 "torch-compile", "exllamav2")},
+       for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
+                 "mlc-llm-jetson", "torch-compile", "exllamav2")},
     ("tensorrt-llm", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("exllamav2", "layer_gap_us"): "vllm-cudagraph",
+    ("mlc-llm-2023-08", "pcie_allreduce_latency_us"): "mlc-llm",
+    ("mlc-llm-2023-08", "pcie_allreduce_fixed_us"): "mlc-llm",
     ("mlc-llm-jetson", "layer_gap_us"): "mlc-llm",
     ("mlc-llm-jetson", "pcie_allreduce_latency_us"): "mlc-llm",
+    ("mlc-llm-jetson", "pcie_allreduce_fixed_us"): "mlc-llm",
     ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
     ("tensorrt-llm", "mem_bw_efficiency"): "torch-compile",
     ("tensorrt-llm", "layer_gap_us"): "torch-compile",
 }
 FIT_ORDER = ("vllm-cudagraph", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38", "hf-4.51",
-             "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-jetson",
-             "exllamav2")
+             "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
+             "mlc-llm-jetson", "exllamav2")
 
 
 # ------------------------------------------------------------------------------ fitting

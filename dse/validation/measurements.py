@@ -13,6 +13,11 @@ and precision, and the measured time in seconds of what the benchmark timed:
 
 An entry is usable when its device, model, framework and precision map onto the catalog; the
 others are kept with the reason (`skipped`), so nothing is dropped silently.
+
+A layer (pipeline) split over several GPUs (`gpus` > `tp` in the data) is predicted as one GPU
+holding every layer: at batch 1 the GPUs take turns, so the time is one GPU's, less the hops
+between GPUs, which are not modelled. A row split (llama.cpp's multi-GPU mode before 2024)
+splits every matrix over the GPUs and is entered as tensor parallel (`tp` = `gpus`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^tensorrt-llm", "tensorrt-llm"),
     (r"^llama\.cpp", "llama.cpp"),
     (r"^mlc-llm \(jetson-containers", "mlc-llm-jetson"),  # the 2024 JetPack 6 build
+    # builds of July-August 2023 (before the October 2023 llm-perf-bench build)
+    (r"^mlc-llm-(c40be6a|502f680|nightly-2023-0[78]|unstated-2023-07)", "mlc-llm-2023-08"),
     (r"^mlc-llm", "mlc-llm"),
     (r"^gpt-fast|torch\.compile", "torch-compile"),
     (r"^exllamav2", "exllamav2"),
@@ -173,7 +180,10 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                   "model not in the catalog" if model not in models else
                   "no serving profile for the framework" if profile not in profiles else
                   f"precision {e['precision']!r} not modelled" if prec is None else
-                  "simulated, not measured" if e.get("simulated") else None)
+                  "simulated, not measured" if e.get("simulated") else
+                  "an HTTP client's time to first token: it includes the server's request "
+                  "handling, which the prefill model does not time"
+                  if e["kind"] == "gpu_prefill" and e.get("served") == "http" else None)
         if reason is not None:
             skipped.append(Skipped(tag, reason))
             continue
@@ -186,6 +196,10 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
         for ctx, value in e["points"]:
             ctx = int(ctx) if ctx or e.get("context_default") is None else e["context_default"]
             if e["unit"] == "tokens/s":
+                if e["kind"] == "gpu_prefill" and ctx <= 0:
+                    skipped.append(Skipped(f"{tag}:{ctx}", "a prefill rate without the prompt "
+                                           "length it was measured over"))
+                    continue
                 n = generated if e["kind"] == "gpu_decode" else ctx
                 seconds = (1.0 if e["kind"] == "gpu_decode" else n) / float(value)
             elif e["unit"] == "ms/token":
