@@ -152,8 +152,8 @@ MISS_NOTES: dict[str, str] = {
                        "is not visible in the comment), which misses by 55-69%.",
     "mlc-llm-jetson": "its Llama, Qwen2.5 and Phi-3.5 points from benchmark scripts on the "
                       "Orin Nano and AGX Orin fit within 20%; its Gemma-2 points run "
-                      "25-42% slower than the same 4-bit byte rate allows. Part of that is the kernel: the page's benchmark "
-                      "script runs Gemma-2-2B at q4f16_1 and the other models at q4f16_ft, "
+                      "25-42% slower than the same 4-bit byte rate allows. Part of that is "
+                      "the kernel: the page's benchmark script runs Gemma-2-2B at q4f16_1 and the other models at q4f16_ft, "
                       "and q4f16_1 decodes about 12% slower (mlc-llm PR #1799); both are "
                       "w4a16 here. On Ollama (llama.cpp) Gemma-2-27B reads its weights about "
                       "7% slower per byte than Qwen2.5-32B (ollama/ollama issue #9701, "
