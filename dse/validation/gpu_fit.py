@@ -128,8 +128,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "3090 Ti/4090), the MLC AMD blog post's NVIDIA rows, Hamel Husain's RTX A6000 run "
             "and a user's RTX 3090/4090 run (mlc-llm issue #15)"),
     FitSpec("mlc-llm-jetson", (E_MEM, STEP),
-            "MLC-LLM jetson-containers build: Jetson AI Lab benchmarks on Orin Nano (original "
-            "and Super mode), INT4, 2B-9B models"),
+            "MLC-LLM jetson-containers builds: Jetson AI Lab benchmarks on Orin Nano (original "
+            "and Super mode) and AGX Orin, INT4, 1B-9B models; jetson-containers' MLC docs "
+            "(AGX Orin, Llama-2 7B/13B); a NixOS cross-framework benchmark (AGX Orin)"),
     FitSpec("torch-compile", (E_MEM, GAP, QUANT, ALLREDUCE),
             "gpt-fast (torch.compile, CUDA graphs): README benchmarks on A100 80GB"),
     FitSpec("exllamav2", (_by_gen(E_MEM), STEP),
