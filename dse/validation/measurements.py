@@ -15,7 +15,7 @@ An entry is usable when its device, model, framework and precision map onto the 
 others are kept with the reason (`skipped`), so nothing is dropped silently.
 
 A layer (pipeline) split over several GPUs (`gpus` > `tp` in the data) is predicted as one GPU
-holding every layer: at batch 1 the GPUs take turns, so the time is one GPU's, less the hops
+holding every layer: at batch 1 the GPUs take turns, so the time is one GPU's plus the hops
 between GPUs, which are not modelled. A row split (llama.cpp's multi-GPU mode before 2024)
 splits every matrix over the GPUs and is entered as tensor parallel (`tp` = `gpus`).
 """
