@@ -101,8 +101,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "vLLM without CUDA graphs (before 0.2.5, or --enforce-eager): llm-perf-bench "
             "(Oct 2023, Llama-2-70B FP16, TP 2/4/8 on A100 PCIe; Nov 2023, Llama-2-7B AWQ on an "
             "RTX 3090), Hamel Husain's 2023 benchmarks (RTX A6000, RTX 6000 Ada), "
-            "ninehills/llm-inference-benchmark (vLLM 0.2.4, RTX 4090), vLLM 0.6.3 on Jetson AGX "
-            "Orin and later --enforce-eager runs (RTX 4090, A10)",
+            "ninehills/llm-inference-benchmark (vLLM 0.2.4, RTX 4090), the Qwen2/Qwen2.5 speed "
+            "benchmarks' enforce_eager settings (A100, vLLM 0.4.2/0.6.3), vLLM 0.6.3 on Jetson "
+            "AGX Orin and later --enforce-eager runs (RTX 4090, A10)",
             exclude_devices=("jetson-orin-nano-8gb",)),
     FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
             "HF transformers 4.4x generate(): the Qwen2.5 speed benchmark on A100 "
