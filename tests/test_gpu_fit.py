@@ -112,24 +112,6 @@ def test_loader_keeps_but_does_not_fit_what_the_prefill_model_does_not_time(monk
     assert reasons[1].startswith("an HTTP client's time to first token")
 
 
-def test_a_vllm_run_without_cuda_graphs_is_eager_vllm(monkeypatch):
-    """The Qwen benchmarks' enforce_eager settings of vLLM 0.6.3 and 0.4.2 are eager vLLM."""
-    from dse.validation import measurements
-
-    row = {"kind": "gpu_decode", "device": "d", "catalog_device": "a100-80gb-sxm", "model": "m",
-           "catalog_model": "qwen2.5-7b-instruct", "precision": "bf16", "batch": 1, "tp": 1,
-           "points": [[1, 40.0]], "unit": "tokens/s", "source": "s"}
-    rows = [{**row, "framework": "vllm-0.6.3", "setting": "enforce_eager=True (no CUDA graphs)"},
-            {**row, "framework": "vllm-0.4.2", "setting": "enforce_eager=True"},
-            {**row, "framework": "vllm-0.6.3", "setting": "enforce_eager=False (CUDA graphs on)"}]
-    monkeypatch.setattr(measurements, "_brief_entries", lambda: iter(()))
-    monkeypatch.setattr(measurements, "_published_entries",
-                        lambda: (("published.toml", r) for r in rows))
-    pts, _ = load_gpu_measurements({"qwen2.5-7b-instruct"}, {"a100-80gb-sxm"},
-                                   {"vllm-eager", "vllm-cudagraph", "vllm-0.4"})
-    assert [m.profile for m in pts] == ["vllm-eager", "vllm-eager", "vllm-cudagraph"]
-
-
 def test_mlc_builds_map_by_date():
     assert profile_of("mlc-llm-502f680 (TVM 5438383, CUDA)") == "mlc-llm-2023-08"
     assert profile_of("mlc-llm-nightly-2023-08 (ChatModule)") == "mlc-llm-2023-08"

@@ -140,3 +140,19 @@ def test_served_marks_only_http_first_token_times(entries):
     for i, e in enumerate(entries):
         if "served" in e:
             assert e["served"] == "http" and e["kind"] == "gpu_prefill", (i, e["served"])
+
+
+def test_a_vllm_run_without_cuda_graphs_maps_to_eager_vllm(entries):
+    """Whatever its version, a vLLM entry whose setting records enforce_eager=True is named (and
+    so fitted) as eager vLLM, and one that records enforce_eager=False is not."""
+    from dse.validation.measurements import profile_of
+
+    named = 0
+    for i, e in enumerate(entries):
+        profile = profile_of(e["framework"])
+        if "enforce_eager=True" in e["setting"]:
+            assert profile == "vllm-eager", (i, e["framework"])
+            named += 1
+        if "enforce_eager=False" in e["setting"]:
+            assert profile != "vllm-eager", (i, e["framework"])
+    assert named >= 7

@@ -68,9 +68,6 @@ _GENERATED: tuple[tuple[re.Pattern[str], Timed | None], ...] = (
     (re.compile(r"max_new_tokens=(\d+)"), "decode"),
 )
 NO_NVLINK = re.compile(r"not NVLink|no NVLink|without NVLink", re.I)
-# A vLLM run whose setting says it ran without CUDA graphs is eager vLLM, whatever its version
-# (the Qwen speed benchmarks' enforce_eager "Settings" of vLLM 0.4.2 and 0.6.3)
-EAGER_SETTING = re.compile(r"enforce_eager=True|--enforce-eager")
 DEFAULT_GENERATED_TOKENS = 128  # assumption: a decode figure with no stated output length
 QWEN_BENCH_GENERATED_TOKENS = 2048  # the Qwen speed benchmarks generate 2048 tokens
 JETSON_CONTEXT_TOKENS = 512  # assumption: mid-length step context for the paper's Jetson figure
@@ -175,9 +172,6 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
         device = e.get("catalog_device") or e.get("catalog_device_assumed")
         model = e.get("catalog_model") or e.get("catalog_model_assumed")
         profile = profile_of(e["framework"])
-        if profile in ("vllm-cudagraph", "vllm-0.4") and EAGER_SETTING.search(
-                e.get("setting", "")):
-            profile = "vllm-eager"
         prec = PRECISIONS.get(e["precision"])
         tag = (f"{origin}:{e['framework']}:{device or e.get('device')}:"
                f"{model or e.get('model')}:{e['precision']}:{e.get('quantization', '')}:"
