@@ -4,7 +4,8 @@ Few, physically meaningful parameters are fitted, each to named data:
 - every GPU serving profile: see dse.validation.gpu_fit (the published batch-1 points of its
   own stack, leave-one-out cross-validated);
 - jetson-orin-nano-8gb: the host CPU slowdown of its launch-bound vLLM, to its 17 tokens/s
-  (dse/data/measured.toml, the paper's Jetson figure);
+  (dse/data/measured.toml, the paper's Jetson figure), jointly with eager vLLM's launch
+  (`with_jetson_hosts`); the other Orin modules scale it by CPU clock;
 - flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
   baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
 Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
@@ -90,11 +91,12 @@ def _rel_errors(cat: Catalog, pts: list[GpuPoint], serving: GpuServingSpec) -> n
     return np.array([predict_tokens_per_s(cat, p, serving) / p.tokens_per_s - 1 for p in pts])
 
 
-def fit_jetson_host(cat: Catalog) -> dict[str, float]:
+def fit_jetson_host(cat: Catalog, serving: GpuServingSpec | None = None) -> dict[str, float]:
     """The Jetson Orin Nano's host_cpu_slowdown, to its measured.toml point (17 tokens/s,
-    vLLM eager on the module's Cortex-A78AE cores)."""
+    vLLM eager on the module's Cortex-A78AE cores), with `serving` (default: the catalog's
+    profile of that framework)."""
     (pt,) = [p for p in gpu_points() if p.device == "jetson-orin-nano-8gb"]
-    serving = cat.serving(FRAMEWORK_PROFILE[pt.framework])
+    serving = cat.serving(FRAMEWORK_PROFILE[pt.framework]) if serving is None else serving
     gpu0 = cat.gpu(pt.device)
 
     def f(k: float) -> float:
@@ -102,7 +104,7 @@ def fit_jetson_host(cat: Catalog) -> dict[str, float]:
                                   precision(pt.precision), serving)
         return 1.0 / float(gpu_cost_mod.decode_token_s(c, JETSON_CONTEXT_TOKENS)) - pt.tokens_per_s
 
-    return {"host_cpu_slowdown": float(brentq(f, 0.1, 100.0, xtol=1e-9))}
+    return {"host_cpu_slowdown": float(brentq(f, 0.1, 1000.0, xtol=1e-9))}
 
 
 # Jetson Orin Nano "Super" mode raises the Cortex-A78AE clock from 1.5 to 1.7 GHz (same cores):
@@ -110,11 +112,32 @@ def fit_jetson_host(cat: Catalog) -> dict[str, float]:
 JETSON_CPU_GHZ = 1.5
 JETSON_SUPER_CPU_GHZ = 1.7
 JETSON_AGX_CPU_GHZ = 2.2  # Jetson AGX Orin 64GB: 12 Cortex-A78AE cores at 2.2 GHz (DS-10662)
+# The other Orin modules, whose host slowdown is derived from the Orin Nano's: their CPU clock.
+JETSON_DERIVED_HOSTS = {"jetson-orin-nano-8gb-super": JETSON_SUPER_CPU_GHZ,
+                        "jetson-agx-orin-64gb": JETSON_AGX_CPU_GHZ}
 
 
 def derive_jetson_host(original: dict[str, float], cpu_ghz: float) -> dict[str, float]:
     """Another Orin module's host slowdown: the Orin Nano's fitted value scaled by CPU clock."""
     return {"host_cpu_slowdown": original["host_cpu_slowdown"] * JETSON_CPU_GHZ / cpu_ghz}
+
+
+def jetson_hosts(cat: Catalog, serving: GpuServingSpec | None = None
+                 ) -> dict[str, dict[str, float]]:
+    """Every Orin module's host_cpu_slowdown by GPU name: the Orin Nano's fitted to its point
+    with `serving` (the eager vLLM profile), the others derived from it by CPU clock."""
+    nano = fit_jetson_host(cat, serving)
+    return {"jetson-orin-nano-8gb": nano,
+            **{name: derive_jetson_host(nano, ghz) for name, ghz in JETSON_DERIVED_HOSTS.items()}}
+
+
+def with_jetson_hosts(cat: Catalog, serving: GpuServingSpec) -> Catalog:
+    """The catalog with the Orin modules' host slowdowns refitted to an eager vLLM profile:
+    eager vLLM's per-layer launch and the Orin hosts' slowdown are fitted jointly this way (the
+    Orin Nano point pins their product; the profile's other points pin the launch)."""
+    hosts = jetson_hosts(cat, serving)
+    return cat.replacing("gpu", [replace(cat.gpu(name), host_cpu_slowdown=v["host_cpu_slowdown"])
+                                 for name, v in hosts.items()])
 
 
 def hf_a100_llama1b_decode_s(cat: Catalog) -> float:

@@ -88,7 +88,7 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
     """What every calibrated file should contain, from the files as they are."""
     out: dict[Path, str] = {}
     pending: dict[Path, str] = {}
-    for _ in range(6):  # fixed point of the Jetson host <-> MLC profile dependency
+    for _ in range(6):  # fixed point of the Jetson hosts <-> MLC Jetson profile dependency
         cat = catalog_with(out)
         pts, _skipped = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
                                               cat.names("gpu-serving"))
@@ -97,22 +97,19 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         for name, pf in fits.items():
             path = SERVING / f"{name}.toml"
             pending[path] = serving_text(path, pf, [])
-        jetson = GPUS / "jetson-orin-nano-8gb.toml"
-        super_ = GPUS / "jetson-orin-nano-8gb-super.toml"
-        agx = GPUS / "jetson-agx-orin-64gb.toml"
         flex = ENGINES / "flexllm.toml"
         cat = catalog_with(pending)
-        host = calibrate.fit_jetson_host(cat)
-        pending[jetson] = set_keys(jetson.read_text(encoding="utf-8"), host, jetson)
-        for other, ghz in ((super_, calibrate.JETSON_SUPER_CPU_GHZ),
-                           (agx, calibrate.JETSON_AGX_CPU_GHZ)):
-            pending[other] = set_keys(other.read_text(encoding="utf-8"),
-                                      calibrate.derive_jetson_host(host, ghz), other)
+        for name, values in calibrate.jetson_hosts(cat).items():
+            path = GPUS / f"{name}.toml"
+            pending[path] = set_keys(path.read_text(encoding="utf-8"), values, path)
         pending[flex] = set_keys(flex.read_text(encoding="utf-8"), calibrate.fit_flexllm(cat),
                                  flex)
         if pending == out:
             break
         out = pending
+    else:
+        raise SystemExit("calibrate_devices: the Jetson hosts and the MLC Jetson profile found "
+                         "no fixed point in 6 rounds")
     cat = catalog_with(out)
     pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
                                    cat.names("gpu-serving"))

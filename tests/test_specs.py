@@ -92,6 +92,17 @@ def test_user_catalog_extends_shipped(tmp_path, cat):
     assert set(cat.names("gpu")) <= set(c.names("gpu"))
 
 
+def test_replacing_swaps_named_items_and_leaves_the_catalog_alone(cat):
+    from dataclasses import replace
+    a100 = cat.gpu("a100-80gb-sxm")
+    out = cat.replacing("gpu", [replace(a100, host_cpu_slowdown=3.0)])
+    assert out.gpu("a100-80gb-sxm").host_cpu_slowdown == 3.0
+    assert cat.gpu("a100-80gb-sxm").host_cpu_slowdown == a100.host_cpu_slowdown
+    assert out.gpu("h100-sxm") is cat.gpu("h100-sxm") and out.names("gpu") == cat.names("gpu")
+    with pytest.raises(UnknownNameError):
+        cat.replacing("gpu", [replace(a100, name="no-such-gpu")])
+
+
 def test_unknown_name_lists_valid(cat):
     with pytest.raises(UnknownNameError) as e:
         cat.device("u281")

@@ -86,6 +86,15 @@ class Catalog:
     def names(self, kind: str) -> list[str]:
         return sorted(self.items.get(kind, {}))
 
+    def replacing(self, kind: str, specs: Iterable[Spec]) -> Catalog:
+        """This catalog with some items of one kind replaced by `specs` (matched by name)."""
+        items = dict(self.items.get(kind, {}))
+        for spec in specs:
+            if spec.name not in items:
+                raise UnknownNameError(kind, spec.name, list(items))
+            items[spec.name] = spec
+        return Catalog({**self.items, kind: MappingProxyType(items)})
+
     def get(self, kind: str, name: str) -> Spec:
         specs = self.items.get(kind, {})
         if name not in specs:

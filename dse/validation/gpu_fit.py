@@ -10,7 +10,9 @@ data of that stack covers more than one generation (`by_generation`).
 
 The fit minimises a robust (soft-L1) loss of log(predicted / measured) over the profile's
 points (`ROBUST_SCALE`). Cross-validation is leave-one-out: each point is predicted by a fit
-made without it, the other profiles' derived values held at the full calibration's.
+made without it, the other profiles' derived values held at the full calibration's. A profile
+with `FitSpec.hosts` is fitted jointly with device parameters that follow from it (eager vLLM
+and the Orin hosts' slowdown, which the Orin Nano's own point pins for every candidate launch).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from dse import calibrate
 from dse.devices import gpu as gpu_mod
 from dse.devices.shape import precision
 from dse.specs import Catalog, GpuServingSpec
@@ -70,6 +73,12 @@ class FitSpec:
     note: str  # what the fit rests on, for the profile's [calibration] table
     # measurements of these devices are excluded (their own device parameter is fitted on them)
     exclude_devices: tuple[str, ...] = field(default=())
+    # the catalog the profile's predictions use, given a candidate profile: device parameters
+    # fitted jointly with the profile (None: the catalog as it is)
+    hosts: Callable[[Catalog, GpuServingSpec], Catalog] | None = None
+
+    def catalog(self, cat: Catalog, serving: GpuServingSpec) -> Catalog:
+        return cat if self.hosts is None else self.hosts(cat, serving)
 
 
 E_MEM = Param("mem_bw_efficiency", 0.8, 0.05, 1.0)
@@ -97,14 +106,15 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
-    FitSpec("vllm-eager", (PCIE_AR, PCIE_AR_CALL),
+    FitSpec("vllm-eager", (LAUNCH, PCIE_AR, PCIE_AR_CALL),
             "vLLM without CUDA graphs (before 0.2.5, or --enforce-eager): llm-perf-bench "
             "(Oct 2023, Llama-2-70B FP16, TP 2/4/8 on A100 PCIe; Nov 2023, Llama-2-7B AWQ on an "
             "RTX 3090), Hamel Husain's 2023 benchmarks (RTX A6000, RTX 6000 Ada), "
             "ninehills/llm-inference-benchmark (vLLM 0.2.4, RTX 4090), the Qwen2/Qwen2.5 speed "
             "benchmarks' enforce_eager settings (A100, vLLM 0.4.2/0.6.3), vLLM 0.6.3 on Jetson "
-            "AGX Orin and later --enforce-eager runs (RTX 4090, A10)",
-            exclude_devices=("jetson-orin-nano-8gb",)),
+            "AGX Orin and later --enforce-eager runs (RTX 4090, A10); jointly with the Orin "
+            "hosts' CPU slowdown, which the Orin Nano's own point pins",
+            exclude_devices=("jetson-orin-nano-8gb",), hosts=calibrate.with_jetson_hosts),
     FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
             "HF transformers 4.4x generate(): the Qwen2.5 speed benchmark on A100 "
             "(transformers 4.46, Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-30720)"),
@@ -142,7 +152,7 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
 
 # Values a profile takes from another profile's fit (its file says "derived: <profile>'s
 # fitted value"): (profile, key) -> source profile. Fits run in FIT_ORDER so sources come first.
-DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
+DERIVED: dict[tuple[str, str], str] = {
     **{(p, k): "vllm-cudagraph" for p in ("vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
                                             "hf-4.51", "llama.cpp")
        for k in ("mem_bw_efficiency", "layer_gap_us")},
@@ -155,7 +165,6 @@ DERIVED: dict[tuple[str, str], str | tuple[str, str]] = {
     ("vllm-eager", "allreduce_latency_us"): "vllm-cudagraph",
     # the launch cost on the reference host (host_cpu_slowdown 1, the A100 server of the Qwen
     # benchmarks): eager vLLM's own launch-bound points ran on other, mostly unstated, hosts
-    ("vllm-eager", "launch_per_layer_us"): ("vllm-0.4", "eager_launch_per_layer_us"),
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
        for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
                  "mlc-llm-jetson", "torch-compile", "exllamav2")},
@@ -259,7 +268,8 @@ def fit_profile(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement], *,
         return apply(base_spec, values, over)
 
     def resid(x: np.ndarray) -> np.ndarray:
-        return _log_errors(cat, pts, serving_of(x))
+        serving = serving_of(x)
+        return _log_errors(spec.catalog(cat, serving), pts, serving)
 
     r = least_squares(resid, x0=np.clip(start, lo, hi), bounds=(lo, hi), x_scale="jac",
                       loss="soft_l1", f_scale=ROBUST_SCALE)
@@ -297,9 +307,8 @@ def fit_all(cat: Catalog, pts: Sequence[GpuMeasurement]) -> dict[str, ProfileFit
         mine = points_for(spec, pts)
         derived = {}
         for (p, k), src in DERIVED.items():
-            src_name, src_key = src if isinstance(src, tuple) else (src, k)
-            if p == name and src_name in done:
-                derived[k] = _file_value(done[src_name].serving, src_key)
+            if p == name and src in done:
+                derived[k] = _file_value(done[src].serving, k)
         base = apply(cat.serving(name), derived)
         if not mine:
             continue
@@ -334,10 +343,11 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
         if len(rest) >= len(layout) and same_gen:
             warm = x_full if _layout(cat, spec, rest)[1] == layout else None
             f = fit_profile(cat, spec, rest, base=base, x0=warm)
-            loo = predict_s(cat, m, fitted_serving(base, f))
+            serving = fitted_serving(base, f)
+            loo = predict_s(spec.catalog(cat, serving), m, serving)
         out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,
                            m.timed, m.context_tokens, m.measured_s,
-                           predict_s(cat, m, serving_full), loo))
+                           predict_s(spec.catalog(cat, serving_full), m, serving_full), loo))
         if progress:
             progress(i + 1, len(pts))
     return out
