@@ -163,8 +163,6 @@ DERIVED: dict[tuple[str, str], str] = {
     ("vllm-eager", "step_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("vllm-eager", "allreduce_latency_us"): "vllm-cudagraph",
-    # the launch cost on the reference host (host_cpu_slowdown 1, the A100 server of the Qwen
-    # benchmarks): eager vLLM's own launch-bound points ran on other, mostly unstated, hosts
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
        for p in ("sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
                  "mlc-llm-jetson", "torch-compile", "exllamav2")},
@@ -334,6 +332,7 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
     x_full = np.array([full.values[p.key] if g is None else full.by_generation[g][p.key]
                        for p, g in layout])
     serving_full = pf.serving
+    cat_full = spec.catalog(cat, serving_full)
     out: list[CvPoint] = []
     for i, m in enumerate(pts):
         rest = [q for j, q in enumerate(pts) if j != i]
@@ -347,7 +346,7 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
             loo = predict_s(spec.catalog(cat, serving), m, serving)
         out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,
                            m.timed, m.context_tokens, m.measured_s,
-                           predict_s(spec.catalog(cat, serving_full), m, serving_full), loo))
+                           predict_s(cat_full, m, serving_full), loo))
         if progress:
             progress(i + 1, len(pts))
     return out
