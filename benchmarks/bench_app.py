@@ -45,7 +45,7 @@ def evaluate_s() -> float:
 
     from dse import views
     from dse.design import build_design
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
     from dse.specs import Catalog
 
     cat = Catalog.load()

@@ -21,7 +21,7 @@ from _timing import best_of
 
 from dse.design import build_design
 from dse.design_files import load_system
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.engine.simulator import replay, synthetic_trace
 from dse.schedules import PRESETS, Costs
 from dse.specs import Catalog

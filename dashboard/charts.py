@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dse import views
-from dse.engine.closed_form import BREAKDOWN_KEYS, DEVICES
+from dse.engine.report import BREAKDOWN_KEYS, DEVICES
 
 ROLE_COLORS = {"init": "#9e9e9e", "draft": "#2a9d8f", "prm": "#e9c46a", "target": "#e76f51",
                "link": "#264653"}

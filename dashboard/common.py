@@ -12,8 +12,9 @@ from typing import Any
 import streamlit as st
 
 from dse import views
-from dse.design import Design, build_design
-from dse.engine.closed_form import Report, evaluate
+from dse.design import Design
+from dse.engine.evaluate import evaluate
+from dse.engine.report import Report
 from dse.errors import DseError
 from dse.specs import Catalog
 
@@ -49,8 +50,7 @@ def state_of(params: Params | dict[str, str]) -> views.DesignState:
 
 def design_of(state: views.DesignState) -> Design:
     """The resolved design; raises InfeasibleError / SpecError with the reasons."""
-    cat = catalog()
-    return build_design(cat, state.spec(cat), state.schedule)
+    return state.design(catalog())
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         sweep,
     )
     from dse.design import Design
-    from dse.engine.closed_form import Report
+    from dse.engine.report import Report
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
     from dse.schedules import Schedule

@@ -22,12 +22,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dse.errors import SpecError, UsageError
+from dse.errors import UsageError
 from dse.specs import Catalog
 
 if TYPE_CHECKING:  # the heavy modules load when a function needs them
     from dse.design import Design
-    from dse.engine.closed_form import Report
+    from dse.engine.report import Report
     from dse.engine.simulator import Trace
     from dse.scenario import SystemSpec, WorkloadSpec
     from dse.schedules import Schedule
@@ -63,33 +63,12 @@ def load_workload(workload: str | PathLike | WorkloadSpec, *,
                   catalog: Catalog | None = None) -> WorkloadSpec:
     """A workload by catalog name (gsm8k, math500, gaokao2023en, olympiadbench), a workload
     TOML file, or a WorkloadSpec (returned as is)."""
-    from dse.scenario import WorkloadSpec
-    from dse.specs import load_spec
+    from dse.resolve import resolve_workload
 
-    if isinstance(workload, WorkloadSpec):
-        return workload
-    cat = _catalog(catalog)
-    p = Path(workload)
-    if p.suffix == ".toml" and p.is_file():
-        spec = load_spec(p)
-        if not isinstance(spec, WorkloadSpec):
-            raise SpecError(p, "kind", 'expected kind = "workload"')
-        return spec
-    return cat.workload(str(workload))
+    return resolve_workload(_catalog(catalog), workload)
 
 
 # -------------------------------------------------------------------------------- design
-
-
-def _schedule(schedule: str | Schedule | None, default: Schedule | None) -> Schedule:
-    from dse.schedules import PRESETS, Schedule
-    from dse.schedules import schedule as preset
-
-    if isinstance(schedule, Schedule):
-        return schedule
-    if schedule is not None:
-        return preset(schedule)
-    return default if default is not None else PRESETS["heteroreason"]
 
 
 def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None = None,
@@ -106,33 +85,10 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
     checked by the same strict loader as the catalog files.
     check: raise InfeasibleError (with every reason) when the design cannot run.
     """
-    from dse.design import build_design
-    from dse.design_files import ALIASES, read_design_file, with_overrides
-    from dse.scenario import SystemSpec
-    from dse.schedules import FLAGS
+    from dse.resolve import resolve_design
 
-    cat = _catalog(catalog)
-    default_schedule = None
-    if isinstance(system, SystemSpec):
-        spec = system
-    elif Path(system).suffix == ".toml":
-        df = read_design_file(system)
-        spec, default_schedule = df.system, df.schedule
-    else:
-        spec = cat.system(str(system))
-    sys_over: dict[str, Any] = {}
-    flags: dict[str, bool] = {}
-    for key, value in (overrides or {}).items():
-        key = ALIASES.get(key, key)
-        if key in FLAGS:
-            if not isinstance(value, bool):
-                raise SpecError("overrides", key, f"expected True or False, got {value!r}")
-            flags[key] = value
-        else:
-            sys_over[key] = value
-    spec = with_overrides(spec, sys_over, source="overrides")
-    sched = _schedule(schedule, default_schedule).with_flags(**flags)
-    return build_design(cat, spec, sched, check=check)
+    return resolve_design(_catalog(catalog), system, overrides=overrides, schedule=schedule,
+                          source="overrides", check=check)
 
 
 # ------------------------------------------------------------------------------ evaluate
@@ -149,19 +105,14 @@ def evaluate(design: Design, workload: str | PathLike | WorkloadSpec, *,
     `Report.provenance`; dse.uncertainty, about 20 more closed-form evaluations). A
     non-finite metric raises DseError instead of returning.
     """
-    from dse.engine.closed_form import evaluate as _evaluate
-
     if evaluator not in ("closed-form", "simulator"):
         raise UsageError(f"evaluator: {evaluator!r} is not one of closed-form, simulator")
     if evaluator == "simulator":
         _check_problems(problems, seed)
-    w = load_workload(workload, catalog=catalog)
-    r = _evaluate(design, w, evaluator=evaluator, problems=problems, seed=seed)
-    if not intervals:
-        return r
-    from dse.uncertainty import attach
+    from dse.resolve import report
 
-    return attach(r, design, w)
+    return report(design, load_workload(workload, catalog=catalog), evaluator=evaluator,
+                  problems=problems, seed=seed, intervals=intervals)
 
 
 @dataclass(frozen=True)
@@ -192,7 +143,7 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
     workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace).
     intervals: add the closed form's relative 90% intervals around the simulated means and
     the provenance (as `evaluate`)."""
-    from dse.engine.closed_form import finite, report_from_replay
+    from dse.engine.report import finite, report_from_replay
     from dse.engine.simulator import Trace, read_jsonl, replay, synthetic_trace
     from dse.schedules import Costs
 

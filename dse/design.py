@@ -12,19 +12,24 @@ from typing import Any
 
 from dse.devices.protocol import Placement
 from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
-from dse.errors import InfeasibleError, SpecError, UnknownNameError
+from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES
 from dse.scenario import SystemSpec
 from dse.schedules.registry import Schedule
 from dse.specs import Catalog, LinkSpec, ModelSpec
+from dse.verifiers import VERIFIERS, Verifier
 
 
 @dataclass(frozen=True)
 class Design:
+    """A resolved design. A speculative one has a draft and a verifier placement (a target
+    verifier's is the target's); a target-only one has neither (`draft` and `prm` then raise:
+    ask `roles` or `is_speculative` first). `colocated` lists the groups of roles that share
+    one device: their work serialises, the device's idle power is counted once and no link hop
+    is paid between them."""
+
     system: SystemSpec
     schedule: Schedule
-    draft: Placement
-    prm: Placement
     target: Placement
     draft_link: LinkSpec  # draft device <-> GPUs (tokens, verdicts, KV migration)
     gpu_link: LinkSpec  # PRM GPU <-> target GPU
@@ -34,10 +39,62 @@ class Design:
     backtrack_window: int
     max_context_tokens: int
     init_gpu: Placement | None = None  # GPU that prefills a non-GPU draft's prompt (migration)
+    draft_placement: Placement | None = None
+    prm_placement: Placement | None = None  # None for a target verifier (it is the target)
+    workflow: str = "speculative"
+    verifier_kind: str | None = "prm"
+    colocated: tuple[tuple[str, ...], ...] = ()
 
     @property
     def name(self) -> str:
         return self.system.name
+
+    @property
+    def is_speculative(self) -> bool:
+        return self.workflow == "speculative"
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The device roles this design runs ("draft", "prm", "target"; "target" alone for a
+        target-only design)."""
+        return tuple(r.value for r in DEVICE_ROLES) if self.is_speculative else ("target",)
+
+    @property
+    def draft(self) -> Placement:
+        if self.draft_placement is None:
+            raise DseError(f"{self.name}: a {self.workflow} design has no draft")
+        return self.draft_placement
+
+    @property
+    def prm(self) -> Placement:
+        """The verifier's placement (the target's when the target verifies)."""
+        if self.verifier_kind == "target":
+            return self.target
+        if self.prm_placement is None:
+            raise DseError(f"{self.name}: a {self.workflow} design has no verifier")
+        return self.prm_placement
+
+    @property
+    def verifier(self) -> Verifier:
+        if self.verifier_kind is None:
+            raise DseError(f"{self.name}: a {self.workflow} design has no verifier")
+        return VERIFIERS[self.verifier_kind]
+
+    def shares_device(self, a: str, b: str) -> bool:
+        """Roles a and b run on one device."""
+        return any(a in g and b in g for g in self.colocated)
+
+    def idle_owner(self, role: str) -> bool:
+        """Whether the role's device idle power is booked to it: the first role of its
+        colocated group (a shared device's idle power counts once)."""
+        return not any(role in g and g[0] != role for g in self.colocated)
+
+    @property
+    def family(self) -> str:
+        """`target-only`, `gpu-speculative` or `fpga-speculative` (the draft's device kind)."""
+        if not self.is_speculative:
+            return "target-only"
+        return "gpu-speculative" if self.draft.kind == "gpu" else "fpga-speculative"
 
 
 def legacy_draft_engine(cat: Catalog, s: SystemSpec) -> SystemSpec:
@@ -45,6 +102,8 @@ def legacy_draft_engine(cat: Catalog, s: SystemSpec) -> SystemSpec:
     `draft_engine` (the two were one key before); a conflict with `draft_engine` is an
     error."""
     legacy = s.draft_serving
+    if s.draft_device is None:
+        return s
     try:
         kind = kind_of(cat, s.draft_device)
     except UnknownNameError:  # _check_names reports it with the file and key
@@ -66,63 +125,118 @@ def software_of(s: SystemSpec, role: str, kind: DeviceKind) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def placed_roles(s: SystemSpec) -> tuple[str, ...]:
+    """The roles with a placement of their own in the system's workflow: the draft and a PRM
+    (not a target verifier: that is the target) of a speculative design, and the target."""
+    if s.workflow_name == "target-only":
+        return ("target",)
+    return ("draft", "prm", "target") if s.verifier_name == "prm" else ("draft", "target")
+
+
 def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = True) -> Design:
     """Resolve a system against the catalog. check=True raises InfeasibleError with every reason
-    the design cannot run."""
+    the design cannot run (a colocated group whose models do not fit together included); a
+    schedule whose overlaps need separate devices on a colocated design is a SpecError naming
+    `colocate` (schedule_conflicts)."""
     where = s.path
     s = legacy_draft_engine(cat, s)
-    _check_names(cat, s)
+    roles = placed_roles(s)
+    _check_names(cat, s, roles)
     # keyed by the role names ("draft", ...): a Role is its name (a StrEnum)
-    models: dict[str, ModelSpec] = {r: cat.model(getattr(s, f"{r}_model")) for r in DEVICE_ROLES}
+    models: dict[str, ModelSpec] = {r: cat.model(str(getattr(s, f"{r}_model"))) for r in roles}
     for role, m in models.items():
         if role not in m.roles:
             raise SpecError(where, f"{role}_model",
                             f"{m.name} cannot be a {role} (its roles: {', '.join(m.roles)})")
-    if models["draft"].tokenizer_family != models["target"].tokenizer_family:
+    if "draft" in models and models["draft"].tokenizer_family != models[
+            "target"].tokenizer_family:
         raise SpecError(where, "draft_model",
                         f"draft {models['draft'].name} ({models['draft'].tokenizer_family}) and "
                         f"target {models['target'].name} ({models['target'].tokenizer_family}) "
                         "do not share a tokenizer")
-    for role in ("prm", "target"):
-        if role not in kind_of(cat, getattr(s, f"{role}_device")).roles:
+    for role in roles:
+        if role != "draft" and role not in kind_of(cat, str(getattr(s, f"{role}_device"))).roles:
             raise SpecError(where, f"{role}_device",
                             f"the {role} runs on {role_devices_label(role)} in this model")
     ctx = s.max_context_tokens
+    kinds: dict[str, DeviceKind] = {r: kind_of(cat, str(getattr(s, f"{r}_device")))
+                                    for r in roles}
+    target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
+                   software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
+                   tp=s.target_tp)
+    target_link = cat.link(board(cat, s.target_device).host_link)
+    if s.workflow_name == "target-only":
+        d = Design(s, sched, target, target_link, target_link, 1.0, 1.0, 0, 1, ctx,
+                   workflow="target-only", verifier_kind=None)
+        return _checked(d, check)
+    draft_device = str(s.draft_device)
     # build knobs the system sets (None: the board's or engine's default)
     knobs = {k: v for k, v in (("clock_hz", s.fpga_clock_hz),
                                ("memory_channels", s.fpga_memory_channels),
                                ("mac_lanes", s.fpga_mac_lanes)) if v is not None}
-    kinds: dict[str, DeviceKind] = {r: kind_of(cat, getattr(s, f"{r}_device"))
-                                    for r in DEVICE_ROLES}
-    draft = place(cat, models["draft"], s.draft_device, precision_name=s.draft_precision,
+    draft = place(cat, models["draft"], draft_device, precision_name=s.draft_precision,
                   software=software_of(s, "draft", kinds["draft"]), context_tokens=ctx,
                   knobs={k: v for k, v in knobs.items() if k in kinds["draft"].build_knobs})
-    prm = place(cat, models["prm"], s.prm_device, precision_name=s.prm_precision,
-                software=software_of(s, "prm", kinds["prm"]), context_tokens=ctx,
-                tp=s.prm_tp or 1)
-    target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
-                   software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
-                   tp=s.target_tp)
+    prm = None
+    verifier_device = s.target_device
+    if "prm" in roles:
+        verifier_device = str(s.prm_device)
+        prm = place(cat, models["prm"], verifier_device, precision_name=s.prm_precision,
+                    software=software_of(s, "prm", kinds["prm"]), context_tokens=ctx,
+                    tp=s.prm_tp or 1)
     links = {d: cat.link(board(cat, d).host_link) for d in
-             (s.draft_device, s.prm_device, s.target_device)}
-    slower = min(links[s.prm_device], links[s.target_device],
+             (draft_device, verifier_device, s.target_device)}
+    slower = min(links[verifier_device], links[s.target_device],
                  key=lambda ln: ln.effective_bytes_per_s)
-    draft_link = min(links[s.draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
+    draft_link = min(links[draft_device], slower, key=lambda ln: ln.effective_bytes_per_s)
     init_gpu = None
     # HeteroReason Phase 1: the target GPU prefills the prompt, the KV cache migrates
     if kinds["draft"].prompt_prefill_on_gpu:
         init_gpu = place(cat, models["draft"], s.target_device, precision_name="bf16",
                          software=s.target_serving, context_tokens=ctx)
-    d = Design(s, sched, draft, prm, target, draft_link, slower, s.accept_threshold,
-               s.backtrack_threshold, s.max_backtracks, s.backtrack_window, ctx, init_gpu)
+    d = Design(s, sched, target, draft_link, slower, float(s.accept_threshold or 0.0),
+               float(s.backtrack_threshold or 0.0), int(s.max_backtracks or 0),
+               int(s.backtrack_window or 1), ctx, init_gpu, draft, prm,
+               workflow="speculative", verifier_kind=s.verifier_name, colocated=s.colocated)
+    conflicts = schedule_conflicts(d.colocated, sched)
+    if conflicts:
+        raise SpecError(where, "colocate", f"{s.colocate or 'prm+target (a target verifier)'}: "
+                        + "; ".join(conflicts))
+    return _checked(d, check)
+
+
+def _checked(d: Design, check: bool) -> Design:
     if check:
         why = infeasibility(d)
         if why:
-            raise InfeasibleError(f"{s.name} is infeasible: " + "; ".join(why))
+            raise InfeasibleError(f"{d.name} is infeasible: " + "; ".join(why))
     return d
 
 
-def _check_names(cat: Catalog, s: SystemSpec) -> None:
+def schedule_conflicts(colocated: tuple[tuple[str, ...], ...], sched: Schedule) -> list[str]:
+    """Why a schedule cannot run with these roles sharing devices (empty: it can). Work on one
+    device serialises, so a technique that overlaps two roles needs them apart: step-ahead
+    overlaps the verification with the draft's next step and the target's prefetch (all three
+    apart); shadow sync overlaps the target's rewrite with the draft's ingestion (draft and
+    target apart); backtracking re-scores a rewrite while the draft ingests it (draft and
+    verifier apart)."""
+    def shared(a: str, b: str) -> bool:
+        return any(a in g and b in g for g in colocated)
+
+    why = []
+    if sched.step_ahead and colocated:
+        why.append("step_ahead overlaps the draft, the verifier and the target, so it needs "
+                   "each on its own device")
+    if sched.shadow_sync and shared("draft", "target"):
+        why.append("shadow_sync overlaps the target's rewrite with the draft's ingestion, so "
+                   "it needs them on separate devices")
+    if sched.backtracking and shared("draft", "prm"):
+        why.append("backtracking re-scores a rewrite while the draft ingests it, so it needs "
+                   "the draft and the verifier on separate devices")
+    return why
+
+
+def _check_names(cat: Catalog, s: SystemSpec, roles: tuple[str, ...]) -> None:
     """Every name the system refers to exists; an unknown one is reported with the file and
     the key that holds it (still an UnknownNameError, exit 2, listing the valid names)."""
 
@@ -135,12 +249,12 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
             e.args = (f"{s.path}: {key}: {e}",)
             raise
 
-    for role in DEVICE_ROLES:
+    for role in roles:
         check(f"{role}_model", cat.model)
         check(f"{role}_device", lambda name: kind_of(cat, name))
     # a role on a kind that cannot hold it: build_design says so, after the models' checks
-    kinds = {r: k for r in DEVICE_ROLES
-             if r in (k := kind_of(cat, getattr(s, f"{r}_device"))).roles}
+    kinds = {r: k for r in roles
+             if r in (k := kind_of(cat, str(getattr(s, f"{r}_device")))).roles}
     for role, kind in kinds.items():
         check(f"{role}_precision", lambda name, k=kind, r=role: k.check_precision(
             name, where=s.path, key=f"{r}_precision"))
@@ -149,7 +263,21 @@ def _check_names(cat: Catalog, s: SystemSpec) -> None:
 
 
 def infeasibility(d: Design) -> list[str]:
+    """Every reason the design cannot run: each placement's own (memory, resources), and each
+    colocated group's models not fitting together (weights and KV at the maximum context of
+    every role on the device: the static KV split SpecReason uses)."""
     why: list[str] = []
-    for role in DEVICE_ROLES:
-        why += [f"{role}: {w}" for w in getattr(d, role).infeasibility()]
+    placements = {r: p for r, p in (("draft", d.draft_placement), ("prm", d.prm_placement),
+                                    ("target", d.target)) if p is not None}
+    for role, p in placements.items():
+        why += [f"{role}: {w}" for w in p.infeasibility()]
+    for group in d.colocated:
+        members = [placements[r] for r in group if r in placements]
+        need = sum(p.memory_needed_bytes for p in members)
+        have = min(p.usable_memory_bytes for p in members)
+        if len(members) > 1 and need > have:
+            parts = ", ".join(f"{r} {placements[r].memory_needed_bytes / 1e9:.2f} GB"
+                              for r in group if r in placements)
+            why.append(f"{'+'.join(group)}: together they need {need / 1e9:.2f} GB ({parts}) "
+                       f"of the shared device's {have / 1e9:.2f} GB")
     return why

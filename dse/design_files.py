@@ -184,17 +184,3 @@ def load_system(cat: Catalog, system: str | None = None, design_file: str | None
     if not isinstance(spec, SystemSpec):
         raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
     return spec
-
-
-def with_overrides(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = "--set"
-                   ) -> SystemSpec:
-    """The system with some keys replaced, checked by the strict loader; `source` names where
-    the values came from (in errors and in the spec's sources)."""
-    if not overrides:
-        return s
-    data = system_to_toml(s)
-    data.update(overrides)
-    data["sources"] = {**data["sources"], **{k: f"set by {source}" for k in overrides}}
-    spec = build_spec(f"{s.path} (with {source})", data)
-    assert isinstance(spec, SystemSpec)
-    return spec

@@ -31,7 +31,8 @@ import numpy as np
 
 from dse.design import Design, build_design
 from dse.design_files import load_system
-from dse.engine.closed_form import Report, evaluate
+from dse.engine.evaluate import evaluate
+from dse.engine.report import Report
 from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS
 from dse.specs import Catalog

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from dse.errors import SpecError
 from dse.limits import (
     MAX_BACKTRACK_WINDOW,
     MAX_BACKTRACKS,
@@ -52,23 +54,35 @@ class WorkloadSpec(Spec):
     kind = "workload"
 
 
+WORKFLOWS: tuple[str, ...] = ("speculative", "target-only")
+"""`speculative`: a draft writes each step, a verifier scores it, the target rewrites rejected
+steps; `target-only`: the target writes every step (the baseline every answer is weighed
+against)."""
+VERIFIER_KINDS: tuple[str, ...] = ("prm", "target")
+"""The verifier of a speculative design: a process reward model, or the target judging the
+draft's step with one score token (dse.verifiers)."""
+COLOCATIONS: tuple[str, ...] = ("draft+target", "prm+target", "draft+prm", "draft+prm+target")
+"""Roles that share one device (their work serialises; dse.design)."""
+
+
 @dataclass(frozen=True)
 class SystemSpec(Spec):
-    draft_model: str = spec_field(help="catalog model name, or a model TOML / config.json path")
-    prm_model: str = spec_field()
+    draft_model: str | None = spec_field(
+        help="catalog model name, or a model TOML / config.json path (a speculative design)")
+    prm_model: str | None = spec_field(help="the PRM (verifier = prm)")
     target_model: str = spec_field()
-    draft_device: str = spec_field(help="a GPU or an FPGA board")
-    prm_device: str = spec_field(help="a GPU")
+    draft_device: str | None = spec_field(help="a GPU or an FPGA board")
+    prm_device: str | None = spec_field(help="a GPU")
     target_device: str = spec_field(help="a GPU")
     target_tp: int = pos(hi=MAX_TP, help="GPUs the target is split over (tensor parallel)")
-    draft_precision: str = spec_field()
-    prm_precision: str = spec_field()
+    draft_precision: str | None = spec_field()
+    prm_precision: str | None = spec_field()
     target_precision: str = spec_field()
     draft_serving: str | None = spec_field(
         help="the draft's GPU serving profile (a GPU draft; absent: vllm-cudagraph)")
     draft_engine: str | None = spec_field(
         help="the draft's FPGA engine (an FPGA draft; absent: flexllm)")
-    prm_serving: str = spec_field()
+    prm_serving: str | None = spec_field()
     target_serving: str = spec_field()
     fpga_clock_hz: float | None = pos("fpga_clock_MHz", legacy_zero=True,
                                       help="FPGA build clock; absent: the board's default")
@@ -76,18 +90,88 @@ class SystemSpec(Spec):
                                            help="memory channels used; absent: all of them")
     fpga_mac_lanes: int | None = pos(legacy_zero=True,
                                      help="INT8 MACs per cycle; absent: the engine's default")
-    accept_threshold: float = spec_field(lo=0.0, hi=1.0)
-    backtrack_threshold: float = spec_field(lo=0.0, hi=1.0)
-    max_backtracks: int = nonneg(hi=MAX_BACKTRACKS,
-                                 help="backtracks a problem may take (0: forward only)")
-    backtrack_window: int = pos(hi=MAX_BACKTRACK_WINDOW,
-                                help="how many steps back a backtrack's anchor may be")
+    accept_threshold: float | None = spec_field(lo=0.0, hi=1.0)
+    backtrack_threshold: float | None = spec_field(lo=0.0, hi=1.0)
+    max_backtracks: int | None = nonneg(hi=MAX_BACKTRACKS,
+                                        help="backtracks a problem may take (0: forward only)")
+    backtrack_window: int | None = pos(hi=MAX_BACKTRACK_WINDOW,
+                                       help="how many steps back a backtrack's anchor may be")
     max_context_tokens: int = pos(hi=MAX_CONTEXT_TOKENS)
     prm_tp: int | None = pos(hi=MAX_TP, help="GPUs the PRM is split over (tensor parallel); "
                              "absent: 1")
+    workflow: str | None = spec_field(choices=WORKFLOWS,
+                                      help="speculative or target-only; absent: speculative")
+    verifier: str | None = spec_field(choices=VERIFIER_KINDS,
+                                      help="prm or target (the target judges each step with "
+                                      "one score token); absent: prm")
+    colocate: str | None = spec_field(choices=COLOCATIONS,
+                                      help="roles that share one device (their work "
+                                      "serialises); absent: each role on its own device(s)")
 
     kind = "system"
 
+    @property
+    def workflow_name(self) -> str:
+        return self.workflow or "speculative"
+
+    @property
+    def verifier_name(self) -> str | None:
+        """The verifier kind of a speculative design; None on a target-only one."""
+        return None if self.workflow_name == "target-only" else (self.verifier or "prm")
+
+    @property
+    def colocated(self) -> tuple[tuple[str, ...], ...]:
+        """Groups of roles on one device (a target verifier shares the target's)."""
+        groups: list[set[str]] = []
+        if self.colocate:
+            groups.append(set(self.colocate.split("+")))
+        if self.verifier_name == "target":
+            hit = next((g for g in groups if "target" in g), None)
+            if hit is None:
+                groups.append({"prm", "target"})
+            else:
+                hit.add("prm")
+        order = ("draft", "prm", "target")
+        return tuple(tuple(r for r in order if r in g) for g in groups)
+
+
+SPECULATIVE_KEYS: tuple[str, ...] = ("draft_model", "draft_device", "draft_precision")
+PRM_KEYS: tuple[str, ...] = ("prm_model", "prm_device", "prm_precision", "prm_serving")
+KNOB_KEYS: tuple[str, ...] = ("accept_threshold", "backtrack_threshold", "max_backtracks",
+                              "backtrack_window")
+
+
+def _check_system(path: object, v: dict[str, Any]) -> None:
+    """What a workflow needs: a speculative design names its draft, its verifier's placement
+    (a PRM's; a target verifier is the target) and its thresholds; a target-only design has no
+    verifier; colocated roles name one device."""
+    workflow = v["workflow"] or "speculative"
+    if workflow == "target-only":
+        if v["verifier"] is not None:
+            raise SpecError(path, "verifier", "a target-only design has no verifier (the "
+                            "target writes every step); remove the key or set workflow = "
+                            '"speculative"')
+        if v["colocate"] is not None:
+            raise SpecError(path, "colocate", "a target-only design runs one role; nothing "
+                            "to colocate")
+        return
+    verifier = v["verifier"] or "prm"
+    need = [*SPECULATIVE_KEYS, *KNOB_KEYS, *(PRM_KEYS if verifier == "prm" else ())]
+    for key in need:
+        if v[key] is None:
+            raise SpecError(path, key, f"missing key (a speculative design with verifier "
+                            f"{verifier!r} needs it)")
+    if v["colocate"] is not None:
+        roles = v["colocate"].split("+")
+        if verifier == "target" and "prm" in roles:
+            raise SpecError(path, "colocate", "with verifier = \"target\" the target is the "
+                            "verifier; name draft+target")
+        devices = {r: (v["target_device"] if r == "prm" and verifier == "target"
+                       else v[f"{r}_device"]) for r in roles}
+        if len(set(devices.values())) > 1:
+            raise SpecError(path, "colocate", "colocated roles must name the same device, got "
+                            + ", ".join(f"{r}_device = {d!r}" for r, d in devices.items()))
+
 
 register_kind("workload", WorkloadSpec)
-register_kind("system", SystemSpec)
+register_kind("system", SystemSpec, check=_check_system)

@@ -30,7 +30,11 @@ from numpy.typing import NDArray
 from dse.design import Design
 from dse.scenario import WorkloadSpec
 from dse.schedules import DEVICE_ROLES, Costs, Role, rules
-from dse.workflow import max_steps, step_probabilities, steps_distribution
+from dse.workflow import (
+    design_step_probabilities,
+    max_steps,
+    steps_distribution,
+)
 
 F64 = NDArray[np.float64]
 
@@ -208,13 +212,12 @@ def components_grid(c: Costs, pa: F64, resp: F64) -> dict[str, F64]:
         "D": c.draft_decode(xbar, resp), "W": c.link_draft(xbar) + pp + lkv,
         "Tf_sa": c.target_prefill(xbar, resp) + td, "Tf_seq": c.target_prefill(u_seq, resp) + td,
         "Lu_sa": c.link_gpu(xbar) * ones, "Lu_seq": c.link_gpu(u_seq) * ones,
-        "Lt": c.link_draft(tbar) * ones,
+        "Lt": c.link_to_draft(tbar) * ones,
         "Sy_shadow": c.draft_absorb(tbar, resp), "Sy_prefill": c.draft_prefill(tbar, resp),
         "a1": c.draft_absorb(1, resp), "P2": c.prm(tbar, resp) + lkv, "Ta": td,
         "init": c.init_s() * ones, "_init_j": c.init_energy_j() * ones, "wd": c.draft_dyn_w(resp),
-        "wp": c.prm_dyn_w(w.problem_tokens + resp), "wt": c.target_dyn_w(resp), "Pp": pp,
-        "_idle_w": sum(float(getattr(c.design, r).power_w("idle"))
-                       for r in DEVICE_ROLES) * ones,
+        "wp": c.prm_dyn_w(0.0, resp), "wt": c.target_dyn_w(resp), "Pp": pp,
+        "_idle_w": sum(c.idle_w().values()) * ones,
     }
 
 
@@ -234,8 +237,7 @@ def select(grid: dict[str, F64], step_ahead: bool, shadow: bool, backtracking: b
 def components(d: Design, w: WorkloadSpec) -> dict[str, float]:
     """The mean-step components of one design on one workload (numbers for the formulas)."""
     c = Costs(d, w)
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
+    pr = design_step_probabilities(d, w)
     pa = np.atleast_1d(np.asarray(pr.p_accept, dtype=float))
     m_c, s_mean, resp = pa_context(w, pa, d.max_context_tokens)
     s = d.schedule

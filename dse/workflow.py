@@ -34,6 +34,7 @@ draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 at p_accept 1 it is 0.3 (0.25 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -41,6 +42,10 @@ from scipy import special
 
 from dse.errors import SpecError
 from dse.scenario import WorkloadSpec
+from dse.verifiers import ScoreStats
+
+if TYPE_CHECKING:  # the design imports the workflow's callers, not this module
+    from dse.design import Design
 
 F64 = NDArray[np.float64]
 
@@ -103,14 +108,19 @@ class StepProbabilities:
 def step_probabilities(
     w: WorkloadSpec, draft_model: str, target_model: str,
     accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
+    scores: ScoreStats | None = None,
 ) -> StepProbabilities:
+    """scores: the verifier's score distributions (dse.verifiers); None: the workload's PRM
+    statistics (the `prm` verifier's)."""
     s_vals, s_p = steps_distribution(w, quality_max_steps(w))
     h_d = step_error_rate(model_accuracy(w, draft_model), s_vals, s_p)
     h_t = step_error_rate(model_accuracy(w, target_model), s_vals, s_p)
-    fg_a = beta_cdf(accept_threshold, w.prm_good_alpha, w.prm_good_beta)
-    fb_a = beta_cdf(accept_threshold, w.prm_bad_alpha, w.prm_bad_beta)
-    fg_b = beta_cdf(backtrack_threshold, w.prm_good_alpha, w.prm_good_beta)
-    fb_b = beta_cdf(backtrack_threshold, w.prm_bad_alpha, w.prm_bad_beta)
+    sc = scores or ScoreStats(w.prm_good_alpha, w.prm_good_beta, w.prm_bad_alpha,
+                              w.prm_bad_beta, "")
+    fg_a = beta_cdf(accept_threshold, sc.good_alpha, sc.good_beta)
+    fb_a = beta_cdf(accept_threshold, sc.bad_alpha, sc.bad_beta)
+    fg_b = beta_cdf(backtrack_threshold, sc.good_alpha, sc.good_beta)
+    fb_b = beta_cdf(backtrack_threshold, sc.bad_alpha, sc.bad_beta)
     p_accept = (1 - h_d) * (1 - fg_a) + h_d * (1 - fb_a)
     # nested errors: P(target bad | draft bad) and P(target bad | draft good), in the chain
     t_if_bad, t_if_good = in_chain_rewrite_error(
@@ -258,3 +268,10 @@ def quality_max_steps(w: WorkloadSpec) -> int:
 def max_steps(w: WorkloadSpec, budget_tokens: int, mean_step_tokens: float) -> int:
     """Steps that fit the generation budget at the mean step length (at least 1)."""
     return max(1, int((budget_tokens - w.prompt_tokens) // max(mean_step_tokens, 1.0)))
+
+
+def design_step_probabilities(d: Design, w: WorkloadSpec) -> StepProbabilities:
+    """The step probabilities of a speculative design: its draft, target, thresholds and its
+    verifier's score distributions."""
+    return step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                              d.backtrack_threshold, d.verifier.scores(w))

@@ -19,7 +19,7 @@ from scipy.optimize import brentq
 
 from dse.design import build_design
 from dse.design_files import load_system
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.reproduce import CONFIGS, reported
 from dse.schedules import PRESETS
 from dse.specs import Catalog

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dse import __version__  # noqa: E402
-from dse.engine.closed_form import evaluate  # noqa: E402
+from dse.engine.evaluate import evaluate  # noqa: E402
 from dse.schedules import PRESETS  # noqa: E402
 from dse.specs import Catalog  # noqa: E402
 from tests.faults import (  # noqa: E402

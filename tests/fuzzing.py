@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from dse.design import Design, build_design, infeasibility
-from dse.design_files import with_overrides
-from dse.engine.closed_form import BUSY_RTOL, Report
+from dse.engine.closed_form import BUSY_RTOL
+from dse.engine.report import Report
+from dse.resolve import override_spec as with_overrides
 from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS, Schedule
 from dse.specs import Catalog, FpgaSpec

@@ -18,7 +18,7 @@ def golden_reports() -> dict[str, dict[str, Any]]:
     """{"<system>__<workload>__<schedule>": {"report": the closed-form report as a plain dict,
     "mean_value": the mean-value metrics the sweep screens with}}."""
     from dse.design import build_design
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
     from dse.schedules import schedule
     from dse.specs import Catalog
     from dse.symbolic import mean_value

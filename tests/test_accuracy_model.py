@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.design import build_design
-from dse.design_files import load_system, with_overrides
+from dse.design_files import load_system
 from dse.engine.closed_form import accuracy_only
 from dse.reproduce import reported
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import PRESETS
 from dse.search.grid import KnobGrid, pair_tables
 from dse.validation import accuracy as acc
@@ -117,7 +118,7 @@ def test_closed_form_and_sweep_tables_agree_with_the_factor(cat):
 def test_simulator_uses_the_in_chain_rates(cat):
     """The simulator draws rewrites with the in-chain conditional rates: its accuracy tracks
     the closed form's for config2 (rho 1.69)."""
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
 
     d = build_design(cat, load_system(cat, "paper-config2-3090"), PRESETS["rsd"])
     w = cat.workload("math500")

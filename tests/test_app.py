@@ -14,10 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from dse import views
 from dse.design import build_design
-from dse.design_files import with_overrides
 from dse.devices.registry import KINDS
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.reproduce import _row
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dse import views
 from dse.design import build_design
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.specs import Catalog
 from dse.views import search as vs
 

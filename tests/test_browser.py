@@ -152,7 +152,7 @@ def expected(cat: object, url: str) -> object:
 
     from dse import views
     from dse.design import build_design
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
 
     st = views.state_from_params(cat, dict(parse_qsl(urlsplit(url).query)))
     return evaluate(build_design(cat, st.spec(cat), st.schedule),

@@ -153,7 +153,8 @@ def test_evaluate_set_matches_design_file(tmp_path, capsys):
                        "--set", "fpga.clock_mhz=250", "--json")
     assert code == 0
     a = json.loads(out)["schedules"]["heteroreason"]
-    from dse.design_files import load_system, system_to_toml, with_overrides
+    from dse.design_files import load_system, system_to_toml
+    from dse.resolve import override_spec as with_overrides
     from dse.specs import Catalog
 
     spec = with_overrides(load_system(Catalog.load(), "paper-config1-u280"),

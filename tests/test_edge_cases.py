@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from dse.design import build_design
-from dse.design_files import with_overrides
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.errors import InfeasibleError
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import PRESETS
 from tests.fuzzing import ROOT, _set_key, one_error_line, run_cli, write_small_space
 
@@ -150,7 +150,7 @@ def test_unknown_name_in_a_system_names_file_and_key():
 
 def test_evaluate_refuses_non_finite_results(cat):
     """Defence in depth: a report with a NaN metric is an error, never a silent 'nan'."""
-    from dse.engine import closed_form as ev
+    from dse.engine import report as ev
     from dse.errors import DseError
 
     d = build_design(cat, cat.get("system", "paper-config1-u280"), PRESETS["brsd"])

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.design import build_design
-from dse.design_files import load_system, with_overrides
-from dse.engine.closed_form import evaluate
+from dse.design_files import load_system
+from dse.engine.evaluate import evaluate
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import ACCEPT, PRESETS, REFINE, attempt
 
 
@@ -48,13 +49,16 @@ class FakeCosts:
     def link_gpu(self, n):
         return np.zeros(np.shape(n))
 
+    def link_to_draft(self, n):
+        return np.zeros(np.shape(n))
+
     def link_verdict(self):
         return 0.0
 
     def draft_dyn_w(self, resp):
         return 10.0
 
-    def prm_dyn_w(self, n):
+    def prm_dyn_w(self, n, resp):
         return 100.0
 
     def target_dyn_w(self, resp):
@@ -327,7 +331,7 @@ def test_busy_draft_with_a_small_budget_is_never_busier_than_the_problem(cat):
 def test_closed_form_caveats(cat, capsys, monkeypatch):
     """A device busier than the problem lasts is flagged, in the report's caveats and in
     `dse evaluate`'s output; no shipped design is."""
-    import dse.engine.closed_form
+    import dse.engine.evaluate
     from dse.cli import main
     from dse.engine.closed_form import closed_form_caveats
 
@@ -337,7 +341,7 @@ def test_closed_form_caveats(cat, capsys, monkeypatch):
     odd = replace(r, devices={**r.devices, "draft": {**r.devices["draft"], "busy_s": busy}})
     (note,) = closed_form_caveats(odd)
     assert note.startswith("the draft is busy") and "dse simulate" in note
-    monkeypatch.setattr(dse.engine.closed_form, "evaluate", lambda *a, **k: odd)
+    monkeypatch.setattr(dse.engine.evaluate, "evaluate", lambda *a, **k: odd)
     assert main(["evaluate", "--system", "paper-config1-u280", "--scenario", "math500",
                  "--schedule", "heteroreason"]) == 0
     assert f"note (heteroreason): {note}" in capsys.readouterr().out

@@ -26,7 +26,7 @@ from dse import atomic
 from dse.cli import main
 from dse.design import build_design
 from dse.design_files import DesignFile, read_design_file
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
 from dse.exporters import (
     EXPORTERS,
@@ -406,7 +406,8 @@ def test_board_name_with_path_characters_is_refused(cat, bundles):
     design, _ = bundles["paper-config1-u280"]
     build = design.draft.fpga_build
     evil = dataclasses.replace(build, board=dataclasses.replace(build.board, name="../evil"))
-    bad = dataclasses.replace(design, draft=dataclasses.replace(design.draft, fpga_build=evil))
+    bad = dataclasses.replace(design, draft_placement=dataclasses.replace(design.draft,
+                                                                          fpga_build=evil))
     with pytest.raises(SpecError, match="cannot be used in a file path"):
         render_bundle(cat, bad, cat.get("workload", "math500"))
 
@@ -618,9 +619,9 @@ def test_each_exporter_applies_where_it_did(cat, system):
 def test_a_draft_layer_flexllm_does_not_implement_is_projection_only(cat):
     """GPT-2 on the U280 (plain MLP, learned positions, LayerNorm, biases): draft_config.h still
     holds its geometry, and the build directory is marked projection-only with the reason."""
-    from dse.design_files import with_overrides
     from dse.exporters import hls
     from dse.exporters.exporter import ExportContext
+    from dse.resolve import override_spec as with_overrides
 
     assert hls.unsupported_layer(cat.model("qwen2.5-0.5b-instruct")) == []
     assert "a plain (2-matrix) MLP" in hls.unsupported_layer(cat.model("gpt2-medium"))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from tests.fuzzing import (
     TWIN_RTOL,
     build_case,

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from dse import reproduce
 from dse.design import build_design
-from dse.design_files import load_system, with_overrides
+from dse.design_files import load_system
 from dse.engine.closed_form import accuracy_only
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +155,7 @@ def test_stall_step_share_closed_form_matches_simulator(cat, system):
     """The paper's speculation stall ratio (share of steps in which the draft finished its
     step-ahead speculation before the verdict): the closed form's exact probability over the
     next step's length agrees with the simulator's count; absent without step-ahead."""
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
 
     w = cat.get("workload", "math500")
     d = build_design(cat, load_system(cat, system), PRESETS["heteroreason"])

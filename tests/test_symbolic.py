@@ -8,7 +8,7 @@ import pytest
 
 from dse.design import build_design
 from dse.design_files import load_system
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.schedules import PRESETS
 from dse.symbolic import expected_counts, mean_value, sensitivities, step_expressions
 

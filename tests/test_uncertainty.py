@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from dse.design import build_design
 from dse.design_files import load_system
-from dse.engine.closed_form import accuracy_only, evaluate
+from dse.engine.closed_form import accuracy_only
+from dse.engine.evaluate import evaluate
 from dse.errors import SpecError
 from dse.schedules import PRESETS
 from dse.search.grid import Evaluator, pessimism

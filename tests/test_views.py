@@ -12,9 +12,10 @@ import pytest
 
 from dse import views
 from dse.design import build_design
-from dse.design_files import DesignFile, system_to_toml, with_overrides
-from dse.engine.closed_form import evaluate
+from dse.design_files import DesignFile, system_to_toml
+from dse.engine.evaluate import evaluate
 from dse.errors import SpecError, UnknownNameError
+from dse.resolve import override_spec as with_overrides
 from dse.schedules import PRESETS
 
 

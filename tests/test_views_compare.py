@@ -11,7 +11,7 @@ import pytest
 
 from dse import views
 from dse.design import build_design
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.schedules import PRESETS
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from dse.cli.common import (
@@ -17,6 +18,7 @@ from dse.cli.common import (
     with_interval,
     write_file,
 )
+from dse.design import build_design
 from dse.errors import UsageError
 from dse.limits import MAX_PROBLEMS
 from dse.specs import Catalog
@@ -34,39 +36,42 @@ def _design_args(p: argparse.ArgumentParser) -> None:
                    "backtracking=false; repeatable")
 
 
-def _design_file(a: argparse.Namespace, cat: Catalog) -> Any:
-    from dse.design_files import DesignFile, load_system, read_design_file
+def _source(a: argparse.Namespace, cat: Catalog) -> Any:
+    """The system or design file of --system / --design, read once (dse.resolve)."""
+    from dse.resolve import read_source
 
     if a.design is not None:
-        return read_design_file(a.design)
-    return DesignFile(load_system(cat, a.system), None, None)
+        return read_source(cat, Path(a.design))
+    return read_source(cat, a.system)
 
 
-def _scenario(a: argparse.Namespace, cat: Catalog) -> Any:
+def _scenario(a: argparse.Namespace, cat: Catalog, src: Any) -> Any:
     """The workload of --scenario, else the design file's."""
-    name = a.scenario or _design_file(a, cat).workload
+    name = a.scenario or src.workload
     if name is None:
         raise UsageError("--scenario: required (the design file names no workload)")
     return read_workload(cat, name)
 
 
-def _designs(a: argparse.Namespace, cat: Catalog, schedules: list[str] | None) -> list[Any]:
-    """The design under each named schedule; None: the design file's schedule, else all
-    presets."""
-    from dse.design import build_design
-    from dse.design_files import parse_set, with_overrides
+def _designs(a: argparse.Namespace, cat: Catalog, src: Any, schedules: list[str] | None
+             ) -> tuple[list[Any], list[str]]:
+    """The design under each named schedule (None: the design file's schedule beside the
+    presets the design can run), and a note for each preset it cannot run."""
+    from dse.design_files import parse_set
+    from dse.resolve import override_spec, runnable_schedules, schedule_of
     from dse.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
-    df = _design_file(a, cat)
-    spec = with_overrides(df.system, sys_over)
+    spec = override_spec(src.spec, sys_over, source="--set")
+    notes: list[str] = []
     if schedules is None:
-        scheds = [PRESETS[n] for n in PRESETS]
-        if df.schedule is not None and df.schedule.name not in PRESETS:
-            scheds.append(df.schedule)
+        scheds = [PRESETS[n].with_flags(**flags) for n in PRESETS]
+        if src.schedule is not None and src.schedule.name not in PRESETS:
+            scheds.append(src.schedule.with_flags(**flags))
+        scheds, notes = runnable_schedules(spec, scheds)
     else:
-        scheds = [schedule(n) for n in schedules]
-    return [build_design(cat, spec, s.with_flags(**flags)) for s in scheds]
+        scheds = [schedule_of(schedule(n), None).with_flags(**flags) for n in schedules]
+    return [build_design(cat, spec, s) for s in scheds], notes
 
 
 # columns after the report's headline ones (dse.engine.closed_form.REPORT_COLUMNS)
@@ -82,16 +87,19 @@ def evaluate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.engine.closed_form import REPORT_COLUMNS, closed_form_caveats, evaluate
-    from dse.uncertainty import attach
+    from dse.engine.closed_form import closed_form_caveats
+    from dse.engine.report import REPORT_COLUMNS
+    from dse.resolve import report
 
-    w = _scenario(a, cat)
-    reports, caveats = {}, []
-    for d in _designs(a, cat, a.schedule or None):
-        rep = attach(evaluate(d, w), d, w)
+    src = _source(a, cat)
+    w = _scenario(a, cat, src)
+    designs, skipped = _designs(a, cat, src, a.schedule or None)
+    reports, caveats = {}, [f"note: {n}" for n in skipped]
+    for d in designs:
+        rep = report(d, w)
         notes = closed_form_caveats(rep)
-        reports[d.schedule.name] = rep.to_dict() | {"caveats": notes}
-        caveats += [f"note ({d.schedule.name}): {c}" for c in notes]
+        reports[rep.schedule] = rep.to_dict() | {"caveats": notes}
+        caveats += [f"note ({rep.schedule}): {c}" for c in notes]
     base = reports.get("brsd")
     for r in reports.values():
         if base is not None:
@@ -122,7 +130,7 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.engine.closed_form import finite, report_from_replay
+    from dse.engine.report import finite, report_from_replay
     from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
     from dse.schedules import Costs
     from dse.uncertainty import attach
@@ -131,18 +139,30 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               {"--trace": a.trace, "--design": a.design,
                                "--scenario": a.scenario if a.scenario and a.scenario.endswith(
                                    ".toml") else None}, catalogs=a.catalog)
+    src = _source(a, cat)
     if a.schedule is None:
-        df = _design_file(a, cat)
-        names = None if df.schedule is not None else ["heteroreason"]
-        ds = _designs(a, cat, names)
-        (d,) = [x for x in ds if df.schedule is None or x.schedule.name == df.schedule.name]
+        names = None if src.schedule is not None else ["heteroreason"]
+        ds, _ = _designs(a, cat, src, names)
+        (d,) = [x for x in ds if src.schedule is None or x.schedule.name == src.schedule.name][:1]
     else:
-        (d,) = _designs(a, cat, [a.schedule])
-    c = Costs(d, _scenario(a, cat))
-    tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
-    rp = replay(c, tr, timeline_problem=0)
+        (d,), _ = _designs(a, cat, src, [a.schedule])
+    c = Costs(d, _scenario(a, cat, src))
+    if not d.is_speculative:
+        from dse.engine.target_only import target_only_replay
+
+        if a.trace:
+            raise UsageError("--trace: a target-only design has no draft steps, verdicts or "
+                             "rewrites to replay; simulate it without --trace")
+        rp = target_only_replay(c, a.problems, a.seed)
+        tr = None
+    else:
+        tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
+        rp = replay(c, tr, timeline_problem=0)
     r = attach(finite(report_from_replay(c, rp)), d, c.workload).to_dict()
     if a.trace_out:
+        if tr is None:
+            raise UsageError("--trace-out: a target-only design has no speculative trace to "
+                             "write")
         write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
     if a.timeline_out:
         payload = {"schema_version": 1, "system": d.name, "schedule": d.schedule.name,

@@ -33,27 +33,29 @@ def export_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
-    from dse.design_files import DesignFile, load_system, read_design_file
+    from pathlib import Path
+
+    from dse.resolve import Source, read_source
 
     if a.study is None and (a.storage is not None or a.trial is not None):
         raise UsageError("--storage and --trial go with --study")
     if a.design is not None:
-        return read_design_file(a.design)
+        return read_source(cat, Path(a.design))
     if a.system is not None:
-        return DesignFile(load_system(cat, a.system), None, None)
+        return read_source(cat, a.system)
     try:
         from dse.search import study_design_file
     except ImportError as e:
         raise DseError(f"--study: studies are not available in this build ({e})") from None
     quiet_optuna()
-    return study_design_file(a.storage, a.study, a.trial)
+    df = study_design_file(a.storage, a.study, a.trial)
+    return Source(df.system, df.schedule, df.workload)
 
 
 def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design import build_design
-    from dse.design_files import parse_set, with_overrides
+    from dse.design_files import parse_set
     from dse.exporters import render_bundle, write_bundle
-    from dse.schedules import PRESETS, schedule
+    from dse.resolve import resolve_design
 
     refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
                                                   if a.scenario and a.scenario.endswith(".toml")
@@ -61,11 +63,11 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               dir_outputs=("--out",))
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)
-    sched = (schedule(a.schedule) if a.schedule else df.schedule or PRESETS["heteroreason"])
     wl_name = a.scenario or df.workload or ("math500" if a.system is not None else None)
     if wl_name is None:
         raise UsageError("--scenario: required (the design file names no workload)")
-    design = build_design(cat, with_overrides(df.system, sys_over), sched.with_flags(**flags))
+    design = resolve_design(cat, df, overrides={**sys_over, **flags}, schedule=a.schedule,
+                            source="--set")
     files = render_bundle(cat, design, read_workload(cat, wl_name))
     out = write_bundle(files, a.out, a.force)
     manifest = json.loads(files["manifest.json"])

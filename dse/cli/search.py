@@ -58,6 +58,9 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="write best.toml, pareto.csv, pareto.html "
                    "(and trials.csv for optimize) into DIR")
     p.add_argument("--force", action="store_true", help="replace files already in --out")
+    p.add_argument("--measured-only", action="store_true",
+                   help="only hardware whose every device has a published measurement (no "
+                   "projection-only board)")
 
 
 def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
@@ -106,6 +109,55 @@ def _closed_form_line(best: Any) -> str:
             f"s/problem, {v('j_per_token')} J/token, accuracy {v('accuracy')}%")
 
 
+FAMILY_LABELS = {"j_per_token": "J/token", "latency_s_per_problem": "s/problem",
+                 "accuracy": "accuracy pts"}
+
+
+def _families_text(objectives: list[str], fams: list[Any]) -> str:
+    """Each family's best beside the winner (accurate closed form), its margin against it with
+    the joint 90% interval of the difference, and a line when the target alone wins."""
+    from dse.search.families import no_speculation_wins
+    from dse.search.objectives import direction
+
+    if not fams:
+        return ""
+    obj = OBJECTIVES[objectives[0]]
+    rows = []
+    notes = []
+    for f in fams:
+        c = f.candidate
+        if c is None:
+            rows.append([f.family, "-", "-", "-", "-", "-", "-", f.note])
+            continue
+        cf = c.metrics.get("closed_form") or {}
+        iv = cf.get("intervals", {})
+
+        def val(m: str, cf: dict[str, Any] = cf, iv: dict[str, Any] = iv) -> Any:
+            return with_interval(cf.get(m), iv.get(m)) if m in cf else "-"
+
+        if f.is_winner:
+            margin = "#1 (the winner)"
+        else:
+            m = f.margin.get(obj)
+            lo, hi = f.margin_interval.get(obj, [m, m])
+            sure = "outside" if f.decided(obj) else "inside"
+            margin = (f"{m:+.4g} [{lo:+.4g} to {hi:+.4g}] {FAMILY_LABELS.get(obj, obj)}; 0 "
+                      f"{sure} the interval") if m is not None else "-"
+        pa = cf.get("p_accept")
+        rows.append([f.family, val("j_per_token"), val("latency_s_per_problem"),
+                     val("accuracy"), "-" if pa is None else f"{pa:.3g}",
+                     "-" if pa is None else f"{1 - pa:.0%}", margin, c.label])
+        notes += [f"evidence ({f.family}): {e}" for e in f.evidence]
+    out = ("\nbest of each family (accurate closed form, [low-high]: 90% intervals; margin: "
+           "family - #1 on " + objectives[0] + ", [joint 90% interval of the difference])\n"
+           + table(["family", "J/token", "latency s", "accuracy %", "p_accept",
+                    "target steps", "margin vs #1", "design"], rows))
+    if no_speculation_wins(fams, obj, direction(objectives[0])):
+        out += ("\nNo speculative design beats the best target-only design (the target model "
+                f"alone) on {objectives[0]} in this space.")
+    return out + "".join(f"\n{n}" for n in notes)
+
+
 def _constraint_text(cons: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in cons.items()) or "none"
 
@@ -133,7 +185,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         if show:
             print(f"\rsweep: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
 
-    r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence)
+    r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence,
+              measured_only=a.measured_only)
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"
@@ -153,7 +206,10 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if not r.best:
         raise InfeasibleError(f"no feasible design among {r.n_designs:,} (constraints: "
                               f"{_constraint_text(r.constraints)}); relax the constraints")
-    text = head + "\n" + _best_table(objectives, r.pareto) + _closed_form_line(r.best[0])
+    payload["by_family"] = [f.to_dict() for f in r.by_family]
+    payload["measured_only"] = r.measured_only
+    text = (head + "\n" + _best_table(objectives, r.pareto) + _closed_form_line(r.best[0])
+            + _families_text(objectives, r.by_family))
     if files:
         text += "\nwrote " + ", ".join(files)
     return payload, text

@@ -1,4 +1,4 @@
-"""`evaluate(design, workload) -> Report`: the closed-form evaluator, and the Report.
+"""The closed-form evaluator of a speculative design: expected values.
 
 Closed form: expected values of the attempt costs (dse.schedules.attempt) over quadrature grids
 of the random token counts, per step position t and previous outcome (accepted with the draft
@@ -11,11 +11,13 @@ then a forward propagation of probability mass over
   (P(j) = p_a (1 - p_a)^(j-1), j <= window): t -> t - j + 2, b -> b + 1.
 Expected metrics are the mass-weighted sums of the attempts' expected costs. The simulator
 (dse.engine.simulator) replays sampled traces through the same `attempt` and is its referee.
+The Report and its assembly are in dse.engine.report; the one entry point, `evaluate`, in
+dse.engine.evaluate.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dse.design import Design
-from dse.errors import DseError
+from dse.engine.report import Report, assemble
 from dse.roles import busy_field, crit_field, dyn_field
 from dse.scenario import WorkloadSpec
 from dse.schedules import (
@@ -41,17 +43,14 @@ from dse.schedules import (
 from dse.schedules.fields import SUMMED_FIELDS
 from dse.workflow import (
     chain_bad_rate,
+    design_step_probabilities,
     lognormal_params,
     max_steps,
-    step_probabilities,
     steps_distribution,
     token_quadrature,
 )
 
 F64 = NDArray[np.float64]
-ROLES: tuple[str, ...] = tuple(r.value for r in PATH_ROLES)  # critical-path roles
-DEVICES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # per-device report keys
-BREAKDOWN_KEYS: tuple[str, ...] = ("init", *ROLES)  # Report.latency_breakdown_s, in plot order
 QUAD_POINTS = 5
 RESP_POINTS = 4
 # the head starts after a reject are iterated until they move by less than this share of an
@@ -59,91 +58,6 @@ RESP_POINTS = 4
 AHEAD_REL_TOL = 1e-3
 # a device's busy time may exceed the latency by this share before a report is flagged
 BUSY_RTOL = 1e-3
-
-
-
-@dataclass(frozen=True)
-class Report:
-    """Per-problem metrics of one design on one workload. Parts sum to their totals:
-    latency = sum(latency_breakdown_s); energy = sum(energy_by_device_j)."""
-
-    system: str
-    schedule: str
-    workload: str
-    evaluator: str  # "closed-form" or "simulator"
-    latency_s_per_problem: float
-    goodput_tokens_per_s: float
-    j_per_token: float
-    energy_j_per_problem: float
-    tokens_per_problem: float
-    accuracy: float | None  # percent of problems solved
-    p_accept: float
-    latency_breakdown_s: dict[str, float]  # critical path by role + init (prompt/migration)
-    step_latency_share: dict[str, float]  # draft, prm, target, link; sums to 1
-    energy_by_device_j: dict[str, float]
-    devices: dict[str, dict[str, float]]  # busy_s, idle_s, stall_s per device
-    communication_share: float
-    speculation_stall_ratio: float
-    wasted_tokens_per_problem: float
-    wasted_energy_share: float
-    target_calls_per_problem: float
-    backtracks_per_problem: float
-    attempts_per_problem: float
-    percentiles: dict[str, float] = field(default_factory=dict)
-    problems: int | None = None
-    # the paper's speculation stall ratio: the share of steps (attempts) in which the draft
-    # finished its step-ahead speculation before the verdict and waited (None without
-    # step-ahead); `speculation_stall_ratio` is the same stall as a share of the latency
-    speculation_stall_step_share: float | None = None
-    # 90% intervals {metric: [low, high]} and what each component rests on (dse.uncertainty
-    # fills both; empty when a report is made without them)
-    intervals: dict[str, list[float]] = field(default_factory=dict)
-    provenance: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# The headline columns of a table of reports (`dse evaluate`): (label, Report field).
-REPORT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("schedule", "schedule"), ("latency s", "latency_s_per_problem"),
-    ("goodput tok/s", "goodput_tokens_per_s"), ("J/token", "j_per_token"),
-    ("accuracy %", "accuracy"), ("p_accept", "p_accept"),
-)
-
-
-def _assemble(d: Design, w: WorkloadSpec, evaluator: str, *, latency: float, crit: dict[str, float],
-              init_s: float, busy: dict[str, float], dyn_j: dict[str, float], init_j: float,
-              stall: float, stalled: float, wasted_s: float, wasted_tokens: float,
-              wasted_j: float, tokens: float,
-              target_calls: float, backtracks: float, attempts: float, accuracy: float | None,
-              p_accept: float, percentiles: dict[str, float] | None = None,
-              problems: int | None = None) -> Report:
-    idle_w = {r: float(getattr(d, r).power_w("idle")) for r in DEVICES}
-    energy = {r: idle_w[r] * latency + dyn_j[r] for r in DEVICES}
-    init_dev = "target" if d.init_gpu is not None else "draft"  # a GPU prefilled the prompt
-    energy[init_dev] += init_j
-    total_e = sum(energy.values())
-    breakdown = {**crit, "init": init_s}
-    steps_total = sum(crit.values())
-    share = {r: (crit[r] / steps_total if steps_total > 0 else 0.0) for r in ROLES}
-    devices = {}
-    for r in DEVICES:
-        st = stall if r == "draft" else 0.0
-        devices[r] = {"busy_s": busy[r], "stall_s": st, "idle_s": max(latency - busy[r] - st, 0.0)}
-    return Report(
-        system=d.system.name, schedule=d.schedule.name, workload=w.name, evaluator=evaluator,
-        latency_s_per_problem=latency, goodput_tokens_per_s=tokens / latency,
-        j_per_token=total_e / tokens, energy_j_per_problem=total_e, tokens_per_problem=tokens,
-        accuracy=accuracy, p_accept=p_accept, latency_breakdown_s=breakdown,
-        step_latency_share=share, energy_by_device_j=energy, devices=devices,
-        communication_share=crit["link"] / latency, speculation_stall_ratio=stall / latency,
-        wasted_tokens_per_problem=wasted_tokens, wasted_energy_share=wasted_j / total_e,
-        target_calls_per_problem=target_calls, backtracks_per_problem=backtracks,
-        attempts_per_problem=attempts, percentiles=percentiles or {}, problems=problems,
-        speculation_stall_step_share=(stalled / attempts if d.schedule.step_ahead and attempts > 0
-                                      else None),
-    )
 
 
 # ------------------------------------------------------------------------ closed form
@@ -182,24 +96,6 @@ def _expect(at: Attempt, w: F64, lead: int) -> F64:
     return np.stack(out, axis=-1)
 
 
-def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed-form",
-             problems: int = 5000, seed: int = 0) -> Report:
-    """The one entry point: metrics of a design on a workload.
-
-    evaluator: "closed-form" (expected values; fast, vectorised) or "simulator" (replays
-    `problems` synthetic problems drawn with `seed`; adds latency percentiles).
-    """
-    c = Costs(design, workload)
-    if evaluator == "closed-form":
-        return finite(closed_form(c))
-    if evaluator == "simulator":
-        from dse.engine.simulator import replay, synthetic_trace
-
-        return finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
-                                                    timeline_problem=None)))
-    raise ValueError(f"unknown evaluator {evaluator!r}; valid: closed-form, simulator")
-
-
 def closed_form_caveats(r: Report) -> list[str]:
     """Where a closed-form report looks outside the closed form's validity, one line each: a
     device busier than the problem lasts (beyond BUSY_RTOL; the head starts between attempts
@@ -214,28 +110,10 @@ def closed_form_caveats(r: Report) -> list[str]:
     return out
 
 
-def finite(r: Report) -> Report:
-    """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
-    the edge of the model's range must not come out as silent NaNs)."""
-    def walk(prefix: str, v: Any) -> str | None:
-        if isinstance(v, dict):
-            return next((bad for k, x in v.items() if (bad := walk(f"{prefix}.{k}", x))), None)
-        if isinstance(v, float) and not np.isfinite(v):
-            return f"{prefix.lstrip('.')} = {v}"
-        return None
-
-    bad = walk("", r.to_dict())
-    if bad:
-        raise DseError(f"{r.system} on {r.workload} ({r.schedule}): the model gives {bad}; "
-                       "an input is outside its valid range")
-    return r
-
-
 def closed_form(c: Costs) -> Report:
     """Closed-form expected metrics of the design on the workload."""
     d, w, s = c.design, c.workload, c.design.schedule
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
+    pr = design_step_probabilities(d, w)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
     m_c = pa * xbar + (1 - pa) * tbar
@@ -360,10 +238,10 @@ def closed_form(c: Costs) -> Report:
     crit = {r.value: tv[crit_field(r)] for r in PATH_ROLES}
     tokens = float((s_vals * s_p).sum()) * m_c
     accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
-    return _assemble(
-        d, w, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
+    return assemble(
+        c, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
         busy={r.value: tv[busy_field(r)] for r in DEVICE_ROLES},
-        dyn_j={r.value: tv[dyn_field(r)] for r in DEVICE_ROLES}, init_j=c.init_energy_j(),
+        dyn_j={r.value: tv[dyn_field(r)] for r in DEVICE_ROLES},
         stall=tv["stall_s"], stalled=tv["stalled"], wasted_s=tv["wasted_s"],
         wasted_tokens=tv["wasted_tokens"],
         wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
@@ -399,8 +277,7 @@ def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wg
 
 def accuracy_only(d: Design, w: WorkloadSpec) -> float:
     """The closed-form accuracy (percent) without the timing (for calibration fits)."""
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
+    pr = design_step_probabilities(d, w)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
     s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))
@@ -499,32 +376,3 @@ def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
     beta = counts["backtracks"] / counts["fails"] if bt_on and counts["fails"] > 0 else 0.0
     q = float(chain_bad_rate(pr, beta))
     return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
-
-
-# -------------------------------------------------------------------------- simulator
-
-
-def report_from_replay(c: Costs, rp: Any) -> Report:
-    """Aggregate a simulator replay into a Report (means over problems)."""
-    d, w = c.design, c.workload
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
-
-    def mean(a: F64) -> float:
-        return float(np.mean(a))
-
-    lat = rp.latency_s
-    acc = None if np.isnan(rp.correct).any() else 100.0 * mean(rp.correct)
-    p_acc = float(rp.accepts.sum() / rp.attempts.sum()) if rp.attempts.sum() else float(
-        pr.p_accept)
-    pct = {f"latency_p{q}_s": float(np.percentile(lat, q)) for q in (50, 95, 99)}
-    return _assemble(
-        d, w, "simulator", latency=mean(lat), crit={r: mean(rp.crit[r]) for r in ROLES},
-        init_s=rp.init_s, busy={r: mean(rp.busy[r]) for r in DEVICES},
-        dyn_j={r: mean(rp.dyn_j[r]) for r in DEVICES}, init_j=c.init_energy_j(),
-        stall=mean(rp.stall_s), stalled=mean(rp.stalled), wasted_s=mean(rp.wasted_s),
-        wasted_tokens=mean(rp.wasted_tokens), wasted_j=mean(rp.wasted_j),
-        tokens=mean(rp.committed_tokens), target_calls=mean(rp.target_calls),
-        backtracks=mean(rp.backtracks), attempts=mean(rp.attempts), accuracy=acc,
-        p_accept=p_acc, percentiles=pct, problems=len(lat),
-    )

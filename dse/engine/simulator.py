@@ -43,10 +43,10 @@ from dse.schedules.fields import REPLAY_FIELDS
 from dse.specs import Key, check_value
 from dse.specs.schema import check_keys, parse_json, read_text
 from dse.workflow import (
+    design_step_probabilities,
     lognormal_params,
     max_steps,
     sample_steps,
-    step_probabilities,
 )
 
 F64 = NDArray[np.float64]
@@ -99,8 +99,7 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
 
     d, w, s = c.design, c.workload, c.design.schedule
     rng = np.random.default_rng(seed)
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
+    pr = design_step_probabilities(d, w)
     h_d, h_rw = float(pr.h_draft), float(pr.h_rewrite)
     t_if_bad, t_if_good = float(pr.t_if_bad), float(pr.t_if_good)
     m_c = float(pr.p_accept) * w.draft_step_tokens_mean + (1 - float(pr.p_accept)) * (
@@ -122,8 +121,9 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     rows = np.arange(problems)
     # PRM score quantile functions, tabulated once (scipy's beta.ppf is slow per draw)
     q_grid = np.linspace(0.0, 1.0, 4097)
-    good_ppf = stats.beta.ppf(q_grid, w.prm_good_alpha, w.prm_good_beta)
-    bad_ppf = stats.beta.ppf(q_grid, w.prm_bad_alpha, w.prm_bad_beta)
+    sc = d.verifier.scores(w)
+    good_ppf = stats.beta.ppf(q_grid, sc.good_alpha, sc.good_beta)
+    bad_ppf = stats.beta.ppf(q_grid, sc.bad_alpha, sc.bad_beta)
     for k in range(k_max):
         active = t < steps
         if not active.any():

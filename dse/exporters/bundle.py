@@ -33,7 +33,7 @@ from dse import __version__
 from dse.atomic import write_new_dir
 from dse.design import Design, infeasibility
 from dse.design_files import design_file_text
-from dse.engine.closed_form import evaluate
+from dse.engine.evaluate import evaluate
 from dse.errors import DseError, InfeasibleError, UsageError
 from dse.exporters.exporter import ExportContext, ExporterRegistry
 from dse.exporters.registry import EXPORTERS

@@ -17,6 +17,7 @@ from dse.devices.link import token_bytes, transfer_s
 from dse.devices.protocol import Placement
 from dse.scenario import WorkloadSpec
 from dse.schedules.registry import Schedule
+from dse.specs import LinkSpec
 
 if TYPE_CHECKING:  # dse.design imports the schedules; the costs only read a Design
     from dse.design import Design
@@ -51,27 +52,47 @@ class Costs:
         return self.design.draft.prefill_s(n, self.prompt + np.asarray(resp))
 
     def prm(self, n: ArrayLike, resp: ArrayLike) -> F64:
-        """No prefix caching for a pooling model: the PRM reads problem + all steps + the new
-        step every call, scoring every position."""
-        tokens = self.workload.problem_tokens + np.asarray(resp) + np.asarray(n)
-        return self.design.prm.prefill_s(tokens, 0, all_positions=True)
+        """The verifier scores a step of n tokens after resp response tokens (dse.verifiers:
+        a PRM re-reads problem + all steps + the new step every call; a target judge prefills
+        the step after its cached prefix and decodes one score token)."""
+        d = self.design
+        return d.verifier.score_s(d.prm, self.workload, n, resp)
 
     def target_prefill(self, u: ArrayLike, resp: ArrayLike) -> F64:
-        """Prefix caching: prefill only the u tokens the target has not seen."""
+        """Prefix caching: prefill only the u tokens the target has not seen. A target that
+        judges every step has prefilled each one when it scored it (and the prompt at the
+        start, `init_s`), so a rewrite prefills nothing new."""
+        if self.design.verifier.is_target:
+            return np.zeros(np.broadcast_shapes(np.shape(u), np.shape(resp)))
         ctx = np.maximum(self.prompt + np.asarray(resp) - np.asarray(u), 0)
         return self.design.target.prefill_s(u, ctx)
 
     def target_decode(self, n: ArrayLike, resp: ArrayLike) -> F64:
         return self.design.target.decode_s(n, self.prompt + np.asarray(resp))
 
+    # ---- links; no hop between roles that share a device
+    def _hop(self, a: str, b: str, link: LinkSpec, n_tokens: ArrayLike) -> F64:
+        n = np.asarray(n_tokens, dtype=float)
+        if self.design.shares_device(a, b):
+            return np.zeros_like(n)
+        return np.asarray(transfer_s(link, token_bytes(n)))
+
     def link_draft(self, n_tokens: ArrayLike) -> F64:
-        return transfer_s(self.design.draft_link, token_bytes(n_tokens))
+        """A draft step to the verifier."""
+        return self._hop("draft", "prm", self.design.draft_link, n_tokens)
+
+    def link_to_draft(self, n_tokens: ArrayLike) -> F64:
+        """The target's tokens (a rewrite, an alternative) to the draft."""
+        return self._hop("draft", "target", self.design.draft_link, n_tokens)
 
     def link_gpu(self, n_tokens: ArrayLike) -> F64:
+        """Tokens the target has not seen, from the verifier's device to the target's."""
         n = np.asarray(n_tokens, dtype=float)
-        return np.where(n > 0, transfer_s(self.design.gpu_link, token_bytes(n)), 0.0)
+        return np.where(n > 0, self._hop("prm", "target", self.design.gpu_link, n), 0.0)
 
     def link_verdict(self) -> float:
+        if self.design.shares_device("draft", "prm"):
+            return 0.0
         return float(transfer_s(self.design.draft_link, VERDICT_BYTES))
 
     # ---- power above idle (W), at a context
@@ -80,29 +101,64 @@ class Costs:
         ctx = self.prompt + np.asarray(resp)
         return p.power_w("decode", ctx) - p.power_w("idle")
 
-    def prm_dyn_w(self, n_tokens: ArrayLike) -> F64:
-        p = self.design.prm
-        return p.power_w("prefill", 0, n_new=n_tokens) - p.power_w("idle")
+    def prm_dyn_w(self, n: ArrayLike, resp: ArrayLike) -> F64:
+        """Power above idle of the verifier scoring n new tokens after resp."""
+        d = self.design
+        return d.verifier.score_dyn_w(d.prm, self.workload, n, resp)
 
     def target_dyn_w(self, resp: ArrayLike) -> F64:
         p = self.design.target
         return p.power_w("decode", self.prompt + np.asarray(resp)) - p.power_w("idle")
 
+    def idle_w(self) -> dict[str, float]:
+        """Idle power booked to each device role: a shared device's counted once, with the
+        first role of its group."""
+        d = self.design
+        return {r: (float(getattr(d, r).power_w("idle")) if d.idle_owner(r) else 0.0)
+                for r in d.roles}
+
     # ---- once per problem
     def init_s(self) -> float:
         """Prompt prefill for the draft; a non-GPU draft gets its KV cache from a GPU over the
-        link (state migration, once per problem)."""
+        link (state migration, once per problem). A target that judges also prefills the
+        prompt (after the draft's, on one device or not: a few ms either way)."""
+        d = self.design
+        if not d.is_speculative:
+            return float(d.target.prefill_s(self.prompt, 0))
         if self.init_gpu is None:
-            return float(self.design.draft.prefill_s(self.prompt, 0))
-        kv = self.design.draft.kv_bytes_per_token * self.prompt
-        return float(self.init_gpu.prefill_s(self.prompt, 0)
-                     + transfer_s(self.design.draft_link, kv))
+            t = float(d.draft.prefill_s(self.prompt, 0))
+        else:
+            kv = d.draft.kv_bytes_per_token * self.prompt
+            t = float(self.init_gpu.prefill_s(self.prompt, 0) + transfer_s(d.draft_link, kv))
+        if d.verifier.is_target:
+            t += float(d.target.prefill_s(self.prompt, 0))
+        return t
+
+    def init_energy_by_role(self) -> dict[str, tuple[Placement, float]]:
+        """Energy above idle of the prompt prefills, by the device role that runs each (the
+        target GPU for a migrated draft's prompt) with the placement that ran it."""
+        d = self.design
+        out: dict[str, tuple[Placement, float]] = {}
+
+        def add(role: str, p: Placement) -> None:
+            t = float(p.prefill_s(self.prompt, 0))
+            dyn = float(p.power_w("prefill", 0, n_new=self.prompt) - p.power_w("idle"))
+            prev = out.get(role, (p, 0.0))[1]
+            out[role] = (p, prev + t * max(dyn, 0.0))
+
+        if not d.is_speculative:
+            add("target", d.target)
+            return out
+        if self.init_gpu is not None:
+            add("target", self.init_gpu)
+        else:
+            add("draft", d.draft)
+        if d.verifier.is_target:
+            add("target", d.target)
+        return out
 
     def init_energy_j(self) -> float:
-        p = self.init_gpu or self.design.draft
-        t = float(p.prefill_s(self.prompt, 0))
-        dyn = float(p.power_w("prefill", 0, n_new=self.prompt) - p.power_w("idle"))
-        return t * max(dyn, 0.0)
+        return sum(j for _, j in self.init_energy_by_role().values())
 
 
 @dataclass(frozen=True)
@@ -153,12 +209,12 @@ def step_costs(c: Costs, s: Schedule, *, resp: ArrayLike, x: ArrayLike, z: Array
         d_step=c.draft_decode(x, resp), lk1=c.link_draft(x), lkv=c.link_verdict(),
         p1=c.prm(x, resp), d_next=c.draft_decode(z, resp + x),
         lk_u=c.link_gpu(u), t_pre=c.target_prefill(u, resp), t_dec=t_dec,
-        lk_t=c.link_draft(nt), sync_work=ingest(nt, resp),
+        lk_t=c.link_to_draft(nt), sync_work=ingest(nt, resp),
         p2=c.prm(nt, resp) if s.backtracking else np.zeros_like(t_dec),
         d_next_ref=c.draft_decode(z, resp + nt),
-        t_alt=c.target_decode(n_alt, resp_anchor), lk_a=c.link_draft(n_alt),
+        t_alt=c.target_decode(n_alt, resp_anchor), lk_a=c.link_to_draft(n_alt),
         sync2_work=ingest(n_alt, resp_anchor), d_next_alt=c.draft_decode(z, resp_anchor + n_alt),
-        draft_w=c.draft_dyn_w(resp), prm_w_step=c.prm_dyn_w(c.workload.problem_tokens + resp + x),
-        prm_w_rewrite=c.prm_dyn_w(c.workload.problem_tokens + resp + nt),
+        draft_w=c.draft_dyn_w(resp), prm_w_step=c.prm_dyn_w(x, resp),
+        prm_w_rewrite=c.prm_dyn_w(nt, resp),
         target_w=c.target_dyn_w(resp),
     )

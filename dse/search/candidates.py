@@ -31,6 +31,8 @@ class Candidate:
     def label(self) -> str:
         s = self.design.system
         sch = self.design.schedule
+        if s.workflow_name == "target-only":
+            return s.description
         flags = sch.name if sch is not None else "?"
         bt = (f", backtrack {s.backtrack_threshold:.2f} x{s.max_backtracks} "
               f"window {s.backtrack_window}" if sch is not None and sch.backtracking else "")
@@ -61,7 +63,7 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
     workloads share the device factors, so their errors move together), applied to each
     metric the candidate shows. Its `closed_form` block gets the closed form's own interval
     (the factors' moves by the closed form, as `dse evaluate` reports it)."""
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
     from dse.uncertainty import INTERVAL_METRICS, attach
 
     sched = c.design.schedule
@@ -101,14 +103,15 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
 
 def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:
     """The accurate closed form's headline metrics of one design (dse.engine.closed_form)."""
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
 
     rep = evaluate(build_design(cat, spec, sched), cat.workload(workload))
     return {"latency_s_per_problem": float(rep.latency_s_per_problem),
             "j_per_token": float(rep.j_per_token),
             "goodput_tokens_per_s": float(rep.goodput_tokens_per_s),
             "accuracy": float(rep.accuracy) if rep.accuracy is not None else math.nan,
-            "energy_j_per_problem": float(rep.energy_j_per_problem)}
+            "energy_j_per_problem": float(rep.energy_j_per_problem),
+            "p_accept": float(rep.p_accept)}
 
 
 def trial_candidate(t: Any) -> Candidate:

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from dse.arrays import F64
 from dse.errors import DseError
 from dse.search.candidates import Candidate, with_intervals
+from dse.search.families import FamilyBest, family_bests
 from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -30,7 +31,7 @@ from dse.search.objectives import (
     direction,
 )
 from dse.search.pareto import pareto_mask
-from dse.search.space import Space, hardware
+from dse.search.space import Hardware, Space, hardware
 from dse.specs import Catalog
 
 
@@ -48,9 +49,12 @@ class SweepResult:
     infeasible: dict[str, int] = field(default_factory=dict)  # reason -> hardware choices
     examples: dict[str, str] = field(default_factory=dict)  # reason -> one full reason
     confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
+    by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
+    measured_only: bool = False
 
 
-_REASON_KINDS = (("needs", "does not fit device memory"),
+_REASON_KINDS = (("together they need", "roles sharing a device do not fit together"),
+                 ("needs", "does not fit device memory"),
                  ("beyond", "context beyond the model's max positions"),
                  ("do not fit", "does not fit the FPGA's memory"), ("clock", "clock out of range"),
                  ("LUT", "not enough LUTs"), ("DSP", "not enough DSPs"),
@@ -71,11 +75,14 @@ def _reason_kind(reason: str) -> str:
 def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           constraints: Constraints = NO_CONSTRAINTS, *,
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
-          seed: int = 0, confidence: float = DEFAULT_CONFIDENCE) -> SweepResult:
+          seed: int = 0, confidence: float = DEFAULT_CONFIDENCE,
+          measured_only: bool = False) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
     Pareto front (several), under the constraints, checked at the pessimistic end of each
     constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
-    central values); designs are ranked by their central values."""
+    central values); designs are ranked by their central values. Beside the winner, each
+    family's best (dse.search.families), by the first objective. measured_only: only hardware
+    whose every device has a published measurement."""
     objectives = check_objectives(objectives)
     confidence = check_confidence(confidence)
     cons = constraints.merged(space)
@@ -83,23 +90,28 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     ev = Evaluator(cat, space, confidence=confidence,
                    checked={c.metric: c.bound for c, _ in active(cons)})
     hws = hardware(cat, space)
+    if measured_only:
+        hws = measured_hardware(hws)
     if not hws:
         raise DseError(f"{space.path}: the space has no hardware choice whose draft and "
                        "target share a tokenizer")
-    per_hw = ev.grid.size
     rng = np.random.default_rng(seed)
     keep_per_hw = max(1, sample // max(len(hws), 1))
     dirs = np.array([direction(o) for o in objectives], dtype=float)
     n_feasible = 0
+    n_designs = 0
     reasons: Counter[str] = Counter()
     examples: dict[str, str] = {}
     front_vals: list[F64] = []
     front_ref: list[tuple[int, NDArray[np.int64]]] = []
     best_val, best_ref = math.inf, None
+    fam_best: dict[str, tuple[float, int, int]] = {}
     samples: dict[str, list[F64]] = {k: [] for k in METRICS}
+    fam_results: dict[tuple[str, int], HardwareResult] = {}
     results: dict[int, HardwareResult] = {}
     for i, hw in enumerate(hws):
         r = ev.evaluate(hw)
+        n_designs += r.n_designs
         if progress is not None and (i % 16 == 0 or i == len(hws) - 1):
             progress((i + 1) / len(hws))
         if r.reasons:
@@ -114,6 +126,10 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
             continue
         vals = np.stack([r.metrics[OBJECTIVES[o]].ravel()[idx] * d
                          for o, d in zip(objectives, dirs, strict=True)], axis=1)
+        jf = int(np.argmin(vals[:, 0]))
+        if vals[jf, 0] < fam_best.get(hw.family, (math.inf, 0, 0))[0]:
+            fam_best[hw.family] = (float(vals[jf, 0]), i, int(idx[jf]))
+            fam_results[(hw.family, i)] = r
         if len(objectives) == 1:
             j = int(np.argmin(vals[:, 0]))
             if vals[j, 0] < best_val:
@@ -150,6 +166,24 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
     front = [with_intervals(cat, space.workloads, c) for c in front]
     best = front[:1] if front else [with_intervals(cat, space.workloads, c) for c in best]
-    return SweepResult(objectives, cons, len(hws) * per_hw, n_feasible, len(hws),
+    fams: list[FamilyBest] = []
+    if best:
+        bests: dict[str, Candidate | None] = {}
+        for fam, (_, i, flat) in fam_best.items():
+            fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+            c = candidate(ev, hws[i], fam_results[(fam, i)].metrics, fi, ai, ki,
+                          name=f"{space.name}-best-{fam}", closed_form=True)
+            bests[fam] = with_intervals(cat, space.workloads, c)
+        fams = family_bests(cat, space.workloads, best[0], bests)
+    return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,
-                       confidence)
+                       confidence, fams, measured_only)
+
+
+def measured_hardware(hws: Sequence[Hardware]) -> list[Hardware]:
+    """The hardware choices whose every device has a published measurement."""
+    from dse.uncertainty.evidence import measured_devices
+
+    measured = measured_devices()
+    return [h for h in hws if all(p.device in measured for p in (h.draft, h.prm, h.target)
+                                  if p is not None)]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import Design, build_design, infeasibility
+from dse.design import Design, build_design, infeasibility, schedule_conflicts
 from dse.design_files import DesignFile, design_file_text
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
@@ -45,6 +45,7 @@ from dse.symbolic import (
     pa_context,
     select,
 )
+from dse.verifiers import VERIFIERS
 from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_distribution
 
 F64 = NDArray[np.float64]
@@ -97,9 +98,10 @@ class PairTables:
     accuracy: F64  # percent [A, K]
 
 
-def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int
-                ) -> PairTables:
-    pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :])
+def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int,
+                verifier: str = "prm") -> PairTables:
+    pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :],
+                            VERIFIERS[verifier].scores(w))
     pa = np.asarray(pr.p_accept, dtype=float)[:, 0]
     m_c, s_mean, resp = pa_context(w, pa, max_context)
     bt_on = g.max_backtracks > 0
@@ -122,23 +124,31 @@ def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_conte
 def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: float = 0.7,
                max_backtracks: int = 5, window: int = 3, name: str | None = None
                ) -> SystemSpec:
-    """The system of a hardware choice with given knobs (a catalog-valid spec)."""
-    d, p, t = hw.draft, hw.prm, hw.target
+    """The system of a hardware choice with given knobs (a catalog-valid spec; a target-only
+    one names the target alone)."""
+    d, p, t, arr = hw.draft, hw.prm, hw.target, hw.arrangement
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "system", "name": name or f"{space.name}-design",
-        "description": hw.label(),
-        "draft_model": d.model, "prm_model": p.model, "target_model": t.model,
-        "draft_device": d.device, "prm_device": p.device, "target_device": t.device,
-        "target_tp": t.tp, "prm_tp": p.tp, "draft_precision": d.precision,
-        "prm_precision": p.precision,
-        "target_precision": t.precision, "draft_serving": d.serving, "draft_engine": d.engine,
-        "prm_serving": p.serving, "target_serving": t.serving,
-        "fpga_clock_MHz": None if d.clock_mhz is None else float(d.clock_mhz),
-        "fpga_memory_channels": d.memory_channels,
-        "fpga_mac_lanes": d.mac_lanes, "accept_threshold": float(accept),
-        "backtrack_threshold": float(backtrack), "max_backtracks": int(max_backtracks),
-        "backtrack_window": int(window), "max_context_tokens": space.max_context_tokens,
+        "description": hw.label(), "target_model": t.model, "target_device": t.device,
+        "target_tp": t.tp, "target_precision": t.precision, "target_serving": t.serving,
+        "max_context_tokens": space.max_context_tokens,
     }
+    if d is None:
+        data["workflow"] = "target-only"
+    else:
+        data |= {
+            "draft_model": d.model, "draft_device": d.device, "draft_precision": d.precision,
+            "draft_serving": d.serving, "draft_engine": d.engine,
+            "fpga_clock_MHz": None if d.clock_mhz is None else float(d.clock_mhz),
+            "fpga_memory_channels": d.memory_channels,
+            "fpga_mac_lanes": d.mac_lanes, "accept_threshold": float(accept),
+            "backtrack_threshold": float(backtrack), "max_backtracks": int(max_backtracks),
+            "backtrack_window": int(window),
+            "verifier": None if arr.verifier == "prm" else arr.verifier,
+            "colocate": arr.colocate}
+    if p is not None:
+        data |= {"prm_model": p.model, "prm_device": p.device, "prm_tp": p.tp,
+                 "prm_precision": p.precision, "prm_serving": p.serving}
     data = {k: v for k, v in data.items() if v is not None}  # a knob at its default: absent
     src = f"chosen by dse search over space {space.name!r} ({space.path})"
     data["sources"] = {k: src for k in ("target_tp", "prm_tp", "fpga_clock_MHz",
@@ -160,6 +170,7 @@ class HardwareResult:
     capex_usd: float
     # the constrained metrics at the pessimistic end the search checks (Evaluator.checked)
     checked: dict[str, F64] = field(default_factory=dict)
+    n_designs: int = 0  # grid cells that are designs of it (Evaluator.valid)
 
     def for_constraints(self) -> dict[str, F64]:
         """The metrics constraints are checked against: pessimistic where computed."""
@@ -172,7 +183,12 @@ class Evaluator:
     confidence and checked: the constraints' metrics (metric -> "min" or "max") are also
     computed at the pessimistic end of their interval (dse.uncertainty, first order over the
     hardware's factors), scaled by `pessimism(confidence)`: 0.9 is the end of the 90%
-    interval, 0.5 the central value. `HardwareResult.checked` holds them."""
+    interval, 0.5 the central value. `HardwareResult.checked` holds them.
+
+    A target-only hardware choice is one design: its metrics sit at grid cell (0, 0, 0) (the
+    closed form's, which for one generation is as fast as the mean value), every other cell
+    is NaN (not a design). A colocated one cannot run the schedules whose overlaps need its
+    roles apart (dse.design.schedule_conflicts): those cells are NaN too."""
 
     def __init__(self, cat: Catalog, space: Space, *, confidence: float = 0.5,
                  checked: Mapping[str, str] | None = None) -> None:
@@ -183,45 +199,72 @@ class Evaluator:
         self._perturbed_pairs: dict[tuple[Any, ...], PairTables] = {}
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
-    def pair(self, wname: str, draft: str, target: str) -> PairTables:
+    def pair(self, wname: str, draft: str, target: str, verifier: str = "prm") -> PairTables:
         return pair_tables(self.cat.workload(wname), draft, target, self.grid,
-                           self.space.max_context_tokens)
+                           self.space.max_context_tokens, verifier)
 
-    def _pair_at(self, w: WorkloadSpec, draft: str, target: str, values: Mapping[str, float]
+    def _pair_at(self, w: WorkloadSpec, hw: Hardware, values: Mapping[str, float]
                  ) -> PairTables:
+        assert hw.draft is not None and hw.arrangement.verifier is not None
+        draft, target, ver = hw.draft.model, hw.target.model, hw.arrangement.verifier
         mine = tuple(sorted((k, v) for k, v in values.items()
                             if k.startswith(("workload:", "prm_concentration:"))
                             and k.split(":")[1] == w.name))
         if not mine:
-            return self.pair(w.name, draft, target)
-        key = (w.name, draft, target, mine)
+            return self.pair(w.name, draft, target, ver)
+        key = (w.name, draft, target, ver, mine)
         if key not in self._perturbed_pairs:
             from dse.uncertainty import perturbed_workload
 
             self._perturbed_pairs[key] = pair_tables(
                 perturbed_workload(w, dict(mine)), draft, target, self.grid,
-                self.space.max_context_tokens)
+                self.space.max_context_tokens, ver)
         return self._perturbed_pairs[key]
 
     def design(self, hw: Hardware) -> Design:
-        return build_design(self.cat, system_for(self.space, hw), PRESETS["heteroreason"],
-                            check=False)
+        sched = PRESETS["heteroreason"] if hw.arrangement.colocate is None and \
+            hw.arrangement.verifier != "target" else PRESETS["rsd"]
+        return build_design(self.cat, system_for(self.space, hw), sched, check=False)
 
     def capex_usd(self, hw: Hardware) -> float:
+        """List prices of the devices, a shared one counted once."""
         dev = self.cat.device
-        return float(dev(hw.draft.device).list_price_usd
-                     + hw.prm.tp * dev(hw.prm.device).list_price_usd
-                     + hw.target.tp * dev(hw.target.device).list_price_usd)
+        total = hw.target.tp * dev(hw.target.device).list_price_usd
+        if hw.draft is not None and not hw.arrangement.shares("draft"):
+            total += dev(hw.draft.device).list_price_usd
+        if hw.prm is not None and not hw.arrangement.shares("prm"):
+            total += hw.prm.tp * dev(hw.prm.device).list_price_usd
+        return float(total)
+
+    def valid(self, hw: Hardware) -> NDArray[np.bool_]:
+        """The grid cells [F, A, K] that are designs of this hardware choice."""
+        g = self.grid
+        ok = np.zeros(g.shape, dtype=bool)
+        if hw.draft is None:
+            ok[0, 0, 0] = True
+            return ok
+        colocated = system_for(self.space, hw).colocated
+        for fi, (sa, sh) in enumerate(g.flags):
+            for bt in (False, True):
+                cols = (g.max_backtracks > 0) == bt
+                sched = PRESETS["rsd"].with_flags(backtracking=bt, step_ahead=sa,
+                                                  shadow_sync=sh)
+                if not schedule_conflicts(colocated, sched):
+                    ok[fi, :, cols] = True
+        return ok
 
     def evaluate(self, hw: Hardware) -> HardwareResult:
+        valid = self.valid(hw)
         try:
             d = self.design(hw)
         except DseError as err:  # a placement the cost model refuses (e.g. a precision)
-            return HardwareResult(hw, (str(err),), {}, 0.0)
+            return HardwareResult(hw, (str(err),), {}, 0.0, n_designs=int(valid.sum()))
         why = tuple(infeasibility(d))
         if why:
-            return HardwareResult(hw, why, {}, 0.0)
-        metrics = self.metrics(hw, d)
+            return HardwareResult(hw, why, {}, 0.0, n_designs=int(valid.sum()))
+        if hw.draft is None:
+            return self._target_only(hw, d)
+        metrics = {k: np.where(valid, v, np.nan) for k, v in self.metrics(hw, d).items()}
         checked: dict[str, F64] = {}
         scale = pessimism(self.confidence)
         if scale > 0 and self.checked:
@@ -230,7 +273,47 @@ class Evaluator:
                 lo, hi = iv[m]
                 c = metrics[m]
                 checked[m] = c - (c - lo) * scale if side == "min" else c + (hi - c) * scale
-        return HardwareResult(hw, (), metrics, self.capex_usd(hw), checked)
+        return HardwareResult(hw, (), metrics, self.capex_usd(hw), checked,
+                              int(valid.sum()))
+
+    def _target_only(self, hw: Hardware, d: Design) -> HardwareResult:
+        """The one design of a target-only choice, by the closed form over the space's
+        workload mix (its interval ends for the constraints)."""
+        from dse.engine.evaluate import evaluate
+        from dse.uncertainty import attach
+
+        shape = self.grid.shape
+        central: dict[str, float] = {}
+        ends: dict[str, list[float]] = {}
+        scale = pessimism(self.confidence)
+        for w, wt in self.workloads:
+            r = evaluate(d, w)
+            if scale > 0 and self.checked:
+                r = attach(r, d, w)
+            for name in ("latency_s_per_problem", "energy_j_per_problem", "tokens_per_problem",
+                         "accuracy"):
+                v = float(getattr(r, name) or 0.0)
+                central[name] = central.get(name, 0.0) + wt * v
+                lo, hi = r.intervals.get(name, (v, v))
+                e = ends.setdefault(name, [0.0, 0.0])
+                e[0] += wt * float(lo)
+                e[1] += wt * float(hi)
+        cell = (0, 0, 0)
+        arrays = {k: np.full(shape, np.nan) for k in central}
+        for k, v in central.items():
+            arrays[k][cell] = v
+        m = self._derived(arrays, hw)
+        checked: dict[str, F64] = {}
+        for metric, side in self.checked.items():
+            if metric in ends and scale > 0:
+                lo, hi = ends[metric]
+                c = central[metric]
+                arr = np.full(shape, np.nan)
+                arr[cell] = c - (c - lo) * scale if side == "min" else c + (hi - c) * scale
+                checked[metric] = arr
+            elif metric in m:
+                checked[metric] = m[metric]
+        return HardwareResult(hw, (), m, self.capex_usd(hw), checked, 1)
 
     def factors(self, d: Design) -> list[Any]:
         """The hardware's uncertain factors over the space's workloads (an accuracy shift
@@ -262,15 +345,14 @@ class Evaluator:
     def p_accept(self, hw: Hardware) -> F64:
         """The accept probability over the grid [F, A, K], the space's workloads' weighted
         mean (what scales an accuracy shift, dse.uncertainty.propagate.shift_scale)."""
-        pa = sum(wt * self.pair(w.name, hw.draft.model, hw.target.model).pa
-                 for w, wt in self.workloads)
+        pa = sum(wt * self._pair_at(w, hw, {}).pa for w, wt in self.workloads)
         return np.broadcast_to(np.asarray(pa, dtype=float)[None, :, None], self.grid.shape)
 
     def metrics(self, hw: Hardware, d: Design, values: Mapping[str, float] | None = None
                 ) -> dict[str, F64]:
-        """Every metric of a (feasible) design over the knob grid [F, A, K]; values: factor
-        values of dse.uncertainty whose workload part applies here (the design is already
-        scaled)."""
+        """Every metric of a (feasible) speculative design over the knob grid [F, A, K];
+        values: factor values of dse.uncertainty whose workload part applies here (the design
+        is already scaled)."""
         values = values or {}
         f_n, a_n, k_n = self.grid.shape
         lat = np.empty((f_n, a_n, k_n))
@@ -279,7 +361,7 @@ class Evaluator:
         tok: F64 | float = 0.0
         acc: F64 | float = 0.0
         for wi, (w0, weight) in enumerate(self.workloads):
-            pt = self._pair_at(w0, hw.draft.model, hw.target.model, values)
+            pt = self._pair_at(w0, hw, values)
             w = w0
             if values:
                 from dse.uncertainty import perturbed_workload
@@ -307,8 +389,15 @@ class Evaluator:
             tok = tok + weight * pt.tokens[None, :, None]
             acc = acc + weight * pt.accuracy[None, :, :]
         shape = (f_n, a_n, k_n)
-        tok_b = np.broadcast_to(np.asarray(tok, dtype=float), shape)
-        acc_b = np.broadcast_to(np.asarray(acc, dtype=float), shape)
+        return self._derived({
+            "latency_s_per_problem": lat, "energy_j_per_problem": e,
+            "tokens_per_problem": np.broadcast_to(np.asarray(tok, dtype=float), shape),
+            "accuracy": np.broadcast_to(np.asarray(acc, dtype=float), shape)}, hw)
+
+    def _derived(self, m: dict[str, F64], hw: Hardware) -> dict[str, F64]:
+        """The metrics that follow from latency, energy, tokens and accuracy."""
+        lat, e, tok_b = m["latency_s_per_problem"], m["energy_j_per_problem"], \
+            m["tokens_per_problem"]
         capex = self.capex_usd(hw)
         power = e / lat
         goodput = tok_b / lat
@@ -317,7 +406,7 @@ class Evaluator:
         return {
             "latency_s_per_problem": lat, "energy_j_per_problem": e,
             "tokens_per_problem": tok_b, "j_per_token": e / tok_b,
-            "goodput_tokens_per_s": goodput, "accuracy": acc_b,
+            "goodput_tokens_per_s": goodput, "accuracy": m["accuracy"],
             "power_w": power, "cost_usd_per_mtok": usd_per_s / goodput * 1e6,
         }
 
@@ -374,9 +463,9 @@ def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a
                       backtrack=kn["backtrack_threshold"],
                       max_backtracks=kn["max_backtracks"], window=kn["backtrack_window"],
                       name=spec_name(name))
-    sched = PRESETS["rsd"].with_flags(backtracking=kn["backtracking"],
-                                      step_ahead=kn["step_ahead"],
-                                      shadow_sync=kn["shadow_sync"])
+    sched = PRESETS["rsd"] if hw.draft is None else PRESETS["rsd"].with_flags(
+        backtracking=kn["backtracking"], step_ahead=kn["step_ahead"],
+        shadow_sync=kn["shadow_sync"])
     wl = ev.space.workloads[0][0] if len(ev.space.workloads) == 1 else None
     m = {k_: float(v[f, a, k]) for k_, v in metrics.items()}
     m["capex_usd"] = ev.capex_usd(hw)

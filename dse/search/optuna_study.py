@@ -38,7 +38,7 @@ from dse.search.objectives import (
     direction,
 )
 from dse.search.parameters import ROLES, placement, sample, study_knobs
-from dse.search.space import Hardware, Space
+from dse.search.space import Space, arrange
 from dse.search.storage import IN_MEMORY, best_candidates, open_storage, study_trials
 from dse.specs import Catalog
 
@@ -141,9 +141,9 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
             trial.set_user_attr("infeasible", "no such combination in the space")
             trial.set_user_attr("violation", 1.0)
             return worst[0] if single else worst
-        hw = Hardware(*parts)  # type: ignore[arg-type]
-        if cat.model(hw.draft.model).tokenizer_family != \
-                cat.model(hw.target.model).tokenizer_family:
+        arr = next(a for a in space.arrangements if a.name == values["arrangement"])
+        hw = arrange(cat, space, arr, *parts)  # type: ignore[arg-type]
+        if hw is None:
             trial.set_user_attr("infeasible", "draft and target do not share a tokenizer")
             trial.set_user_attr("violation", 1.0)
             return worst[0] if single else worst
@@ -163,6 +163,10 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                 flat = int(np.argmin(v))
                 viol = float(v.ravel()[flat])
             f, ai, k = (int(x) for x in np.unravel_index(flat, g.shape))
+        elif hw.draft is None:  # target-only: one design, at cell (0, 0, 0)
+            f = ai = k = 0
+            one = {m: v[:1, :1, :1] for m, v in r.for_constraints().items()}
+            viol = max(0.0, float(violation(one, cons).ravel()[0]))
         else:
             f = g.flags.index((values["step_ahead"], values["shadow_sync"]))
             ai = int(np.flatnonzero(g.accept == values["accept_threshold"])[0])
@@ -173,6 +177,11 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                 k = int(np.flatnonzero((g.max_backtracks == mb)
                                        & (g.backtrack == values["backtrack_threshold"])
                                        & (g.window == values["backtrack_window"]))[0])
+            if not np.isfinite(r.metrics["latency_s_per_problem"][f, ai, k]):
+                trial.set_user_attr("infeasible", "its roles share a device, so this "
+                                    "schedule cannot run (dse.design.schedule_conflicts)")
+                trial.set_user_attr("violation", 1.0)
+                return worst
             one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.for_constraints().items()}
             viol = max(0.0, float(violation(one, cons).ravel()[0]))
         c = candidate(ev, hw, r.metrics, f, ai, k, name=f"{name}-trial-{trial.number}")

@@ -94,9 +94,10 @@ def algorithm_knobs(space: Space) -> list[Knob]:
 def study_knobs(cat: Catalog, space: Space, *, algorithm: bool) -> tuple[Knob, ...]:
     """Every knob a trial sets, in drawing order: the three roles' placements, then (with
     algorithm=True, several objectives) the algorithm knobs. A name declared twice raises."""
-    knobs = [k for role, opts in zip(ROLES, (space.drafts, space.prms, space.targets),
-                                     strict=True)
-             for k in placement_knobs(cat, role, opts)]
+    knobs = [Knob("arrangement", tuple(a.name for a in space.arrangements))]
+    knobs += [k for role, opts in zip(ROLES, (space.drafts, space.prms, space.targets),
+                                      strict=True)
+              for k in placement_knobs(cat, role, opts)]
     if algorithm:
         knobs += algorithm_knobs(space)
     names = [k.name for k in knobs]

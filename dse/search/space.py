@@ -34,6 +34,7 @@ from dse.limits import (
     MAX_KNOBS_PER_HARDWARE,
     MAX_TP,
 )
+from dse.scenario import COLOCATIONS, VERIFIER_KINDS, WORKFLOWS
 from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
@@ -75,14 +76,57 @@ class Placement:
         return s
 
 
+@dataclass(frozen=True, order=True)
+class Arrangement:
+    """A workflow, its verifier and which roles share a device (dse.scenario's system keys
+    `workflow`, `verifier`, `colocate`)."""
+
+    workflow: str = "speculative"
+    verifier: str | None = "prm"  # None on a target-only design
+    colocate: str | None = None  # None: each role on its own device(s)
+
+    @property
+    def name(self) -> str:
+        """`target-only`, `prm`, `prm prm+target`, `target`, `target draft+target`, ..."""
+        if self.workflow == "target-only":
+            return "target-only"
+        return " ".join(x for x in (f"{self.verifier}-verifier", self.colocate) if x)
+
+    def shares(self, role: str) -> bool:
+        """The role shares the target's device (colocated with it, or the target verifier)."""
+        return (role == "prm" and self.verifier == "target") or (
+            self.colocate is not None and role in self.colocate.split("+")
+            and "target" in self.colocate.split("+"))
+
+
+SEPARATE = Arrangement()
+TARGET_ONLY = Arrangement("target-only", None, None)
+FAMILIES: tuple[str, ...] = ("target-only", "gpu-speculative", "fpga-speculative")
+"""Every search reports its winner beside the best design of each family."""
+
+
 @dataclass(frozen=True)
 class Hardware:
-    draft: Placement
-    prm: Placement
+    draft: Placement | None  # None on a target-only design
+    prm: Placement | None  # None on a target-only design and with a target verifier
     target: Placement
+    arrangement: Arrangement = SEPARATE
+
+    @property
+    def family(self) -> str:
+        """`target-only`, `fpga-speculative` (an FPGA draft: it has an engine) or
+        `gpu-speculative`."""
+        if self.draft is None:
+            return "target-only"
+        return "fpga-speculative" if self.draft.engine is not None else "gpu-speculative"
 
     def label(self) -> str:
-        return f"draft {self.draft.label()} | prm {self.prm.label()} | target {self.target.label()}"
+        if self.draft is None:
+            return f"target-only | target {self.target.label()}"
+        prm = f"prm {self.prm.label()}" if self.prm is not None else "verifier: the target"
+        shared = (f" | {self.arrangement.colocate} on one GPU"
+                  if self.arrangement.colocate else "")
+        return f"draft {self.draft.label()} | {prm} | target {self.target.label()}{shared}"
 
 
 @dataclass(frozen=True)
@@ -105,6 +149,9 @@ class Space:
     usd_per_kwh: float
     constraints: Mapping[str, float]
     sources: Mapping[str, str]
+    # the workflows, verifiers and placements to weigh ([workflows]; absent: speculation with
+    # a PRM, each role on its own device)
+    arrangements: tuple[Arrangement, ...] = (SEPARATE,)
 
     @property
     def knobs_per_hardware(self) -> int:
@@ -251,6 +298,8 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     sh = alg.bools("shadow_sync", [False, True])
     alg.done()
 
+    arrangements = _arrangements(r.table("workflows", required=False))
+
     con = r.table("constraints", required=False)
     constraints = {c.name: _check_number(con, c.name, con.get(c.name), float, c.lo, c.hi,
                                          lo_open=c.lo_open)
@@ -265,12 +314,39 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     r.done()
     space = Space(name, path, str(desc), tuple(workloads), drafts, prms, targets, acc, bt,
                   tuple(sorted(mbt)), win, sa, sh, max_ctx, life, kwh, constraints,
-                  dict(sources))
+                  dict(sources), arrangements)
     if space.knobs_per_hardware > MAX_KNOBS_PER_HARDWARE:
         raise r.err("algorithm", f"{space.knobs_per_hardware:,} knob settings per hardware "
                     f"choice; at most {MAX_KNOBS_PER_HARDWARE:,} (the sweep holds arrays of "
                     "that size per metric): use coarser steps or fewer values")
     return space
+
+
+def _arrangements(r: _Reader) -> tuple[Arrangement, ...]:
+    """[workflows]: `workflow` (speculative, target-only), `verifier` (prm, target) and
+    `colocate` ("none" or a scenario.COLOCATIONS group) lists; every valid combination (a
+    target verifier already shares the target's device, so it pairs with "none" and
+    "draft+target" only)."""
+    if not r.data:
+        return (SEPARATE,)
+    wf = r.strs("workflow", ["speculative"])
+    _check_names(r, "workflow", wf, WORKFLOWS)
+    ver = r.strs("verifier", ["prm"])
+    _check_names(r, "verifier", ver, VERIFIER_KINDS)
+    col = r.strs("colocate", ["none"])
+    _check_names(r, "colocate", col, ("none", *COLOCATIONS))
+    r.done()
+    out: list[Arrangement] = []
+    if "speculative" in wf:
+        for v in ver:
+            for c in col:
+                group = None if c == "none" else c
+                if v == "target" and group is not None and "prm" in group:
+                    continue  # the target is the verifier: prm+target is implied
+                out.append(Arrangement("speculative", v, group))
+    if "target-only" in wf:
+        out.append(TARGET_ONLY)
+    return tuple(out)
 
 
 def _check_names(r: _Reader, key: str, names: Sequence[str], valid: Sequence[str]) -> None:
@@ -347,12 +423,62 @@ def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
 
 
 def hardware(cat: Catalog, space: Space) -> list[Hardware]:
-    """Every (draft, PRM, target) choice whose draft and target share a tokenizer."""
-    fam = {m: cat.model(m).tokenizer_family for m in
-           {p.model for p in (*space.drafts, *space.targets)}}
-    return [Hardware(d, p, t) for d, p, t in
-            itertools.product(space.drafts, space.prms, space.targets)
-            if fam[d.model] == fam[t.model]]
+    """Every hardware choice of every arrangement: target-only, each target alone; else every
+    (draft, PRM, target) choice whose draft and target share a tokenizer, where a role that
+    shares the target's device runs on the target's GPU (`colocated_options`) and a target
+    verifier has no PRM placement."""
+    out: list[Hardware] = []
+    for arr in space.arrangements:
+        if arr.workflow == "target-only":
+            out += [Hardware(None, None, t, arr) for t in space.targets]
+            continue
+        for t in space.targets:
+            drafts = colocated_options(cat, space, "draft", t) if arr.shares("draft") \
+                else space.drafts
+            prms: Sequence[Placement | None] = [None]
+            if arr.verifier == "prm":
+                prms = colocated_options(cat, space, "prm", t) if arr.shares("prm") \
+                    else space.prms
+            out += [Hardware(d, p, t, arr) for d in drafts for p in prms
+                    if cat.model(d.model).tokenizer_family
+                    == cat.model(t.model).tokenizer_family]
+    return out
+
+
+def arrange(cat: Catalog, space: Space, arr: Arrangement, draft: Placement,
+            prm: Placement, target: Placement) -> Hardware | None:
+    """The hardware choice of an arrangement from one pick per role (an Optuna trial's): the
+    target alone for target-only; a role that shares the target's device moved to the
+    target's GPU (its first option there with the picked model); None when the draft and the
+    target do not share a tokenizer."""
+    if arr.workflow == "target-only":
+        return Hardware(None, None, target, arr)
+    if cat.model(draft.model).tokenizer_family != cat.model(target.model).tokenizer_family:
+        return None
+    if arr.shares("draft"):
+        draft = next(o for o in colocated_options(cat, space, "draft", target)
+                     if o.model == draft.model)
+    chosen: Placement | None = None
+    if arr.verifier == "prm":
+        chosen = prm
+        if arr.shares("prm"):
+            chosen = next(o for o in colocated_options(cat, space, "prm", target)
+                          if o.model == prm.model)
+    return Hardware(draft, chosen, target, arr)
+
+
+def colocated_options(cat: Catalog, space: Space, role: str, target: Placement
+                      ) -> list[Placement]:
+    """A role's options on the target's GPU (its models, and the precisions and serving
+    profiles the space lists for it on a GPU; the target's where it lists none; the target's
+    tensor-parallel width)."""
+    opts = space.drafts if role == "draft" else space.prms
+    gpu = [o for o in opts if o.engine is None]
+    settings = list(dict.fromkeys((o.precision, o.serving) for o in gpu)) or [
+        (target.precision, target.serving)]
+    models = list(dict.fromkeys(o.model for o in opts))
+    return [Placement(target.device, m, p, s, target.tp if role == "prm" else 1)
+            for m in models for p, s in settings]
 
 
 def n_designs(cat: Catalog, space: Space) -> int:

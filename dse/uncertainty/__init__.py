@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dse.uncertainty.factors import Factor, design_factors, provenance
+from dse.uncertainty.factors import Factor, accuracy_key, design_factors, provenance
 from dse.uncertainty.perturb import perturb_workload, scale_design
 from dse.uncertainty.propagate import EvaluateAt, intervals, monte_carlo
 
 if TYPE_CHECKING:
     from dse.design import Design
-    from dse.engine.closed_form import Report
+    from dse.engine.report import Report
     from dse.scenario import WorkloadSpec
 
 # The headline metrics every report gives an interval for.
@@ -62,12 +62,12 @@ def shifted_report(d: Design, w: WorkloadSpec, values: Mapping[str, float]
                    ) -> tuple[Design, Report]:
     """The perturbed design and its closed-form report at the factor values, an accuracy
     shift (`accuracy:<workload>:<draft>:<target>`) added to its accuracy."""
-    from dse.engine.closed_form import evaluate
+    from dse.engine.evaluate import evaluate
     from dse.uncertainty.propagate import shift_scale
 
     d2, w2 = perturbed(d, w, values)
     r = evaluate(d2, w2)
-    key = f"accuracy:{w.name}:{d.draft.model.name}:{d.target.model.name}"
+    key = accuracy_key(d, w)
     if key in values and r.accuracy is not None:
         (f,) = [f for f in design_factors(d, w) if f.key == key]
         shift = values[key] * float(shift_scale(f, r.p_accept))
@@ -81,23 +81,23 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
     prefill's energy counted with the placement that ran it. Energy is linear in each
     placement's dynamic power (idle + (P - idle) x f), so a power factor f moves the energy by
     exactly (f - 1) x this."""
-    from dse.engine.closed_form import DEVICES
     from dse.schedules import Costs
     from dse.uncertainty.perturb import device_identity
 
-    init_j = Costs(d, w).init_energy_j()
-    init_dev = "target" if d.init_gpu is not None else "draft"
+    c = Costs(d, w)
+    init = c.init_energy_by_role()
+    idle = c.idle_w()
     out: dict[str, float] = {}
-    for role in DEVICES:
+    for role in d.roles:
         p = getattr(d, role)
-        dyn = r.energy_by_device_j[role] - float(p.power_w("idle")) * r.latency_s_per_problem
-        if role == init_dev:
-            dyn -= init_j
+        dyn = r.energy_by_device_j[role] - idle[role] * r.latency_s_per_problem
+        if role in init:
+            dyn -= init[role][1]
         key = f"power:{device_identity(p)}"
         out[key] = out.get(key, 0.0) + dyn
-    init_p = d.init_gpu or d.draft
-    key = f"power:{device_identity(init_p)}"
-    out[key] = out.get(key, 0.0) + init_j
+    for init_p, j in init.values():
+        key = f"power:{device_identity(init_p)}"
+        out[key] = out.get(key, 0.0) + j
     return out
 
 
@@ -119,10 +119,13 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     accuracy-only pass. Power factors alone move only the energy, linearly: they are computed
     from the central report without another evaluation (`dynamic_energy_by_power_key`).
     central: the design's closed-form report, where the caller has it."""
-    from dse.engine.closed_form import accuracy_only, evaluate
+    from dse.engine.closed_form import accuracy_only
+    from dse.engine.evaluate import evaluate
 
     if moves not in MOVES:
         raise ValueError(f"moves: {moves!r}; valid: {', '.join(MOVES)}")
+    if not d.is_speculative:  # one generation: the closed form is as fast as the mean value
+        moves = "closed-form"
     central = central if central is not None else evaluate(d, w)
     dyn = dynamic_energy_by_power_key(d, w, central)
     mv0: dict[str, float] = {}

@@ -207,3 +207,20 @@ def fpga_measured_settings() -> frozenset[tuple[str, str, str]]:
 def accuracy_cv() -> Mapping[str, Any]:
     """dse/data/accuracy_cv.json (scripts/calibrate_workloads.py)."""
     return _json("accuracy_cv.json")
+
+
+@cache
+def measured_devices() -> frozenset[str]:
+    """The catalog devices with at least one published measurement (dse/data/published.toml,
+    published_fpga.toml; a simulated board is not a measurement): a design on any other
+    device rests on a projection."""
+    out: set[str] = set()
+    for name in ("published.toml", "published_fpga.toml"):
+        text = resources.files("dse.data").joinpath(name).read_text(encoding="utf-8")
+        for m in tomllib.loads(text).get("measurement", []):
+            if "simulat" in str(m.get("device", "")).lower():
+                continue
+            for key in ("catalog_device", "catalog_device_assumed"):
+                if isinstance(m.get(key), str):
+                    out.add(m[key])
+    return frozenset(out)

@@ -217,10 +217,11 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor:
                   width_floor=s.accuracy_floor_points)
 
 
-def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float]) -> list[Factor]:
+def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float], *,
+                      prm_scores: bool = True) -> list[Factor]:
     s = ev.settings()
     out = []
-    if any(abs(t - s.calibration_threshold) > 1e-9 for t in thresholds):
+    if prm_scores and any(abs(t - s.calibration_threshold) > 1e-9 for t in thresholds):
         d = _declared("prm_concentration", workload=w.name)
         if d is not None:
             kappa = w.prm_good_alpha + w.prm_good_beta
@@ -250,8 +251,10 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
     """Every uncertain factor of a design on a workload (one per key); thresholds: the accept
     and backtrack thresholds it runs at (default: the design's; a search gives its grid's)."""
     out: dict[str, Factor] = {}
+    # a target verifier is the target's placement: its factors are the target's
     roles: Sequence[tuple[str, Placement | None]] = (
-        ("draft", d.draft), ("prm", d.prm), ("target", d.target), ("init", d.init_gpu))
+        ("draft", d.draft_placement), ("prm", d.prm_placement), ("target", d.target),
+        ("init", d.init_gpu))
     for component, p in roles:
         if p is None:
             continue
@@ -261,12 +264,35 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         pf = _power_factor(p, component)
         if pf is not None:
             out.setdefault(pf.key, pf)
+    if not d.is_speculative:
+        acc = _solo_accuracy_factor(w, d.target.model.name)
+        out[acc.key] = acc
+        return tuple(out.values())
     acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name)
     out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
-    for f in _workload_factors(w, ts):
+    for f in _workload_factors(w, ts, prm_scores=not d.verifier.is_target):
         out[f.key] = f
     return tuple(out.values())
+
+
+def accuracy_key(d: Design, w: WorkloadSpec) -> str:
+    """The key of a design's accuracy factor."""
+    draft = d.draft.model.name if d.is_speculative else "target-only"
+    return f"accuracy:{w.name}:{draft}:{d.target.model.name}"
+
+
+def _solo_accuracy_factor(w: WorkloadSpec, target: str) -> Factor:
+    """A target-only design's accuracy is the target's published solo accuracy (exact at the
+    workload's own budget): the declared floor of an accuracy width, the spread of a published
+    number, is what it carries."""
+    s = ev.settings()
+    src = w.sources.get(f"accuracy.{target}", "the workload's solo accuracy")
+    return Factor(f"accuracy:{w.name}:target-only:{target}", "accuracy", "accuracy", 0.0,
+                  -s.accuracy_floor_points, s.accuracy_floor_points, "calibrated",
+                  f"published solo accuracy of {target} ({src}); +-"
+                  f"{s.accuracy_floor_points:g} points: the declared floor of an accuracy "
+                  "width")
 
 
 def provenance(factors: Iterable[Factor]) -> dict[str, dict[str, str]]:

@@ -69,7 +69,7 @@ def device_identity(p: Placement) -> str:
     return f"{p.device.name}/{p.serving}"
 
 
-PLACEMENT_FIELDS = ("draft", "prm", "target", "init_gpu")
+PLACEMENT_FIELDS = ("draft_placement", "prm_placement", "target", "init_gpu")
 
 
 def scale_design(d: Design, values: Mapping[str, float]) -> Design:

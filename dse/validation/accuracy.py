@@ -47,7 +47,7 @@ from dse.engine.closed_form import accuracy_only
 from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS
 from dse.specs import Catalog
-from dse.workflow import pair_key, step_probabilities
+from dse.workflow import design_step_probabilities, pair_key
 
 SCHEMA_VERSION = 1
 GENERATED_BY = "scripts/calibrate_workloads.py"
@@ -124,7 +124,7 @@ def settings(cat: Catalog, reported: Mapping[str, Any]) -> list[Setting]:
 
 def settings_draft(cat: Catalog) -> str:
     """The draft both Table III configs run (the difficulty measure's model)."""
-    drafts = {load_system(cat, s).draft_model for s in SYSTEMS.values()}
+    drafts = {str(load_system(cat, s).draft_model) for s in SYSTEMS.values()}
     if len(drafts) != 1:
         raise ValueError(f"Table III systems disagree on the draft: {sorted(drafts)}")
     return drafts.pop()
@@ -148,8 +148,7 @@ def predict(cat: Catalog, p: Params, rows: Sequence[Setting]) -> list[float]:
 def rejection(cat: Catalog, p: Params, s: Setting) -> float:
     d = s.design
     w = workload_with(cat.workload(s.dataset), p, d.draft.model.name)
-    pr = step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                            d.backtrack_threshold)
+    pr = design_step_probabilities(d, w)
     return 1.0 - float(pr.p_accept)
 
 

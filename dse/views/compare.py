@@ -10,7 +10,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dse.engine.closed_form import Report
+from dse.engine.report import Report
 from dse.scenario import SystemSpec
 from dse.search.objectives import METRIC_TABLE
 from dse.views.search import fmt

@@ -7,7 +7,7 @@ work). Sentences for the dashboard, from two designs and their closed-form repor
 from __future__ import annotations
 
 from dse.design import Design
-from dse.engine.closed_form import DEVICES, Report
+from dse.engine.report import DEVICES, Report
 from dse.schedules import FLAGS
 from dse.views.figures import energy_split
 

@@ -15,7 +15,7 @@ import numpy as np
 from dse.arrays import Num
 from dse.design import Design
 from dse.devices import shape
-from dse.engine.closed_form import DEVICES, Report
+from dse.engine.report import DEVICES, Report
 from dse.scenario import WorkloadSpec
 from dse.schedules import DEVICE_ROLES, Costs, fields
 

@@ -104,7 +104,7 @@ def design_columns(df: DesignFile) -> dict[str, Any]:
         lanes = (f"{s.fpga_mac_lanes} MACs/cycle" if s.fpga_mac_lanes
                  else "engine's MACs/cycle")
         build = f"{clock}, {ch}, {lanes}"
-    backtracks = sch is not None and sch.backtracking and s.max_backtracks > 0
+    backtracks = sch is not None and sch.backtracking and (s.max_backtracks or 0) > 0
     return {
         "draft device": s.draft_device, "draft model": s.draft_model,
         "draft precision": s.draft_precision,

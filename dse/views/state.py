@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dse.design_files import DesignFile, parse_set, system_to_toml, with_overrides
+from dse.design import Design, build_design
+from dse.design_files import DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError
+from dse.resolve import override_spec, read_source
 from dse.scenario import SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import Catalog
@@ -42,9 +44,13 @@ class DesignState:
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def spec(self, cat: Catalog) -> SystemSpec:
-        base = cat.get("system", self.system)
-        assert isinstance(base, SystemSpec)
-        return with_overrides(base, dict(self.overrides))
+        return override_spec(read_source(cat, self.system).spec, dict(self.overrides),
+                             source="--set")
+
+    def design(self, cat: Catalog) -> Design:
+        """The resolved design (dse.resolve, as `dse evaluate --set`); raises InfeasibleError
+        or SpecError with the reasons."""
+        return build_design(cat, self.spec(cat), self.schedule)
 
     def with_schedule(self, sched: Schedule) -> DesignState:
         return DesignState(self.system, self.workload, sched, dict(self.overrides))
@@ -57,7 +63,7 @@ class DesignState:
         its FPGA systems."""
         spec = self.spec(cat)
         over = dict(self.overrides)
-        if spec.draft_device != spec.prm_device:
+        if spec.prm_device is not None and spec.draft_device != spec.prm_device:
             gpu = kind_of(cat, spec.prm_device)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
                      "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,

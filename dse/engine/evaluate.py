@@ -1,0 +1,42 @@
+"""`evaluate(design, workload) -> Report`: the one entry point of the evaluators.
+
+It dispatches on the design's workflow (speculative: dse.engine.closed_form and the
+simulator; target-only: dse.engine.target_only) and on the evaluator ("closed-form": expected
+values; "simulator": `problems` synthetic problems drawn with `seed`, with latency percentiles),
+and refuses a report with a NaN or an infinity (dse.engine.report.finite).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from dse.design import Design
+from dse.engine.report import Report, finite, report_from_replay
+from dse.scenario import WorkloadSpec
+from dse.schedules import Costs
+
+EVALUATORS: tuple[str, ...] = ("closed-form", "simulator")
+EvaluatorName = Literal["closed-form", "simulator"]
+
+
+def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed-form",
+             problems: int = 5000, seed: int = 0) -> Report:
+    """The metrics of a design on a workload (module docstring)."""
+    c = Costs(design, workload)
+    if evaluator not in EVALUATORS:
+        raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
+    if not design.is_speculative:
+        from dse.engine.target_only import target_only_closed_form, target_only_replay
+
+        if evaluator == "closed-form":
+            return finite(target_only_closed_form(c))
+        return finite(report_from_replay(c, target_only_replay(c, problems, seed,
+                                                               timeline_problem=None)))
+    if evaluator == "closed-form":
+        from dse.engine.closed_form import closed_form
+
+        return finite(closed_form(c))
+    from dse.engine.simulator import replay, synthetic_trace
+
+    return finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
+                                                timeline_problem=None)))

@@ -1,0 +1,175 @@
+"""The resolver: one road from a request to a Design and a Report.
+
+A request names a system (a catalog name, a system or design TOML file, or a SystemSpec), the
+overrides to apply (system keys by their TOML names, the aliases `fpga.clock_mhz`,
+`fpga.channels`, `fpga.mac_lanes`, and the schedule flags), a schedule, a workload and an
+evaluator. Every entry point resolves through here: the `dse` commands, `import dse`
+(dse.api), the dashboard's view-model (dse.views.state), the search's candidates and the
+exporters. So:
+- a file is read once (`read_source`), and a design file's schedule and workload become the
+  defaults;
+- an override replaces one field of the frozen spec after that field's own check (type, range,
+  unit conversion: the catalog loader's `check_value`) and the system kind's cross-field check
+  (what a workflow needs, colocated roles on one device): no TOML round trip;
+- the schedules a design can run follow from its workflow and its colocated roles
+  (`runnable_schedules`);
+- a report is the engine's `evaluate`, with intervals and provenance attached when asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from dse.design import Design, build_design, schedule_conflicts
+from dse.design_files import ALIASES, read_design_file
+from dse.engine.report import Report
+from dse.errors import SpecError
+from dse.scenario import SystemSpec, WorkloadSpec
+from dse.schedules import FLAGS, PRESETS, Schedule
+from dse.schedules import schedule as preset
+from dse.specs import SCHEMAS, Catalog, check_value, load_spec
+
+SystemRef = str | Path | SystemSpec
+WorkloadRef = str | Path | WorkloadSpec
+
+
+@dataclass(frozen=True)
+class Source:
+    """A system as read (once): its spec, and a design file's schedule and workload (None for a
+    catalog name, a plain system file or a spec)."""
+
+    spec: SystemSpec
+    schedule: Schedule | None = None
+    workload: str | None = None
+
+
+def read_source(cat: Catalog, system: SystemRef) -> Source:
+    """A catalog system name, a system or design TOML file (read once), or a SystemSpec."""
+    if isinstance(system, SystemSpec):
+        return Source(system)
+    if isinstance(system, Path) or str(system).endswith(".toml"):
+        df = read_design_file(system)
+        return Source(df.system, df.schedule, df.workload)
+    spec = cat.get("system", str(system))
+    if not isinstance(spec, SystemSpec):  # a catalog lookup of kind "system" is one
+        raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')
+    return Source(spec)
+
+
+def split_overrides(overrides: Mapping[str, Any], *, source: str = "overrides"
+                    ) -> tuple[dict[str, Any], dict[str, bool]]:
+    """(system keys by their TOML names, schedule flags); aliases resolved, a flag that is
+    not a boolean refused."""
+    sys_over: dict[str, Any] = {}
+    flags: dict[str, bool] = {}
+    for key, value in overrides.items():
+        key = ALIASES.get(key, key)
+        if key in FLAGS:
+            if not isinstance(value, bool):
+                words = "True or False" if source == "overrides" else "true or false"
+                raise SpecError(source, key, f"expected {words}, got {value!r}")
+            flags[key] = value
+        else:
+            sys_over[key] = value
+    return sys_over, flags
+
+
+def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = "overrides"
+                  ) -> SystemSpec:
+    """The system with some keys (TOML names, TOML units) replaced: each value passes its
+    key's check, then the system kind's cross-field check runs on the result; the replaced
+    keys' sources say where the values came from. No TOML round trip, no file read."""
+    if not overrides:
+        return s
+    kind = SCHEMAS["system"]
+    by_name = {k.toml: k for k in kind.keys}
+    where = f"{s.path} (with {source})"
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in by_name:
+            valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
+            raise SpecError(source, str(key)[:60], f"unknown key; valid: {valid}")
+        k = by_name[key]
+        changes[k.attr] = check_value(source, k, value)
+    values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
+    if kind.check is not None:
+        kind.check(where, values)
+    sources = {**s.sources, **{k: f"set by {source}" for k in overrides}}
+    return replace(s, path=where, sources=sources, **changes)
+
+
+def resolve_design(cat: Catalog, system: SystemRef | Source, *,
+                   overrides: Mapping[str, Any] | None = None,
+                   schedule: str | Schedule | None = None, source: str = "overrides",
+                   check: bool = True) -> Design:
+    """The Design of a request. schedule: a preset name or a Schedule; default: the design
+    file's, else heteroreason (a colocated design whose schedule cannot run there is refused
+    with the reason; `runnable_schedules` picks the ones that can)."""
+    src = system if isinstance(system, Source) else read_source(cat, system)
+    sys_over, flags = split_overrides(overrides or {}, source=source)
+    spec = override_spec(src.spec, sys_over, source=source)
+    return build_design(cat, spec, schedule_of(schedule, src.schedule).with_flags(**flags),
+                        check=check)
+
+
+def schedule_of(schedule: str | Schedule | None, default: Schedule | None) -> Schedule:
+    """A preset by name, a Schedule as is, else the default, else heteroreason."""
+    if isinstance(schedule, Schedule):
+        return schedule
+    if schedule is not None:
+        return preset(schedule)
+    return default if default is not None else PRESETS["heteroreason"]
+
+
+def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
+                       ) -> tuple[list[Schedule], list[str]]:
+    """(the schedules the system can run, one note per one it cannot). A target-only design
+    runs one way (the first schedule stands for it); a colocated one only the schedules whose
+    overlaps its shared devices allow (dse.design.schedule_conflicts)."""
+    if spec.workflow_name == "target-only":
+        return list(schedules[:1]), []
+    ok, notes = [], []
+    for s in schedules:
+        why = schedule_conflicts(spec.colocated, s)
+        if why:
+            notes.append(f"{s.name} not evaluated: {'; '.join(why)}")
+        else:
+            ok.append(s)
+    return ok, notes
+
+
+def resolve_workload(cat: Catalog, workload: WorkloadRef | None, default: str | None = None,
+                     *, flag: str = "workload") -> WorkloadSpec:
+    """A workload by catalog name, a workload TOML file, or a WorkloadSpec; None: `default`
+    (a design file's), else a UsageError naming `flag`."""
+    from dse.errors import UsageError
+
+    if isinstance(workload, WorkloadSpec):
+        return workload
+    name = workload if workload is not None else default
+    if name is None:
+        raise UsageError(f"{flag}: required (the design file names no workload)")
+    p = Path(name)
+    if p.suffix == ".toml":
+        spec = load_spec(p)
+        if not isinstance(spec, WorkloadSpec):
+            raise SpecError(p, "kind", 'expected kind = "workload"')
+        return spec
+    return cat.workload(str(name))
+
+
+def report(d: Design, w: WorkloadSpec, *, evaluator: str = "closed-form", problems: int = 5000,
+           seed: int = 0, intervals: bool = True) -> Report:
+    """The design's report on the workload, with its 90% intervals and provenance (unless
+    intervals=False)."""
+    from dse.engine.evaluate import evaluate
+
+    r = evaluate(d, w, evaluator=evaluator, problems=problems, seed=seed)
+    if not intervals:
+        return r
+    from dse.uncertainty import attach
+
+    return attach(r, d, w)

@@ -1,0 +1,67 @@
+"""The joint 90% interval of the difference between two designs' metrics.
+
+Two designs that place the same model on the same board under the same software, or run on the
+same board, or are judged on the same workload statistics, share those factors (the factor keys
+are identities: dse.uncertainty.perturb), so an error in one moves both and largely cancels in
+their difference; a factor only one design has moves only its side. First order, as
+dse.uncertainty.propagate: each factor of the union is set to its ends (and median) in both
+designs at once, the difference's moves combined in quadrature. An accuracy shift belongs to
+one (draft, target) pair on one workload: it moves the designs that have it, each scaled by its
+own p_accept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from dse.design import Design
+from dse.engine.report import Report
+from dse.scenario import WorkloadSpec
+from dse.uncertainty import INTERVAL_METRICS, evaluate_at
+from dse.uncertainty.factors import Factor, design_factors
+from dse.uncertainty.propagate import F64, combine, moves, points, shift_scale
+
+
+def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: WorkloadSpec,
+                        metrics: Sequence[str] = INTERVAL_METRICS
+                        ) -> dict[str, tuple[float, float]]:
+    """The 90% interval of (a's metric - b's metric) for each metric, both designs on the
+    workload, around their closed-form reports' difference (module docstring)."""
+    (da, ra), (db, rb) = a, b
+    fa = {f.key: f for f in design_factors(da, w)}
+    fb = {f.key: f for f in design_factors(db, w)}
+    union: dict[str, Factor] = {**fb, **fa}
+    at_a = evaluate_at(da, w, metrics, central=ra)
+    at_b = evaluate_at(db, w, metrics, central=rb)
+    f0 = {m: float(getattr(ra, m)) - float(getattr(rb, m)) for m in metrics}
+    shifts: dict[str, list[F64]] = {m: [] for m in metrics}
+    ups: dict[str, list[F64]] = {m: [] for m in metrics}
+    downs: dict[str, list[F64]] = {m: [] for m in metrics}
+    for key, f in union.items():
+        used = [m for m in metrics if f.moves(m)]
+        if not used:
+            continue
+        vals: dict[float, Mapping[str, float]] = {}
+        for v in points(f):
+            if f.additive:  # an accuracy shift, on the side(s) that have it
+                ka = float(shift_scale(f, ra.p_accept)) if key in fa else 0.0
+                kb = float(shift_scale(f, rb.p_accept)) if key in fb else 0.0
+                vals[v] = {"accuracy": f0["accuracy"] + v * (ka - kb)}
+                continue
+            ma = at_a({key: v}) if key in fa else {m: float(getattr(ra, m)) for m in metrics}
+            mb = at_b({key: v}) if key in fb else {m: float(getattr(rb, m)) for m in metrics}
+            vals[v] = {m: float(ma[m]) - float(mb[m]) for m in metrics}
+        for m in used:
+            s, u, d = moves(f, np.asarray(f0[m]),
+                            {v: np.asarray(r[m], dtype=float) for v, r in vals.items()
+                             if m in r})
+            shifts[m].append(s)
+            ups[m].append(u)
+            downs[m].append(d)
+    out: dict[str, tuple[float, float]] = {}
+    for m in metrics:
+        lo, hi = combine(f0[m], ups[m], downs[m], shifts[m])
+        out[m] = (float(lo), float(hi))
+    return out
