@@ -143,25 +143,14 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
     workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace).
     intervals: add the closed form's relative 90% intervals around the simulated means and
     the provenance (as `evaluate`)."""
-    from dse.engine.report import finite, report_from_replay
-    from dse.engine.simulator import Trace, read_jsonl, replay, synthetic_trace
-    from dse.schedules import Costs
+    from dse.engine.simulator import Trace, read_jsonl
+    from dse.resolve import simulate as _simulate
 
     _check_problems(problems, seed)
-    c = Costs(design, load_workload(workload, catalog=catalog))
-    if trace is None:
-        tr = synthetic_trace(c, problems, seed)
-    elif isinstance(trace, Trace):
-        tr = trace
-    else:
-        tr = read_jsonl(trace)
-    rp = replay(c, tr, timeline_problem=0)
-    report = finite(report_from_replay(c, rp))
-    if intervals:
-        from dse.uncertainty import attach
-
-        report = attach(report, design, c.workload)
-    return Simulation(report, tr, list(rp.timeline or []))
+    w = load_workload(workload, catalog=catalog)
+    tr = trace if trace is None or isinstance(trace, Trace) else read_jsonl(trace)
+    sim = _simulate(design, w, problems=problems, seed=seed, trace=tr, intervals=intervals)
+    return Simulation(sim.report, sim.trace, sim.timeline)
 
 
 # -------------------------------------------------------------------------------- search
@@ -191,7 +180,7 @@ def sweep(space: PathLike | Space | None = None, *,
           objectives: Sequence[Objective] = ("j_per_token",),
           min_accuracy: float | None = None, max_latency_s: float | None = None,
           max_power_w: float | None = None, confidence: float = 0.9,
-          catalog: Catalog | None = None) -> SweepResult:
+          measured_only: bool = False, catalog: Catalog | None = None) -> SweepResult:
     """Every design of the space (vectorised mean-value model): the exact optimum of one
     objective, or the exact Pareto front of several, under the constraints (min_accuracy in
     percent, max_latency_s per problem, max_power_w average system power; None: the space's
@@ -199,6 +188,9 @@ def sweep(space: PathLike | Space | None = None, *,
     `confidence` in [0.5, 1) (0.9: the end of the 90% interval; 0.5: central values); designs
     are ranked by central values. The best design is re-evaluated with the closed form
     (`metrics["closed_form"]`); the reported ones carry `intervals` and `provenance`.
+    `by_family`: each family's best (target-only, gpu-speculative, fpga-speculative) beside
+    the winner, with its margin and the joint 90% interval of the difference.
+    measured_only: only hardware whose every device has a published measurement.
     """
     from dse.search import sweep as _sweep
     from dse.search.objectives import check_confidence
@@ -206,7 +198,7 @@ def sweep(space: PathLike | Space | None = None, *,
     cat = _catalog(catalog)
     return _sweep(cat, load_space(space, catalog=cat), list(objectives),
                   _constraints(min_accuracy, max_latency_s, max_power_w),
-                  confidence=check_confidence(confidence))
+                  confidence=check_confidence(confidence), measured_only=bool(measured_only))
 
 
 def optimize(space: PathLike | Space | None = None, *,
@@ -214,7 +206,8 @@ def optimize(space: PathLike | Space | None = None, *,
              timeout_s: float | None = None, seed: int = 0, storage: str | None = None,
              study_name: str | None = None, min_accuracy: float | None = None,
              max_latency_s: float | None = None, max_power_w: float | None = None,
-             confidence: float = 0.9, catalog: Catalog | None = None) -> OptimizeResult:
+             confidence: float = 0.9, measured_only: bool = False,
+             catalog: Catalog | None = None) -> OptimizeResult:
     """Optuna search of the space until the study holds `trials` completed trials (or
     `timeout_s` passes), with a TPE sampler seeded by `seed`. Constraints are checked at the
     pessimistic end of each metric's interval at `confidence` (as `sweep`).
@@ -236,7 +229,7 @@ def optimize(space: PathLike | Space | None = None, *,
     return _optimize(cat, load_space(space, catalog=cat), list(objectives),
                      _constraints(min_accuracy, max_latency_s, max_power_w), trials=trials,
                      timeout=timeout_s, seed=seed, storage=storage, study_name=study_name,
-                     confidence=confidence)
+                     confidence=confidence, measured_only=bool(measured_only))
 
 
 # -------------------------------------------------------------------------------- export

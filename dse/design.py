@@ -12,7 +12,7 @@ from typing import Any
 
 from dse.devices.protocol import Placement
 from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
-from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError
+from dse.errors import DseError, FlagValueError, InfeasibleError, SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES
 from dse.scenario import SystemSpec
 from dse.schedules.registry import Schedule
@@ -68,7 +68,7 @@ class Design:
     @property
     def prm(self) -> Placement:
         """The verifier's placement (the target's when the target verifies)."""
-        if self.verifier_kind == "target":
+        if self.verifier_kind is not None and self.verifier.is_target:
             return self.target
         if self.prm_placement is None:
             raise DseError(f"{self.name}: a {self.workflow} design has no verifier")
@@ -130,7 +130,9 @@ def placed_roles(s: SystemSpec) -> tuple[str, ...]:
     (not a target verifier: that is the target) of a speculative design, and the target."""
     if s.workflow_name == "target-only":
         return ("target",)
-    return ("draft", "prm", "target") if s.verifier_name == "prm" else ("draft", "target")
+    if VERIFIERS[str(s.verifier_name)].is_target:
+        return ("draft", "target")
+    return ("draft", "prm", "target")
 
 
 def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = True) -> Design:
@@ -206,10 +208,20 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
 
 
 def _checked(d: Design, check: bool) -> Design:
-    if check:
-        why = infeasibility(d)
-        if why:
-            raise InfeasibleError(f"{d.name} is infeasible: " + "; ".join(why))
+    """The design, or (check=True) an error with every reason it cannot run: roles that do
+    not fit together on their shared device are a SpecError naming `colocate` (a
+    FlagValueError when --set chose the colocation), any other reason an InfeasibleError."""
+    if not check:
+        return d
+    shared = colocation_misfits(d)
+    if shared:
+        src = d.system.sources.get("colocate", "")
+        if src == "set by --set":
+            raise FlagValueError("--set", "colocate", "; ".join(shared))
+        raise SpecError(d.system.path, "colocate", "; ".join(shared))
+    why = infeasibility(d)
+    if why:
+        raise InfeasibleError(f"{d.name} is infeasible: " + "; ".join(why))
     return d
 
 
@@ -267,10 +279,21 @@ def infeasibility(d: Design) -> list[str]:
     colocated group's models not fitting together (weights and KV at the maximum context of
     every role on the device: the static KV split SpecReason uses)."""
     why: list[str] = []
-    placements = {r: p for r, p in (("draft", d.draft_placement), ("prm", d.prm_placement),
-                                    ("target", d.target)) if p is not None}
-    for role, p in placements.items():
+    for role, p in _placements(d).items():
         why += [f"{role}: {w}" for w in p.infeasibility()]
+    return why + colocation_misfits(d)
+
+
+def _placements(d: Design) -> dict[str, Placement]:
+    return {r: p for r, p in (("draft", d.draft_placement), ("prm", d.prm_placement),
+                              ("target", d.target)) if p is not None}
+
+
+def colocation_misfits(d: Design) -> list[str]:
+    """Each colocated group whose models do not fit its device together (weights and KV at
+    the maximum context of every role on it: a static split of the memory)."""
+    why: list[str] = []
+    placements = _placements(d)
     for group in d.colocated:
         members = [placements[r] for r in group if r in placements]
         need = sum(p.memory_needed_bytes for p in members)

@@ -26,7 +26,7 @@ from typing import Any
 from dse.design import Design, build_design, schedule_conflicts
 from dse.design_files import ALIASES, read_design_file
 from dse.engine.report import Report
-from dse.errors import SpecError
+from dse.errors import FlagValueError, SpecError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.schedules import schedule as preset
@@ -96,7 +96,12 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
         changes[k.attr] = check_value(source, k, value)
     values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
     if kind.check is not None:
-        kind.check(where, values)
+        try:
+            kind.check(where, values)
+        except SpecError as e:
+            if source != "--set":
+                raise
+            raise FlagValueError("--set", e.key, e.reason) from None
     sources = {**s.sources, **{k: f"set by {source}" for k in overrides}}
     return replace(s, path=where, sources=sources, **changes)
 
@@ -141,6 +146,13 @@ def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
     return ok, notes
 
 
+def target_alone(s: SystemSpec) -> SystemSpec:
+    """The simplest alternative to a speculative system: its target placement alone (the
+    draft, verifier and colocation dropped)."""
+    return replace(s, workflow="target-only", verifier=None, colocate=None,
+                   sources={**s.sources, "workflow": "the target alone: the baseline"})
+
+
 def resolve_workload(cat: Catalog, workload: WorkloadRef | None, default: str | None = None,
                      *, flag: str = "workload") -> WorkloadSpec:
     """A workload by catalog name, a workload TOML file, or a WorkloadSpec; None: `default`
@@ -173,3 +185,43 @@ def report(d: Design, w: WorkloadSpec, *, evaluator: str = "closed-form", proble
     from dse.uncertainty import attach
 
     return attach(r, d, w)
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """A simulation: its report (means, percentiles; intervals when asked), the trace it
+    replayed (None for a target-only design: no draft steps or verdicts to record) and the
+    device timeline of problem 0."""
+
+    report: Report
+    trace: Any
+    timeline: list[dict[str, Any]]
+
+
+def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
+             trace: Any = None, intervals: bool = True) -> Simulated:
+    """The trace-driven simulation of a design: a synthetic trace of `problems` problems drawn
+    with `seed`, or the given Trace (a speculative design only), replayed; the report with the
+    closed form's relative 90% intervals around the simulated means (unless intervals=False)."""
+    from dse.engine.report import finite, report_from_replay
+    from dse.engine.simulator import replay, synthetic_trace
+    from dse.errors import UsageError
+    from dse.schedules import Costs
+
+    c = Costs(d, w)
+    if not d.is_speculative:
+        from dse.engine.target_only import target_only_replay
+
+        if trace is not None:
+            raise UsageError("trace: a target-only design has no draft steps, verdicts or "
+                             "rewrites to replay; simulate it without a trace")
+        rp = target_only_replay(c, problems, seed)
+    else:
+        trace = trace if trace is not None else synthetic_trace(c, problems, seed)
+        rp = replay(c, trace, timeline_problem=0)
+    r = finite(report_from_replay(c, rp))
+    if intervals:
+        from dse.uncertainty import attach
+
+        r = attach(r, d, w)
+    return Simulated(r, trace, list(rp.timeline or []))

@@ -156,7 +156,8 @@ def _check_system(path: object, v: dict[str, Any]) -> None:
                             "to colocate")
         return
     verifier = v["verifier"] or "prm"
-    need = [*SPECULATIVE_KEYS, *KNOB_KEYS, *(PRM_KEYS if verifier == "prm" else ())]
+    # every verifier but the target itself runs on a placement of its own (the PRM keys)
+    need = [*SPECULATIVE_KEYS, *KNOB_KEYS, *(PRM_KEYS if verifier != "target" else ())]
     for key in need:
         if v[key] is None:
             raise SpecError(path, key, f"missing key (a speculative design with verifier "

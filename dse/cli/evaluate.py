@@ -100,6 +100,9 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         notes = closed_form_caveats(rep)
         reports[rep.schedule] = rep.to_dict() | {"caveats": notes}
         caveats += [f"note ({rep.schedule}): {c}" for c in notes]
+    alone, vs = _versus_target_alone(cat, designs, w)
+    if alone is not None:
+        reports["target alone"] = alone.to_dict() | {"caveats": []}
     base = reports.get("brsd")
     for r in reports.values():
         if base is not None:
@@ -111,10 +114,46 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             for r in reports.values()]
     head = [label for label, _ in columns]
     text = (f"{first['system']} on {first['workload']} (closed form, per problem; "
-            "[low-high]: 90% intervals)\n" + table(head, rows)
+            "[low-high]: 90% intervals)\n" + table(head, rows) + _versus_text(vs)
             + "".join(f"\n{c}" for c in caveats) + "\n" + provenance_text(first))
     return {"system": first["system"], "workload": first["workload"],
-            "schedules": reports}, text
+            "schedules": reports, "vs_target_alone": vs}, text
+
+
+MARGINS = (("latency_s_per_problem", "s/problem"), ("j_per_token", "J/token"),
+           ("accuracy", "accuracy pts"))
+
+
+def _versus_target_alone(cat: Catalog, designs: list[Any], w: Any) -> tuple[Any, Any]:
+    """The target alone (the same target placement) and the margin of the last speculative
+    design evaluated against it, with the joint 90% interval of the difference."""
+    from dse.engine.evaluate import evaluate
+    from dse.resolve import report, target_alone
+    from dse.uncertainty.joint import difference_interval
+
+    spec_designs = [d for d in designs if d.is_speculative]
+    if not spec_designs:
+        return None, None
+    d = spec_designs[-1]
+    alone = build_design(cat, target_alone(d.system), d.schedule)
+    ra, rd = report(alone, w), evaluate(d, w)
+    iv = difference_interval((d, rd), (alone, ra), w, [m for m, _ in MARGINS])
+    margin = {m: float(getattr(rd, m)) - float(getattr(ra, m)) for m, _ in MARGINS}
+    return ra, {"schedule": rd.schedule, "margin": margin,
+                "margin_interval": {m: list(v) for m, v in iv.items()},
+                "decided": {m: not (iv[m][0] <= 0 <= iv[m][1]) for m, _ in MARGINS}}
+
+
+def _versus_text(vs: Any) -> str:
+    if vs is None:
+        return ""
+    parts = []
+    for m, unit in MARGINS:
+        lo, hi = vs["margin_interval"][m]
+        parts.append(f"{vs['margin'][m]:+.4g} {unit} [{lo:+.4g} to {hi:+.4g}]"
+                     + ("" if vs["decided"][m] else " (undecided: 0 inside)"))
+    return (f"\n{vs['schedule']} - the target alone (joint 90% interval of the difference): "
+            + ", ".join(parts))
 
 
 def simulate_args(p: argparse.ArgumentParser) -> None:
@@ -130,10 +169,8 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.engine.report import finite, report_from_replay
-    from dse.engine.simulator import read_jsonl, replay, synthetic_trace, trace_to_records
-    from dse.schedules import Costs
-    from dse.uncertainty import attach
+    from dse.engine.simulator import read_jsonl, trace_to_records
+    from dse.resolve import simulate
 
     refuse_overwriting_inputs({"--trace-out": a.trace_out, "--timeline-out": a.timeline_out},
                               {"--trace": a.trace, "--design": a.design,
@@ -146,27 +183,20 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         (d,) = [x for x in ds if src.schedule is None or x.schedule.name == src.schedule.name][:1]
     else:
         (d,), _ = _designs(a, cat, src, [a.schedule])
-    c = Costs(d, _scenario(a, cat, src))
-    if not d.is_speculative:
-        from dse.engine.target_only import target_only_replay
-
-        if a.trace:
-            raise UsageError("--trace: a target-only design has no draft steps, verdicts or "
-                             "rewrites to replay; simulate it without --trace")
-        rp = target_only_replay(c, a.problems, a.seed)
-        tr = None
-    else:
-        tr = read_jsonl(a.trace) if a.trace else synthetic_trace(c, a.problems, a.seed)
-        rp = replay(c, tr, timeline_problem=0)
-    r = attach(finite(report_from_replay(c, rp)), d, c.workload).to_dict()
+    if a.trace and not d.is_speculative:
+        raise UsageError("--trace: a target-only design has no draft steps, verdicts or "
+                         "rewrites to replay; simulate it without --trace")
+    sim = simulate(d, _scenario(a, cat, src), problems=a.problems, seed=a.seed,
+                   trace=read_jsonl(a.trace) if a.trace else None)
+    r, tr = sim.report.to_dict(), sim.trace
     if a.trace_out:
         if tr is None:
             raise UsageError("--trace-out: a target-only design has no speculative trace to "
                              "write")
         write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
     if a.timeline_out:
-        payload = {"schema_version": 1, "system": d.name, "schedule": d.schedule.name,
-                   "problem": 0, "intervals": rp.timeline}
+        payload = {"schema_version": 1, "system": d.name, "schedule": r["schedule"],
+                   "problem": 0, "intervals": sim.timeline}
         write_file(a.timeline_out, json.dumps(payload, indent=1))
     pct = r["percentiles"]
     iv = r["intervals"]

@@ -244,7 +244,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
                  seed=a.seed, storage=url, study_name=a.study_name,
                  progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
-                 confidence=a.confidence)
+                 confidence=a.confidence, measured_only=a.measured_only)
     study = load_study(url, r.study_name)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
@@ -267,7 +267,10 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
                               f"trials (constraints: {_constraint_text(r.constraints)}); relax "
                               "the constraints or run more trials")
-    text = head + "\n" + _best_table(objectives, r.best) + _closed_form_line(r.best[0])
+    payload["by_family"] = [f.to_dict() for f in r.by_family]
+    payload["measured_only"] = r.measured_only
+    text = (head + "\n" + _best_table(objectives, r.best) + _closed_form_line(r.best[0])
+            + _families_text(objectives, r.by_family))
     if files:
         text += "\nwrote " + ", ".join(files)
     return payload, text

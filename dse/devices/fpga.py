@@ -31,7 +31,13 @@ from numpy.typing import ArrayLike
 
 from dse.arrays import F64, Num
 from dse.devices import shape
-from dse.devices.protocol import Bound, ModelMemory, PowerState, context_infeasibility
+from dse.devices.protocol import (
+    Bound,
+    ModelMemory,
+    PowerState,
+    check_batch,
+    context_infeasibility,
+)
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, FpgaEngineSpec, FpgaSpec, ModelSpec
 
@@ -339,18 +345,22 @@ class FpgaPlacement(ModelMemory):
     kind: ClassVar[str] = "fpga"
 
     # ---- time
-    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        check_batch(batch)
         return decode_s(self.fpga_cost, n, ctx)
 
-    def decode_token_s(self, ctx: ArrayLike) -> F64:
+    def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        check_batch(batch)
         return decode_token_s(self.fpga_cost, ctx)
 
-    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
-                  ) -> F64:
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
+                  batch: int = 1) -> F64:
         """all_positions is not modelled: an FPGA draft only ever needs the last logits."""
+        check_batch(batch)
         return prefill_s(self.fpga_cost, n_new, ctx)
 
-    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        check_batch(batch)
         return absorb_s(self.fpga_cost, n, ctx)
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
@@ -369,9 +379,11 @@ class FpgaPlacement(ModelMemory):
         return "memory" if n_new < self.fpga_build.engine.prefill_token_parallel else "compute"
 
     # ---- power
-    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1, *,
+                batch: int = 1) -> F64:
         """Static when idle; decode power (static + fabric + memory traffic) while running,
         for a prefill pass too."""
+        check_batch(batch)
         if state == "idle":
             return idle_power_w(self.fpga_cost)
         return decode_power_w(self.fpga_cost, ctx)

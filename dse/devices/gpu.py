@@ -36,7 +36,13 @@ from numpy.typing import ArrayLike, NDArray
 from dse.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.power import gpu_power_w
-from dse.devices.protocol import Bound, ModelMemory, PowerState, context_infeasibility
+from dse.devices.protocol import (
+    Bound,
+    ModelMemory,
+    PowerState,
+    check_batch,
+    context_infeasibility,
+)
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
@@ -310,18 +316,22 @@ class GpuPlacement(ModelMemory):
     kind: ClassVar[str] = "gpu"
 
     # ---- time
-    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        check_batch(batch)
         return decode_s(self.cost, n, ctx)
 
-    def decode_token_s(self, ctx: ArrayLike) -> F64:
+    def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        check_batch(batch)
         return decode_token_s(self.cost, ctx)
 
-    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
-                  ) -> F64:
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
+                  batch: int = 1) -> F64:
+        check_batch(batch)
         return prefill_s(self.cost, n_new, ctx, all_positions=all_positions)
 
-    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         """A GPU ingests streamed tokens in one prefill pass."""
+        check_batch(batch)
         return self.prefill_s(n, ctx)
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
@@ -332,8 +342,10 @@ class GpuPlacement(ModelMemory):
         return _bound(forward(self.cost, n_new, 0))
 
     # ---- power
-    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1, *,
+                batch: int = 1) -> F64:
         """All tp GPUs: idle, or the state's share of the dynamic range while kernels run."""
+        check_batch(batch)
         if state == "idle":
             return gpu_power_w(self.cost, "idle")
         ft = forward(self.cost, n_new if state == "prefill" else 1, ctx)

@@ -37,6 +37,20 @@ POWER_STATES: tuple[PowerState, ...] = ("idle", "decode", "prefill")
 Bound = Literal["memory", "compute", "overhead"]
 
 
+MAX_BATCH = 1
+"""Sequences one forward pass serves. Batch 1 is what every calibration point and the paper
+measure. Serving at load would enter in each kind's forward-pass cost (dse.devices.gpu.forward,
+dse.devices.fpga's token bounds): weights read once per pass, KV bytes and FLOPs per
+sequence, and in the power's busy fraction; the time primitives already take `batch`."""
+
+
+def check_batch(batch: int) -> None:
+    """Refuse a batch size the cost models do not cover yet (only 1)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"batch: {batch!r}; the cost models cover batch 1 only (serving at "
+                         "load is not modelled yet)")
+
+
 class Placement(Protocol):
     """A model on a device (one board, or tp GPUs together), ready to be timed and powered."""
 
@@ -85,21 +99,22 @@ class Placement(Protocol):
         ...
 
     # ---- time (seconds)
-    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
-        """Decode n tokens one at a time after ctx cached tokens."""
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        """Decode n tokens one at a time after ctx cached tokens, for `batch` sequences at
+        once (1 today: `check_batch`)."""
         ...
 
-    def decode_token_s(self, ctx: ArrayLike) -> F64:
+    def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
         """Decode one token whose context holds ctx tokens."""
         ...
 
-    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
-                  ) -> F64:
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
+                  batch: int = 1) -> F64:
         """Prefill n_new tokens after ctx cached ones (0 s for n_new = 0); all_positions: the
         head runs on every position (a reward model scoring each token)."""
         ...
 
-    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         """Ingest n tokens another device wrote, as they stream in (shadow sync)."""
         ...
 
@@ -112,7 +127,8 @@ class Placement(Protocol):
         ...
 
     # ---- power (watts)
-    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1, *,
+                batch: int = 1) -> F64:
         """Power of the whole placement (all tp devices) in a state; n_new is a prefill pass's
         tokens (it sets how busy the device is)."""
         ...

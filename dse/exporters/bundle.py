@@ -15,7 +15,11 @@ bundle's own files. Bundle layout (paths relative to the output directory; expor
     report.json                   the predicted metrics (dse.engine.closed_form.evaluate), their
                                   90% intervals and provenance (dse.uncertainty.attach)
     manifest.json                 schema_version, tool version, sha256 and purpose of every
-                                  other file, projection-only flags, notes
+                                  other file, projection-only flags, notes (draft: null for a
+                                  target-only design)
+
+A target-only design gets gpu/vllm_target.yaml and a plain-generation host/scheduler.yaml; a
+target verifier no gpu/vllm_prm.yaml (the target judges).
 
 Same input, byte-identical output: no timestamps, no absolute paths, sorted JSON keys.
 """
@@ -87,11 +91,10 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec, *,
     fd = ctx.fpga_draft
     written = fd is not None and any(p.startswith(fd.build_dir + "/") for p in files)
     build_dir = fd.build_dir if fd is not None and written else None
-    draft_info: dict[str, Any] = {"model": design.draft.model.name,
-                                  "device": design.draft.device.name,
-                                  "kind": design.draft.kind,
-                                  "build_dir": build_dir,
-                                  "projection_only": build_dir in projection}
+    dp = design.draft_placement
+    draft_info: dict[str, Any] | None = None if dp is None else {
+        "model": dp.model.name, "device": dp.device.name, "kind": dp.kind,
+        "build_dir": build_dir, "projection_only": build_dir in projection}
     report = attach(evaluate(design, workload), design, workload).to_dict()
     files["design.toml"] = _design_toml(design, workload, report, v)
     files["report.json"] = json_text({"schema_version": SCHEMA_VERSION, "tool_version": v,
@@ -123,7 +126,8 @@ def _design_toml(design: Design, workload: WorkloadSpec, report: dict[str, Any],
 
 
 def _manifest(design: Design, workload: WorkloadSpec, files: dict[str, bytes],
-              purposes: dict[str, str], draft: dict[str, Any], projection: dict[str, str],
+              purposes: dict[str, str], draft: dict[str, Any] | None,
+              projection: dict[str, str],
               notes: list[str]) -> dict[str, Any]:
     entries = {}
     for p, data in files.items():

@@ -24,6 +24,7 @@ from typing import cast
 from dse.design import Design
 from dse.devices.fpga import FpgaBuild, FpgaPlacement
 from dse.devices.gpu import GpuPlacement
+from dse.devices.protocol import Placement
 from dse.errors import UnknownNameError
 from dse.exporters.memory import DraftEngine, draft_engine
 from dse.exporters.text import safe_component, safe_token
@@ -43,13 +44,24 @@ class FpgaDraft:
 
 
 def has_fpga_draft(design: Design) -> bool:
-    """The draft is placed on an FPGA (the kind whose placements carry an FpgaBuild)."""
-    return design.draft.kind == FpgaPlacement.kind
+    """The draft is placed on an FPGA (the kind whose placements carry an FpgaBuild); False for
+    a target-only design, which has no draft."""
+    p = design.draft_placement
+    return p is not None and p.kind == FpgaPlacement.kind
+
+
+def served_roles(design: Design) -> dict[Role, Placement]:
+    """The device roles with a server or build of their own, in role order (draft, prm,
+    target), with their placements: the target alone for a target-only design, and no PRM
+    where the target verifies (its server is the target's)."""
+    found = {Role.DRAFT: design.draft_placement, Role.VERIFIER: design.prm_placement,
+             Role.TARGET: design.target}
+    return {r: p for r in DEVICE_ROLES if (p := found[r]) is not None}
 
 
 def gpu_roles(design: Design) -> tuple[Role, ...]:
-    """The device roles placed on GPUs, in role order (draft, prm, target)."""
-    return tuple(r for r in DEVICE_ROLES if getattr(design, r.value).kind == GpuPlacement.kind)
+    """The served roles (served_roles) placed on GPUs, in role order (draft, prm, target)."""
+    return tuple(r for r, p in served_roles(design).items() if p.kind == GpuPlacement.kind)
 
 
 @dataclass(frozen=True)

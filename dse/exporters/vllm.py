@@ -9,20 +9,30 @@ What each file states, from the design:
 - dtype from the placement's precision (bf16 -> bfloat16, fp16 -> float16; quantised weights
   need a quantised checkpoint, from whose config vLLM reads the method);
 - max-model-len = the design's context budget; tensor-parallel-size = the placement's tp;
-- gpu-memory-utilization and enforce-eager from the serving profile (boards/serving);
+- gpu-memory-utilization and enforce-eager from the serving profile (boards/serving); a
+  server sharing its GPU gets its part of the static split instead (memory_splits);
 - prefix caching as the cost model assumes it: on for generators under a profile with prefix
   caching; off for the PRM, which vLLM 0.9.2 serves as a pooling model (`task: reward`, STEP
   pooling) re-reading the whole context at every verification (DESIGN.md section 4);
 - ports: RSD's (draft 12340, target 12341, PRM 12342); seed 0.
+
+A target verifier (SpecReason) has no server of its own: the target judges, so there is no
+vllm_prm.yaml and the target's prefix caching is on (a judge call prefills only the new step,
+as dse.verifiers costs it). Roles that share one GPU (design.colocated) get one
+CUDA_VISIBLE_DEVICES and a static split of its memory, as SpecReason launches its two models
+on the same GPUs (`--gpu-memory-utilization` 0.8 and 0.1; build-and-host-formats.md 4.3);
+see memory_splits.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from dse.design import Design
 from dse.devices.protocol import Placement
-from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles
+from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles, served_roles
 from dse.roles import Role
 from dse.specs import Catalog
 from dse.specs.emit import yaml_text
@@ -36,6 +46,7 @@ PURPOSE = {
     Role.VERIFIER: "vllm serve --config for the PRM, a reward (pooling) model (vLLM 0.9.2)",
     Role.TARGET: "vllm serve --config for the target (vLLM 0.9.2)",
 }
+SHARE_DECIMALS = 4  # a colocated role's gpu-memory-utilization, rounded down to these
 
 
 def render(ctx: ExportContext) -> Rendered:
@@ -45,23 +56,88 @@ def render(ctx: ExportContext) -> Rendered:
     if Role.DRAFT in gpu_roles(design):
         notes.append(f"the draft runs on a GPU ({design.draft.device.name}): "
                      "gpu/vllm_draft.yaml instead of FPGA build files")
+    if design.is_speculative and design.verifier.is_target:
+        notes += design.verifier.serving_notes()
+    splits = memory_splits(ctx.cat, design)
+    notes += [split_note(design, sp) for sp in splits]
     files = []
     for role, gpus in gpu_indices(design).items():
-        text, role_notes = vllm_yaml(ctx.cat, design, role.value, gpus, ctx.version)
+        text, role_notes = vllm_yaml(ctx.cat, design, role.value, gpus, ctx.version, splits)
         files.append(ExportFile(f"gpu/vllm_{role.value}.yaml", text, PURPOSE[role]))
         notes += role_notes
     return Rendered(files=tuple(files), notes=tuple(notes))
 
 
 def gpu_indices(design: Design) -> dict[Role, str]:
-    """One GPU per model, as in the paper: CUDA_VISIBLE_DEVICES per server."""
+    """CUDA_VISIBLE_DEVICES per server: one GPU (tp GPUs) per model, as in the paper, except
+    that the servers of a colocated group share their group's GPUs."""
+    roles = gpu_roles(design)
     out: dict[Role, str] = {}
+    first: dict[tuple[str, ...], int] = {}  # a group's first GPU
     i = 0
-    for r in gpu_roles(design):
-        n = getattr(design, r.value).tp
-        out[r] = ",".join(str(k) for k in range(i, i + n))
-        i += n
+    for r in roles:
+        group = next((g for g in design.colocated if r.value in g), (r.value,))
+        if group not in first:
+            first[group] = i
+            i += max(getattr(design, o.value).tp for o in roles if o.value in group)
+        k = first[group]
+        out[r] = ",".join(str(j) for j in range(k, k + getattr(design, r.value).tp))
     return out
+
+
+@dataclass(frozen=True)
+class MemorySplit:
+    """The static memory split of one GPU shared by several servers (SpecReason's launch).
+
+    Each server's `gpu-memory-utilization` (vLLM 0.9.2: the fraction of the GPU's memory that
+    instance may use, its weights, activations and KV cache) is its share
+        need_bytes / memory_bytes + (cap - sum(need_bytes) / memory_bytes) / n,
+    rounded down to SHARE_DECIMALS decimals: what its placement needs (memory_needed_bytes:
+    weights + KV at the design's max context), plus an equal part of the headroom the model
+    keeps under the serving profile's memory_utilization `cap` for activations and CUDA graphs
+    (the runtime reserve; dse.design.infeasibility checks the needs fit beside it), since vLLM
+    profiles an instance's activations inside its own fraction. The shares sum to at most
+    `cap`, as SpecReason's 0.8 + 0.1 sum to vLLM's default 0.9."""
+
+    roles: tuple[Role, ...]  # servers on the GPU, in role order
+    device: str
+    memory_bytes: float  # per GPU (datasheet)
+    cap: float  # the lowest memory_utilization of the servers' profiles
+    need_bytes: dict[Role, float]
+    shares: dict[Role, float]
+
+
+def memory_splits(cat: Catalog, design: Design) -> list[MemorySplit]:
+    """The memory split of each colocated group with more than one server on GPUs (a target
+    verifier alone with its target is one server: no split)."""
+    served = served_roles(design)
+    gpu = gpu_roles(design)
+    out = []
+    for group in design.colocated:
+        roles = tuple(r for r in gpu if r.value in group)
+        if len(roles) < 2:
+            continue
+        need = {r: served[r].memory_needed_bytes for r in roles}
+        mem = served[roles[0]].memory_bytes
+        cap = min(cat.serving(served[r].serving).memory_utilization for r in roles)
+        extra = (cap - sum(need.values()) / mem) / len(roles)
+        scale = 10**SHARE_DECIMALS
+        shares = {r: math.floor((need[r] / mem + extra) * scale) / scale for r in roles}
+        out.append(MemorySplit(roles, served[roles[0]].device.name, mem, cap, need, shares))
+    return out
+
+
+def split_note(design: Design, sp: MemorySplit) -> str:
+    """The manifest's note on a shared GPU: who shares it and the static split."""
+    names = [r.value for r in sp.roles]
+    ids = gpu_indices(design)
+    shared = sorted(set.intersection(*(set(ids[r].split(",")) for r in sp.roles)), key=int)
+    return (f"{' and '.join(names)} share {sp.device} (GPU {','.join(shared)}): static KV "
+            "split, " + " / ".join(f"{r.value} {sp.shares[r]:g}" for r in sp.roles)
+            + f" of {sp.memory_bytes / 1e9:g} GB (gpu-memory-utilization: weights + KV at "
+            f"{design.max_context_tokens} tokens, "
+            + ", ".join(f"{r.value} {sp.need_bytes[r] / 1e9:.2f} GB" for r in sp.roles)
+            + f", plus an equal part of the headroom under {sp.cap:g})")
 
 
 def endpoint(role: str) -> str:
@@ -70,10 +146,13 @@ def endpoint(role: str) -> str:
     return base + ("/pooling" if role == "prm" else "/v1")
 
 
-def serve_options(cat: Catalog, design: Design, role: str) -> tuple[dict[str, Any],
-                                                                     dict[str, str], list[str]]:
-    """(options, comments per key, notes for the manifest) of one role's server."""
+def serve_options(cat: Catalog, design: Design, role: str,
+                  splits: list[MemorySplit] | None = None
+                  ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """(options, comments per key, notes for the manifest) of one role's server; `splits`
+    (memory_splits) sets the gpu-memory-utilization of a role that shares its GPU."""
     p: Placement = getattr(design, role)
+    split = next((sp for sp in splits or () if role in sp.roles), None)
     prof = cat.serving(p.serving)
     notes: list[str] = []
     comments: dict[str, str] = {}
@@ -86,15 +165,26 @@ def serve_options(cat: Catalog, design: Design, role: str) -> tuple[dict[str, An
                  "max-model-len": design.max_context_tokens,
                  "tensor-parallel-size": p.tp,
                  "gpu-memory-utilization": prof.memory_utilization})
+    if split is not None:
+        r = Role(role)
+        others = " and ".join(o.value for o in split.roles if o != r)
+        opts["gpu-memory-utilization"] = split.shares[r]
+        comments["gpu-memory-utilization"] = (
+            f"static split of {split.device} with the {others}: weights + KV "
+            f"{split.need_bytes[r] / 1e9:.2f} GB of {split.memory_bytes / 1e9:g} GB, plus an "
+            f"equal part of the headroom under {split.cap:g}")
     if p.precision.weight_bits < 16:
         comments["model"] = (f"{p.precision.name}: point this at a {p.precision.name} "
                              "checkpoint; vLLM reads the quantisation method from its config")
         notes.append(f"gpu/vllm_{role}.yaml: {p.precision.name} weights need a quantised "
                      f"checkpoint of {p.model.hf_id}")
-    caching = p.prefix_caching and role != "prm"
+    judge = role == "target" and design.is_speculative and design.verifier.is_target
+    caching = (p.prefix_caching or judge) and role != "prm"
     key = "enable-prefix-caching" if caching else "no-enable-prefix-caching"
     opts[key] = True
-    comments[key] = ("the design prefills only tokens the server has not seen" if caching
+    comments[key] = ("the target also judges each step: a judge call prefills only the new "
+                     "step (SpecReason)" if judge else
+                     "the design prefills only tokens the server has not seen" if caching
                      else "the design assumes every call re-reads the whole context")
     if not prof.cuda_graphs:
         opts["enforce-eager"] = True
@@ -108,9 +198,9 @@ def serve_options(cat: Catalog, design: Design, role: str) -> tuple[dict[str, An
     return opts, comments, notes
 
 
-def vllm_yaml(cat: Catalog, design: Design, role: str, gpus: str, version: str
-              ) -> tuple[str, list[str]]:
-    opts, comments, notes = serve_options(cat, design, role)
+def vllm_yaml(cat: Catalog, design: Design, role: str, gpus: str, version: str,
+              splits: list[MemorySplit] | None = None) -> tuple[str, list[str]]:
+    opts, comments, notes = serve_options(cat, design, role, splits)
     p: Placement = getattr(design, role)
     header = "\n".join([
         f"vllm_{role}.yaml: generated by hetero-dse {version} for design {design.name}.",

@@ -76,7 +76,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           constraints: Constraints = NO_CONSTRAINTS, *,
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
           seed: int = 0, confidence: float = DEFAULT_CONFIDENCE,
-          measured_only: bool = False) -> SweepResult:
+          measured_only: bool = False, families: bool = True) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
     Pareto front (several), under the constraints, checked at the pessimistic end of each
     constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
@@ -167,7 +167,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     front = [with_intervals(cat, space.workloads, c) for c in front]
     best = front[:1] if front else [with_intervals(cat, space.workloads, c) for c in best]
     fams: list[FamilyBest] = []
-    if best:
+    if best and families:
         bests: dict[str, Candidate | None] = {}
         for fam, (_, i, flat) in fam_best.items():
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))

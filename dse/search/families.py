@@ -115,7 +115,8 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
         for n, wt in workloads:
             w = cat.workload(n)
             rc, rw = evaluate(d, w), reports_w[n]
-            iv = difference_interval((d, rc), (dw, rw), w, MARGIN_METRICS)
+            iv = difference_interval((d, rc), (dw, rw), w, MARGIN_METRICS,
+                                     moves_by="mean-value")
             for m in MARGIN_METRICS:
                 a, b = getattr(rc, m), getattr(rw, m)
                 if a is None or b is None:

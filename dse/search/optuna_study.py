@@ -19,13 +19,14 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from dse.errors import UsageError
-from dse.search.candidates import Candidate, closed_form_metrics, with_intervals
+from dse.search.candidates import Candidate, closed_form_metrics, trial_candidate, with_intervals
+from dse.search.families import FamilyBest, family_bests
 from dse.search.grid import Evaluator, candidate, feasible_mask, violation
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -38,7 +39,7 @@ from dse.search.objectives import (
     direction,
 )
 from dse.search.parameters import ROLES, placement, sample, study_knobs
-from dse.search.space import Space, arrange
+from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange
 from dse.search.storage import IN_MEMORY, best_candidates, open_storage, study_trials
 from dse.specs import Catalog
 
@@ -54,6 +55,8 @@ class OptimizeResult:
     best: list[Candidate]
     seconds: float
     confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
+    by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
+    measured_only: bool = False
 
 
 def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float],
@@ -64,7 +67,10 @@ def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, flo
                              space.max_backtracks, space.backtrack_windows, space.step_ahead,
                              space.shadow_sync, space.max_context_tokens,
                              space.lifetime_years, space.usd_per_kwh, list(objectives),
-                             sorted(cons.items()), confidence)).encode())
+                             sorted(cons.items()), confidence,
+                             # a study of the old single arrangement keeps its digest
+                             *((space.arrangements,) if space.arrangements != (SEPARATE,)
+                               else ()))).encode())
     return h.hexdigest()[:16]
 
 
@@ -73,7 +79,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
              timeout: float | None = None, seed: int = 0, storage: str | None = None,
              study_name: str | None = None, progress: bool = False, worker: int = 0,
              callback: Callable[[int, int], None] | None = None,
-             confidence: float = DEFAULT_CONFIDENCE) -> OptimizeResult:
+             confidence: float = DEFAULT_CONFIDENCE, measured_only: bool = False
+             ) -> OptimizeResult:
     """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
     seconds pass). Several processes may run on one storage and study at once.
 
@@ -84,8 +91,11 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
 
     confidence: constraints are checked at the pessimistic end of each constrained metric's
     interval (0.9: the 90% interval's end; 0.5: the central values); the objectives are the
-    central values."""
+    central values. measured_only: a trial on a device without a published measurement is
+    infeasible. Beside the winner, each family's best (`study_families`)."""
     import optuna
+
+    from dse.search.exhaustive import measured_hardware
 
     objectives = check_objectives(objectives)
     confidence = check_confidence(confidence)
@@ -145,6 +155,11 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         hw = arrange(cat, space, arr, *parts)  # type: ignore[arg-type]
         if hw is None:
             trial.set_user_attr("infeasible", "draft and target do not share a tokenizer")
+            trial.set_user_attr("violation", 1.0)
+            return worst[0] if single else worst
+        if measured_only and not measured_hardware([hw]):
+            trial.set_user_attr("infeasible", "a device without a published measurement "
+                                "(--measured-only)")
             trial.set_user_attr("violation", 1.0)
             return worst[0] if single else worst
         r = ev.evaluate(hw)
@@ -207,6 +222,53 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
                                                        best[0].design.workload)
     best = [with_intervals(cat, space.workloads, c) for c in best]
+    fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
+                           measured_only) if best else [])
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
                           len(study.trials) - n_before, best, time.perf_counter() - t0,
-                          confidence)
+                          confidence, fams, measured_only)
+
+
+def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
+                   cons: Mapping[str, float], study: Any, winner: Candidate,
+                   confidence: float, measured_only: bool) -> list[FamilyBest]:
+    """Each family's best beside the study's winner: the target alone exhaustively (one design
+    per target placement: the sweep of the target-only arrangement), each speculative family
+    from the study's best feasible trial of it (none: the study did not reach it)."""
+    from dse.search.exhaustive import sweep
+    from dse.search.objectives import Constraints
+
+    bests: dict[str, Candidate | None] = {}
+    if TARGET_ONLY in space.arrangements:
+        sub = sweep(cat, replace(space, arrangements=(TARGET_ONLY,)), list(objectives[:1]),
+                    Constraints(**{k: v for k, v in cons.items()}), confidence=confidence,
+                    measured_only=measured_only, families=False)
+        if sub.best:
+            bests["target-only"] = sub.best[0]
+    sign = 1 if study.directions[0].name == "MINIMIZE" else -1
+    chosen: dict[str, tuple[float, Any]] = {}
+    for t in study_trials(study):
+        if t.user_attrs.get("violation", 1.0) > 0 or "design_toml" not in t.user_attrs:
+            continue
+        fam = trial_family(cat, trial_candidate(t))
+        v = sign * float(t.values[0])
+        if fam != "target-only" and v < chosen.get(fam, (math.inf, None))[0]:
+            chosen[fam] = (v, t)
+    for fam, (_, t) in chosen.items():
+        c = trial_candidate(t)
+        if c.design.workload is not None:
+            c.metrics["closed_form"] = closed_form_metrics(cat, c.design.system,
+                                                           c.design.schedule, c.design.workload)
+        bests[fam] = with_intervals(cat, space.workloads, c)
+    return family_bests(cat, space.workloads, winner, bests)
+
+
+def trial_family(cat: Catalog, c: Candidate) -> str:
+    """The family of a stored design: target-only, or the draft device's kind."""
+    from dse.devices.registry import kind_of
+
+    s = c.design.system
+    if s.workflow_name == "target-only" or s.draft_device is None:
+        return "target-only"
+    return "gpu-speculative" if kind_of(cat, s.draft_device).name == "gpu" else \
+        "fpga-speculative"

@@ -436,7 +436,7 @@ def hardware(cat: Catalog, space: Space) -> list[Hardware]:
             drafts = colocated_options(cat, space, "draft", t) if arr.shares("draft") \
                 else space.drafts
             prms: Sequence[Placement | None] = [None]
-            if arr.verifier == "prm":
+            if arr.verifier != "target":
                 prms = colocated_options(cat, space, "prm", t) if arr.shares("prm") \
                     else space.prms
             out += [Hardware(d, p, t, arr) for d in drafts for p in prms
@@ -459,7 +459,7 @@ def arrange(cat: Catalog, space: Space, arr: Arrangement, draft: Placement,
         draft = next(o for o in colocated_options(cat, space, "draft", target)
                      if o.model == draft.model)
     chosen: Placement | None = None
-    if arr.verifier == "prm":
+    if arr.verifier != "target":
         chosen = prm
         if arr.shares("prm"):
             chosen = next(o for o in colocated_options(cat, space, "prm", target)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dse.errors import SpecError, UnknownNameError
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
@@ -127,19 +127,11 @@ class Catalog:
 
     def workload(self, name: str) -> WorkloadSpec:
         """A workload by name (scenarios/workloads/)."""
-        from dse.scenario import WorkloadSpec
-
-        spec = self.get("workload", name)
-        assert isinstance(spec, WorkloadSpec)
-        return spec
+        return cast("WorkloadSpec", self.get("workload", name))  # dse.scenario registers it
 
     def system(self, name: str) -> SystemSpec:
         """A named system by name (scenarios/systems/)."""
-        from dse.scenario import SystemSpec
-
-        spec = self.get("system", name)
-        assert isinstance(spec, SystemSpec)
-        return spec
+        return cast("SystemSpec", self.get("system", name))  # dse.scenario registers it
 
     def model(self, name_or_path: str) -> ModelSpec:
         """A model by catalog name, or a path to a model TOML or a HF config.json."""

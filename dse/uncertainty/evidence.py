@@ -161,21 +161,20 @@ def _json(name: str) -> dict[str, Any]:
 
 @cache
 def gpu_residuals() -> tuple[GpuResidual, ...]:
-    """The GPU points' leave-one-out residuals (dse/data/gpu_cv.json)."""
-    from dse.validation import gpu_cv
-
-    return tuple(GpuResidual(c.profile, c.family, c.generation, c.model,
-                             "prefill" if c.timed == "prefill" else "decode",
-                             math.log(c.loo_s / c.measured_s))
-                 for c in gpu_cv.load() if c.loo_s is not None and c.loo_s > 0)
+    """The GPU points' leave-one-out residuals (dse/data/gpu_cv.json, read here: the evidence
+    sits below the model; dse.validation, which writes the file, fits the model)."""
+    return tuple(GpuResidual(c["profile"], c["family"], c["generation"], c["model"],
+                             "prefill" if c["timed"] == "prefill" else "decode",
+                             math.log(c["loo_s"] / c["measured_s"]))
+                 for c in _json("gpu_cv.json")["points"]
+                 if c["loo_s"] is not None and c["loo_s"] > 0)
 
 
 @cache
 def gpu_fitted_settings() -> frozenset[tuple[str, str, str, str]]:
     """(profile, device, model, precision) of every measured GPU point a fit used."""
-    from dse.validation import gpu_cv
-
-    return frozenset((c.profile, c.device, c.model, c.precision) for c in gpu_cv.load())
+    return frozenset((c["profile"], c["device"], c["model"], c["precision"])
+                     for c in _json("gpu_cv.json")["points"])
 
 
 @dataclass(frozen=True)

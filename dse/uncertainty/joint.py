@@ -25,16 +25,19 @@ from dse.uncertainty.propagate import F64, combine, moves, points, shift_scale
 
 
 def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: WorkloadSpec,
-                        metrics: Sequence[str] = INTERVAL_METRICS
-                        ) -> dict[str, tuple[float, float]]:
+                        metrics: Sequence[str] = INTERVAL_METRICS, *,
+                        moves_by: str = "closed-form") -> dict[str, tuple[float, float]]:
     """The 90% interval of (a's metric - b's metric) for each metric, both designs on the
-    workload, around their closed-form reports' difference (module docstring)."""
+    workload, around their closed-form reports' difference (module docstring). moves_by: what
+    evaluates a factor's moves of a speculative design ("closed-form", or "mean-value": the
+    sweep's model, relative to the closed form's value, as the search's intervals;
+    dse.uncertainty.evaluate_at); a target-only one is always the closed form's."""
     (da, ra), (db, rb) = a, b
     fa = {f.key: f for f in design_factors(da, w)}
     fb = {f.key: f for f in design_factors(db, w)}
     union: dict[str, Factor] = {**fb, **fa}
-    at_a = evaluate_at(da, w, metrics, central=ra)
-    at_b = evaluate_at(db, w, metrics, central=rb)
+    at_a = evaluate_at(da, w, metrics, central=ra, moves=moves_by)
+    at_b = evaluate_at(db, w, metrics, central=rb, moves=moves_by)
     f0 = {m: float(getattr(ra, m)) - float(getattr(rb, m)) for m in metrics}
     shifts: dict[str, list[F64]] = {m: [] for m in metrics}
     ups: dict[str, list[F64]] = {m: [] for m in metrics}

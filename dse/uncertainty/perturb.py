@@ -39,22 +39,25 @@ class ScaledPlacement:
     def __getattr__(self, name: str) -> Any:  # the Placement attributes not scaled here
         return getattr(self.inner, name)
 
-    def decode_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
-        return self.inner.decode_s(n, ctx) * self.decode_factor
+    def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        return self.inner.decode_s(n, ctx, batch=batch) * self.decode_factor
 
-    def decode_token_s(self, ctx: ArrayLike) -> F64:
-        return self.inner.decode_token_s(ctx) * self.decode_factor
+    def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        return self.inner.decode_token_s(ctx, batch=batch) * self.decode_factor
 
-    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
-                  ) -> F64:
-        return self.inner.prefill_s(n_new, ctx, all_positions=all_positions) * self.prefill_factor
+    def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
+                  batch: int = 1) -> F64:
+        return self.inner.prefill_s(n_new, ctx, all_positions=all_positions,
+                                    batch=batch) * self.prefill_factor
 
-    def absorb_s(self, n: ArrayLike, ctx: ArrayLike) -> F64:
-        return self.inner.absorb_s(n, ctx) * self.absorb_factor
+    def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
+        return self.inner.absorb_s(n, ctx, batch=batch) * self.absorb_factor
 
-    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1) -> F64:
-        idle = self.inner.power_w("idle")
-        return idle + (self.inner.power_w(state, ctx, n_new) - idle) * self.power_factor
+    def power_w(self, state: PowerState, ctx: ArrayLike = 0, n_new: ArrayLike = 1, *,
+                batch: int = 1) -> F64:
+        idle = self.inner.power_w("idle", batch=batch)
+        return idle + (self.inner.power_w(state, ctx, n_new, batch=batch) - idle) \
+            * self.power_factor
 
 
 def placement_identity(p: Placement) -> str:
