@@ -114,6 +114,35 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
              "shadow_sync": rng.random() < 0.5}
     sched = rng.choice(list(PRESETS.values())).with_flags(**flags) if rng.random() < 0.5 \
         else rng.choice(list(PRESETS.values()))
+    u = rng.random()
+    if u < 0.15:  # the target alone
+        over["workflow"] = "target-only"
+    elif u < 0.5:  # a target judge, roles sharing a GPU, or both
+        if rng.random() < 0.5:
+            over["verifier"] = "target"
+        groups = (["draft+target"] if over.get("verifier") == "target" else
+                  ["draft+target", "prm+target", "draft+prm", "draft+prm+target"])
+        if rng.random() < 0.6:
+            group = rng.choice(groups)
+            base = cat.get("system", system)
+            gpu = over.get("target_device", base.target_device)  # type: ignore[attr-defined]
+            if "draft" in group:
+                over |= {"draft_device": gpu, "draft_precision": "bf16",
+                         "draft_serving": rng.choice(cat.names("gpu-serving"))}
+                for k in ("draft_engine", "fpga_clock_MHz", "fpga_memory_channels",
+                          "fpga_mac_lanes"):
+                    over.pop(k, None)
+            if "prm" in group:
+                over["prm_device"] = gpu if "target" in group else over["draft_device"]
+            over["colocate"] = group
+        # the schedules a shared device can run (dse.design.schedule_conflicts; a target
+        # verifier shares the target's device)
+        roles = set(over.get("colocate", "").split("+")) | (
+            {"prm", "target"} if over.get("verifier") == "target" else set())
+        sched = sched.with_flags(
+            step_ahead=False,
+            shadow_sync=sched.shadow_sync and not {"draft", "target"} <= roles,
+            backtracking=sched.backtracking and not {"draft", "prm"} <= roles)
     return DesignCase(system, over, sched, workload)
 
 
@@ -187,10 +216,13 @@ def report_violations(d: Design, w: WorkloadSpec, r: Report) -> list[str]:
     # device is never busy longer than the wall clock, up to the closed form's own tolerance
     # (BUSY_RTOL: the head starts after a reject are a fixed point iterated to 0.1% of an
     # attempt; beyond it closed_form_caveats flags the report)
-    floor = r.attempts_per_problem * w.draft_step_tokens_mean * draft_token_floor_s(d)
-    if lat < floor * (1 - SUM_RTOL):
-        bad.append(f"latency {lat} below the draft's roofline floor {floor}")
-    for dev in ("draft", "prm", "target"):
+    if d.is_speculative:
+        floor = r.attempts_per_problem * w.draft_step_tokens_mean * draft_token_floor_s(d)
+        if lat < floor * (1 - SUM_RTOL):
+            bad.append(f"latency {lat} below the draft's roofline floor {floor}")
+    if set(r.devices) != set(d.roles):
+        bad.append(f"devices {sorted(r.devices)} are not the design's roles {d.roles}")
+    for dev in r.devices:
         busy = r.devices[dev]["busy_s"]
         if busy > lat * (1 + BUSY_RTOL):
             bad.append(f"{dev} busy {busy} s > latency {lat} s")

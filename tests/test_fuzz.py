@@ -59,6 +59,8 @@ def test_step_ahead_never_slower_than_sequential_twin(cat, rng: random.Random):
     target's prefetch early; per attempt it is never longer, so the expectation is not either
     (tolerance: float rounding, TWIN_RTOL = 1e-9 relative)."""
     case = random_design_case(cat, rng)
+    if {"colocate", "verifier", "workflow"} & set(case.overrides):
+        return  # shared devices refuse step-ahead; the target alone has no draft to run ahead
     sa = build_case(cat, case, step_ahead=True)
     if not feasible(sa):
         return
