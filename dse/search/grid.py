@@ -197,6 +197,7 @@ class Evaluator:
         self.confidence = confidence
         self.checked = dict(checked or {})
         self._perturbed_pairs: dict[tuple[Any, ...], PairTables] = {}
+        self._valid: dict[tuple[Any, ...], NDArray[np.bool_]] = {}
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
     def pair(self, wname: str, draft: str, target: str, verifier: str = "prm") -> PairTables:
@@ -237,7 +238,14 @@ class Evaluator:
         return float(total)
 
     def valid(self, hw: Hardware) -> NDArray[np.bool_]:
-        """The grid cells [F, A, K] that are designs of this hardware choice."""
+        """The grid cells [F, A, K] that are designs of this hardware choice (cached per
+        arrangement: they depend on nothing else)."""
+        key = (hw.arrangement, hw.draft is None)
+        if key not in self._valid:
+            self._valid[key] = self._valid_cells(hw)
+        return self._valid[key]
+
+    def _valid_cells(self, hw: Hardware) -> NDArray[np.bool_]:
         g = self.grid
         ok = np.zeros(g.shape, dtype=bool)
         if hw.draft is None:
@@ -355,8 +363,9 @@ class Evaluator:
         is already scaled)."""
         values = values or {}
         f_n, a_n, k_n = self.grid.shape
-        lat = np.empty((f_n, a_n, k_n))
-        e = np.empty((f_n, a_n, k_n))
+        lat = np.full((f_n, a_n, k_n), np.nan)
+        e = np.full((f_n, a_n, k_n), np.nan)
+        valid = self.valid(hw)  # a schedule a shared device cannot run is not computed
         n_off = int((self.grid.max_backtracks == 0).sum())  # forward-only columns come first
         tok: F64 | float = 0.0
         acc: F64 | float = 0.0
@@ -371,7 +380,7 @@ class Evaluator:
             for fi, (sa, sh) in enumerate(self.grid.flags):
                 for on in (False, True):
                     cols = slice(n_off, k_n) if on else slice(0, n_off)
-                    if cols.start == cols.stop:
+                    if cols.start == cols.stop or not valid[fi, 0, cols].any():
                         continue
                     comp = select(comp_all, sa, sh, on)
                     forms = linear_forms(sa, sh, on)
