@@ -96,7 +96,8 @@ def fig_energy_designs(reports: dict[str, Any]) -> go.Figure:
     """Energy per problem by device, one stacked bar per design; the total's 90% interval as
     an error bar where the reports carry it."""
     fig = go.Figure()
-    _stack(fig, reports, DEVICES, lambda r, role: r.energy_by_device_j[role],
+    # a role a design does not run (the target alone's draft and PRM) has no energy entry
+    _stack(fig, reports, DEVICES, lambda r, role: r.energy_by_device_j.get(role, 0.0),
            "energy_j_per_problem", "J", horizontal=False, suffix=" device")
     fig.update_layout(barmode="stack", title="Energy per problem by device",
                       yaxis_title="energy per problem (J)", height=360, margin=MARGIN,

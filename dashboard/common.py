@@ -24,7 +24,8 @@ Params = tuple[tuple[str, str], ...]
 PERSISTENT = ("ds_space", "ds_method", "ds_objectives", "ds_min_accuracy", "ds_max_latency",
               "ds_max_power", "ds_trials", "ds_seed", "ds_storage", "ds_study", "ds_pick",
               "st_storage", "st_study", "st_objective", "pp_groups", "pp_misses",
-              "wi_timeline_seed", "ex_file", "ds_view", "st_trial", "cp_reference", "gl_filter")
+              "wi_timeline_seed", "ex_file", "ds_view", "st_trial", "cp_reference", "gl_filter",
+              "ds_measured", "ds_family", "cp_joint")
 
 
 def keep_widget_state() -> None:
@@ -103,6 +104,19 @@ def explain(params: Params, base_params: Params, name: str) -> list[str]:
     return views.explain_vs_baseline(design_of(s), report(params), design_of(b),
                                      report(base_params), name, prompt_tokens=w.prompt_tokens,
                                      step_tokens=w.draft_step_tokens_mean)
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def joint_intervals(params: Params, other_params: Params, moves: str = "closed-form"
+                    ) -> dict[str, tuple[float, float]]:
+    """The joint 90% interval of (design - other) on latency, J/token and accuracy, both on
+    the first design's workload (dse.uncertainty.joint through views.joint_intervals). moves:
+    "closed-form" (about a second, as `dse evaluate`: the Uncertainty tab, Compare) or
+    "mean-value" (tens of ms: What-if's headline)."""
+    a, b = state_of(params), state_of(other_params)
+    w = catalog().get("workload", a.workload)
+    return views.joint_intervals((design_of(a), report(params)),
+                                 (design_of(b), report(other_params)), w, moves_by=moves)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

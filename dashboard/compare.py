@@ -46,19 +46,34 @@ ok = [n for n in names if n in reports]
 if ok:
     if ss.get("cp_reference") not in ok:
         ss["cp_reference"] = ok[0]
-    st.selectbox("Reference (deltas are against it)", ok, key="cp_reference")
+    c1, c2 = st.columns([2, 3])
+    c1.selectbox("Reference (deltas are against it)", ok, key="cp_reference")
+    c2.toggle("Joint 90% intervals of the differences", key="cp_joint",
+              help=common.tip("joint 90% interval") + " About a second per design; only for "
+              "designs on the reference's workload.")
     rows = views.metric_rows({n: reports[n] for n in ok})
     delta = {d["design"]: d for d in views.deltas(rows, ss.cp_reference)}
-    table = views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat) for n in ok})
+    joint: dict[str, dict[str, tuple[float, float]]] = {}
+    if ss.get("cp_joint"):
+        ref = pinned[names.index(ss.cp_reference)]
+        with st.spinner("The joint 90% interval of each difference"):
+            for n in ok:
+                s = pinned[names.index(n)]
+                if n != ss.cp_reference and s.workload == ref.workload:
+                    joint[n] = common.joint_intervals(common.key(s), common.key(ref))
+    table = views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat) for n in ok},
+                                joint)
     across = views.side_by_side(table)
     st.dataframe(across, key="cp_table", hide_index=True,
                  height=36 * (len(across) + 1))  # every row, no inner scroll
     st.caption("Closed form with 90% intervals (factor moves by the closed form, as "
                "`dse evaluate`); deltas are relative to the reference (accuracy in points). "
                "Designs on the same GPUs share those GPUs' errors, so their difference is "
-               "surer than the two intervals suggest.")
+               "surer than the two intervals suggest: the joint 90% interval of each "
+               "difference (the toggle) moves every factor in both designs at once. A role a "
+               "design does not run (the target alone's draft and verifier) reads none.")
     csv_rows = [r | {k: v for k, v in delta[r["design"]].items() if k != "design"}
-                for r in rows]
+                | views.joint_csv_columns(joint.get(r["design"], {})) for r in rows]
     st.download_button("Comparison (CSV)", views.rows_csv(csv_rows),
                        file_name="compare.csv", mime="text/csv", key="cp_download_csv")
     sub = {n: reports[n] for n in ok}

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import common
+from dashboard import common, families
 from dse import views
 from dse.errors import DseError
 from dse.views import search as vs
@@ -50,6 +50,9 @@ with st.form("ds_form", border=False):
     ss.setdefault("ds_storage", search.DEFAULT_STORAGE)
     c3.text_input("Study storage", key="ds_storage")
     c4.text_input("Study name (empty: from the space)", key="ds_study")
+    st.checkbox("Measured devices only", key="ds_measured",
+                help="keep only the hardware whose every device has a published measurement "
+                "(no projection-only board such as the V80 or the H100)")
     run = st.form_submit_button("Run", key="ds_run", type="primary")
 
 if run:
@@ -62,14 +65,17 @@ if run:
         if ss.ds_method == "Sweep":
             res = search.sweep(cat, space, ss.ds_objectives, cons,
                                progress=lambda f: bar.progress(min(float(f), 1.0),
-                                                               text=f"sweep {f:.0%}"))
+                                                               text=f"sweep {f:.0%}"),
+                               measured_only=bool(ss.get("ds_measured")))
             ss["ds_result"] = {
                 "method": "sweep", "objectives": list(res.objectives),
                 "candidates": res.pareto, "points": res.points,
                 "constraints": dict(res.constraints), "confidence": res.confidence,
-                "typed": dict(cons.bounds),
+                "typed": dict(cons.bounds), "families": list(res.by_family),
+                "measured_only": res.measured_only,
                 "summary": f"{res.n_designs:,} designs, {res.n_feasible:,} feasible, "
-                f"{len(res.pareto)} on the front, {res.seconds:.1f} s"}
+                f"{len(res.pareto)} on the front, {res.seconds:.1f} s"
+                + (" (measured devices only)" if res.measured_only else "")}
         else:
             def tick(done: int, total: int) -> None:
                 bar.progress(min(done / max(total, 1), 1.0), text=f"trial {done} of {total}")
@@ -80,15 +86,18 @@ if run:
             res = search.optimize(cat, space, ss.ds_objectives, cons,
                                   trials=int(ss.ds_trials), seed=int(ss.ds_seed),
                                   storage=ss.ds_storage.strip() or search.DEFAULT_STORAGE,
-                                  study_name=ss.ds_study.strip() or None, callback=tick)
+                                  study_name=ss.ds_study.strip() or None, callback=tick,
+                                  measured_only=bool(ss.get("ds_measured")))
             ss["st_storage"] = res.storage  # the Studies page opens this storage
             ss["ds_result"] = {
                 "method": "optimize", "objectives": list(res.objectives),
                 "candidates": res.best, "points": {},
                 "constraints": dict(res.constraints), "confidence": res.confidence,
-                "typed": dict(cons.bounds),
+                "typed": dict(cons.bounds), "families": list(res.by_family),
+                "measured_only": res.measured_only,
                 "summary": f"study {res.study_name} in {res.storage}: {res.n_trials} trials "
-                f"({res.n_new} new), {len(res.best)} best, {res.seconds:.1f} s"}
+                f"({res.n_new} new), {len(res.best)} best, {res.seconds:.1f} s"
+                + (" (measured devices only)" if res.measured_only else "")}
         ss.pop("ds_pick", None)
         ss.pop("ds_table", None)
         bar.progress(1.0, text="done")
@@ -117,6 +126,7 @@ if not cands:
     st.stop()
 
 objectives = result["objectives"]
+families.verdict(result.get("families") or [], objectives)
 rows = views.candidate_rows(cands)
 axes = [search.OBJECTIVES[o] for o in objectives]
 if len(axes) == 1:
@@ -246,3 +256,4 @@ with c2:
     common.pin_button(state, key="ds_pin")
 c3.download_button("Download design TOML", pick.toml, file_name="design.toml",
                    key="ds_download_toml")
+families.show(result.get("families") or [], objectives)

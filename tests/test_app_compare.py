@@ -79,7 +79,7 @@ def served(at: AppTest, files: dict[str, bytes], label: str) -> bytes:
 def test_whatif_metrics_csv_has_the_design_and_its_baselines(cat, downloads):
     at = ok(run_app())
     rows = list(csv.DictReader(io.StringIO(served(at, downloads, "Metrics (CSV)").decode())))
-    assert [r["design"] for r in rows] == ["heteroreason (this)", *(
+    assert [r["design"] for r in rows] == ["heteroreason (this)", "target alone", *(
         f"{b} (GPU)" for b in views.BASELINES)]
     quick = report(cat, views.default_state(), moves="mean-value")
     this = rows[0]
@@ -87,9 +87,12 @@ def test_whatif_metrics_csv_has_the_design_and_its_baselines(cat, downloads):
     lo, hi = quick.intervals["j_per_token"]
     assert (float(this["j_per_token_low"]), float(this["j_per_token_high"])) == (lo, hi)
     brsd = report(cat, views.default_state().gpu_baseline(cat, "brsd"), moves="mean-value")
-    assert float(rows[2]["j_per_token"]) == brsd.j_per_token
+    assert float(rows[3]["j_per_token"]) == brsd.j_per_token
     lo, hi = brsd.intervals["j_per_token"]
-    assert (float(rows[2]["j_per_token_low"]), float(rows[2]["j_per_token_high"])) == (lo, hi)
+    assert (float(rows[3]["j_per_token_low"]), float(rows[3]["j_per_token_high"])) == (lo, hi)
+    alone = report(cat, views.default_state().target_alone(), moves="mean-value")
+    assert rows[1]["schedule"] == "target-only"
+    assert float(rows[1]["latency_s_per_problem"]) == alone.latency_s_per_problem
 
 
 def test_pin_from_whatif_then_compare_round_trips_through_the_url(cat):

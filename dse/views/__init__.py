@@ -5,8 +5,12 @@ package holds the small pieces of arithmetic and bookkeeping a figure needs and 
 between a design and the URL's query parameters, so they are tested without Streamlit.
 Nothing here imports Streamlit or plotly. One module per concern:
 
-- `state`: the design state, its URL round trip, design files as states, design labels;
-- `choices`: widget choices (a role's devices, models, precisions, software; build knobs);
+- `state`: the design state, its URL round trip, design files as states, design labels, the
+  target alone of a design;
+- `choices`: widget choices (a role's devices, models, precisions, software; build knobs; the
+  workflows, verifiers and placements, and the schedules and flags a placement allows);
+- `alternative`: a design against its target model alone (margins, joint 90% intervals of
+  the differences, in words);
 - `figures`: report figures (speed-ups, energy split, timeline, roofline, tornado);
 - `compare`: designs side by side (headline rows, deltas, CSV);
 - `explain`: why a design is slower or costlier than a baseline, in words;
@@ -16,14 +20,42 @@ Nothing here imports Streamlit or plotly. One module per concern:
 - `glossary`: the terms and their definitions (`term_help` for tooltips);
 - `search`: the Design space and Studies pages' data (metric labels and units, formatting,
   results-table columns, the front's zoom and band, chart picks, applied constraints, CSV,
-  a study's history and importances); used as `from dse.views import search`.
+  a study's history and importances); used as `from dse.views import search`;
+- `families`: the Design space page's families table (each family's best against the
+  winner) and the statement when no speculative design beats the target alone; used as
+  `from dse.views import families`.
 """
 
-from dse.views.choices import RoleOptions, build_knob_ranges, role_options
+from dse.views.alternative import (
+    Margin,
+    joint_intervals,
+    margin_rows,
+    margin_sentence,
+    margins,
+)
+from dse.views.choices import (
+    COLOCATE_LABELS,
+    NO_COLOCATION,
+    VERIFIER_LABELS,
+    WORKFLOW_LABELS,
+    RoleOptions,
+    arrangement,
+    build_knob_ranges,
+    colocate_for_verifier,
+    colocate_options,
+    colocation_moves,
+    flag_conflicts,
+    role_options,
+    runnable_flags,
+    schedule_choices,
+    shared_devices,
+)
 from dse.views.compare import (
     HEADLINE,
+    JOINT_METRICS,
     compare_table,
     deltas,
+    joint_csv_columns,
     metric_rows,
     rows_csv,
     side_by_side,
@@ -54,7 +86,9 @@ from dse.views.state import (
     DEFAULT_WORKLOAD,
     MAX_PINS,
     PIN_PARAM,
+    TARGET_KEYS,
     DesignState,
+    applicable,
     decode_pins,
     default_state,
     design_label,
@@ -67,25 +101,37 @@ from dse.views.state import (
 
 __all__ = [
     "BASELINES",
+    "COLOCATE_LABELS",
     "DEFAULT_SCHEDULE",
     "DEFAULT_SYSTEM",
     "DEFAULT_WORKLOAD",
     "HEADLINE",
     "INTERVAL_PANELS",
+    "JOINT_METRICS",
     "MAX_PINS",
+    "NO_COLOCATION",
     "PIN_PARAM",
     "PROB_LABELS",
     "ROLE_LABELS",
+    "TARGET_KEYS",
     "TIMELINE_DEVICES",
     "TIMELINE_KINDS",
+    "VERIFIER_LABELS",
+    "WORKFLOW_LABELS",
     "DesignState",
+    "Margin",
     "RoleOptions",
     "RoleRoofline",
     "RooflinePoint",
     "Timeline",
+    "applicable",
+    "arrangement",
     "build_knob_ranges",
     "bundle_zip",
     "candidate_rows",
+    "colocate_for_verifier",
+    "colocate_options",
+    "colocation_moves",
     "compare_table",
     "decode_pins",
     "default_state",
@@ -94,7 +140,13 @@ __all__ = [
     "encode_pin",
     "energy_split",
     "explain_vs_baseline",
+    "flag_conflicts",
     "interval_rows",
+    "joint_csv_columns",
+    "joint_intervals",
+    "margin_rows",
+    "margin_sentence",
+    "margins",
     "metric_rows",
     "operating_context",
     "paper_points",
@@ -103,6 +155,9 @@ __all__ = [
     "role_options",
     "rooflines",
     "rows_csv",
+    "runnable_flags",
+    "schedule_choices",
+    "shared_devices",
     "short_label",
     "side_by_side",
     "speedups",

@@ -13,7 +13,7 @@ from typing import Any
 from dse.engine.report import Report
 from dse.scenario import SystemSpec
 from dse.search.objectives import METRIC_TABLE
-from dse.views.search import fmt
+from dse.views.search import fmt, workflow_text
 
 
 def _unit(m: str) -> str:
@@ -35,6 +35,17 @@ HEADLINE: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# The metrics whose difference against the reference can carry a joint 90% interval
+# (dse.uncertainty.joint; views.alternative's margins)
+JOINT_METRICS = ("latency_s_per_problem", "j_per_token", "accuracy")
+
+
+def joint_csv_columns(joint: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """One design's joint intervals as CSV columns `<metric>_diff_low`, `<metric>_diff_high`."""
+    return {f"{m}_diff_{side}": float(v) for m, iv in joint.items()
+            for side, v in zip(("low", "high"), iv, strict=True)}
+
+
 def metric_rows(reports: Mapping[str, Report]) -> list[dict[str, Any]]:
     """One row per design: its name, schedule, workload, every HEADLINE metric and, where the
     report carries a 90% interval, `<metric>_low` / `<metric>_high`."""
@@ -53,7 +64,8 @@ def metric_rows(reports: Mapping[str, Report]) -> list[dict[str, Any]]:
 
 def deltas(rows: Sequence[Mapping[str, Any]], reference: str) -> list[dict[str, Any]]:
     """Each row's relative change against the row named `reference` (x / ref - 1, for the
-    HEADLINE metrics both have; accuracy as a difference in points), keyed `<metric>_delta`."""
+    HEADLINE metrics both have; accuracy as a difference in points), keyed `<metric>_delta`,
+    and for JOINT_METRICS the absolute difference x - ref, keyed `<metric>_diff`."""
     ref = next((r for r in rows if r["design"] == reference), None)
     if ref is None:
         raise KeyError(f"no design {reference!r} among {[r['design'] for r in rows]}")
@@ -68,6 +80,8 @@ def deltas(rows: Sequence[Mapping[str, Any]], reference: str) -> list[dict[str, 
                 d[f"{m}_delta"] = a - b
             else:
                 d[f"{m}_delta"] = a / b - 1 if b else None
+            if m in JOINT_METRICS:
+                d[f"{m}_diff"] = None if a is None or b is None else a - b
         out.append(d)
     return out
 
@@ -85,19 +99,37 @@ def rows_csv(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
+def role_text(s: SystemSpec, role: str) -> str:
+    """A role's placement in words: model on device (precision), "none" for a role the
+    design does not run, "the target judges" for a target verifier."""
+    if s.workflow_name == "target-only" and role != "target":
+        return "none (target alone)"
+    if role == "prm" and s.verifier_name == "target":
+        return "none (the target judges)"
+    tp = getattr(s, f"{role}_tp", None) or 1
+    x = f" x{tp}" if tp > 1 else ""
+    return (f"{getattr(s, f'{role}_model')} on {getattr(s, f'{role}_device')}{x} "
+            f"({getattr(s, f'{role}_precision')})")
+
+
 def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping[str, Any]],
-                  specs: Mapping[str, SystemSpec]) -> list[dict[str, str]]:
-    """Display rows: each design's hardware and models, then every HEADLINE metric as
+                  specs: Mapping[str, SystemSpec],
+                  joint: Mapping[str, Mapping[str, Sequence[float]]] | None = None
+                  ) -> list[dict[str, str]]:
+    """Display rows: each design's workflow, hardware and models (a role it does not run
+    reads "none"), then every HEADLINE metric as
     `value [low-high] unit` and its delta against the reference (`+12.3%`, accuracy
-    `+1.2 pts`), all as formatted text."""
+    `+1.2 pts`), all as formatted text. `joint` (design -> metric -> the joint 90% interval
+    of design - reference, dse.uncertainty.joint) adds, for the designs it names, the
+    difference with that interval and whether 0 lies outside it."""
     out = []
     for r in rows:
         s = specs[r["design"]]
-        tp = f" x{s.target_tp}" if s.target_tp > 1 else ""
-        row = {"design": r["design"], "schedule": r["schedule"], "workload": r["workload"],
-               "draft": f"{s.draft_model} on {s.draft_device} ({s.draft_precision})",
-               "PRM": f"{s.prm_model} on {s.prm_device} ({s.prm_precision})",
-               "target": f"{s.target_model} on {s.target_device}{tp} ({s.target_precision})"}
+        row = {"design": r["design"], "workflow": workflow_text(s),
+               "schedule": r["schedule"], "workload": r["workload"],
+               **{label: role_text(s, role) for role, label in (("draft", "draft"),
+                                                                ("prm", "PRM"),
+                                                                ("target", "target"))}}
         d = delta[r["design"]]
         for m, label, unit in HEADLINE:
             v = r.get(m)
@@ -111,6 +143,13 @@ def compare_table(rows: Sequence[Mapping[str, Any]], delta: Mapping[str, Mapping
             dv = d.get(f"{m}_delta")
             if dv is not None:
                 row[f"Δ {label}"] = f"{dv:+.1f} pts" if m == "accuracy" else f"{dv:+.1%}"
+        for m, iv in (joint or {}).get(r["design"], {}).items():
+            label, unit = next((x[1], x[2]) for x in HEADLINE if x[0] == m)
+            diff = d.get(f"{m}_diff")
+            unit = "pts" if m == "accuracy" else unit
+            row[f"Δ {label}, joint 90%"] = (
+                f"{'–' if diff is None else f'{diff:+.4g}'} [{iv[0]:+.4g}, {iv[1]:+.4g}] "
+                f"{unit}: 0 {'outside' if not iv[0] <= 0 <= iv[1] else 'inside'}")
         out.append(row)
     return out
 

@@ -19,25 +19,31 @@ SIGNIFICANT = 0.005  # a role's change counts when it is at least 0.5% of the la
 
 
 def _where(d: Design, role: str) -> str:
-    s = d.system
-    return (f"{getattr(s, f'{role}_device')} running {getattr(s, f'{role}_model')} in "
-            f"{getattr(s, f'{role}_precision')}")
+    """The device, model and precision a role runs (a judging target's for the verifier)."""
+    p = getattr(d, role)
+    return f"{p.device.name} running {p.model.name} in {p.precision.name}"
 
 
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _placement_key(d: Design, role: str) -> tuple[str, ...] | None:
+    if role not in d.roles:
+        return None
+    p = getattr(d, role)
+    return (p.device.name, p.model.name, p.precision.name, p.serving, str(p.tp))
+
+
 def _placement_differs(a: Design, b: Design, role: str) -> bool:
-    keys = ("device", "model", "precision", "serving", "engine")
-    return any(getattr(a.system, f"{role}_{k}", None) != getattr(b.system, f"{role}_{k}", None)
-               for k in keys)
+    return _placement_key(a, role) != _placement_key(b, role)
 
 
 def _role_reason(a: Design, b: Design, role: str, ctx_tokens: float, step_tokens: float,
                  name: str) -> str | None:
     """What makes one role's time differ, in words (None: only the schedule)."""
-    if role not in ("draft", "prm", "target") or not _placement_differs(a, b, role):
+    if (role not in ("draft", "prm", "target") or role not in a.roles or role not in b.roles
+            or not _placement_differs(a, b, role)):
         return None
     pa, pb = getattr(a, role), getattr(b, role)
     if role == "prm":  # the PRM scores a step: one prefill pass
@@ -93,16 +99,20 @@ def explain_vs_baseline(design: Design, report: Report, base: Design, base_repor
     e, be = report.j_per_token, base_report.j_per_token
     if e > be:
         sa, sb = energy_split(design, report), energy_split(base, base_report)
-        dev = {r: sa[r]["total_j"] - sb[r]["total_j"] for r in DEVICES}
+        zero = {"total_j": 0.0, "idle_j": 0.0}
+        dev = {r: sa.get(r, zero)["total_j"] - sb.get(r, zero)["total_j"] for r in DEVICES
+               if r in sa or r in sb}
         worst = max(dev, key=lambda r: dev[r])
-        idle = sa[worst]["idle_j"] - sb[worst]["idle_j"]
-        board = getattr(design.system, f"{worst}_device")
+        idle = sa.get(worst, zero)["idle_j"] - sb.get(worst, zero)["idle_j"]
+        busy = {n: float(rep.devices[worst]["busy_s"]) if worst in rep.devices else 0.0
+                for n, rep in (("a", report), ("b", base_report))}
+        board = (getattr(design, worst).device.name if worst in design.roles
+                 else getattr(base, worst).device.name)
         sentence = (f"{e / be - 1:.1%} more energy per token than {name} ({e:.3f} vs {be:.3f} "
                     f"J/token): the {ROLE_LABELS[worst]}'s {board} "
                     f"uses {dev[worst]:.1f} J more per problem ({idle:+.1f} J of it idle draw "
                     f"over the {lat:.2f} s problem, {dev[worst] - idle:+.1f} J its work: busy "
-                    f"{float(report.devices[worst]['busy_s']):.2f} s per problem vs "
-                    f"{float(base_report.devices[worst]['busy_s']):.2f} s)")
+                    f"{busy['a']:.2f} s per problem vs {busy['b']:.2f} s)")
         wa, wb = report.wasted_energy_share, base_report.wasted_energy_share
         if wa > wb + 0.01:
             sentence += (f"; work a verdict discards (step-ahead drafts, target prefetch) is "

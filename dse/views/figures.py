@@ -17,7 +17,7 @@ from dse.design import Design
 from dse.devices import shape
 from dse.engine.report import DEVICES, Report
 from dse.scenario import WorkloadSpec
-from dse.schedules import DEVICE_ROLES, Costs, fields
+from dse.schedules import Costs, fields
 
 
 def speedups(current: Report, baselines: Mapping[str, Report]) -> dict[str, dict[str, float]]:
@@ -28,11 +28,16 @@ def speedups(current: Report, baselines: Mapping[str, Report]) -> dict[str, dict
 
 
 def energy_split(design: Design, report: Report) -> dict[str, dict[str, float]]:
-    """Energy per problem by device, split into idle draw (idle power x latency) and the
-    energy above idle; the two sum to `report.energy_by_device_j`."""
+    """Energy per problem by device role, split into idle draw (idle power x latency) and the
+    energy above idle; the two sum to `report.energy_by_device_j`. Only the roles the design
+    runs (the target alone: "target"); a device that roles share draws its idle power once,
+    booked to the first role of its group (as the report books it: Costs.idle_w)."""
     out = {}
     for r in DEVICES:
-        idle = float(getattr(design, r).power_w("idle")) * report.latency_s_per_problem
+        if r not in report.energy_by_device_j:
+            continue
+        idle_w = float(getattr(design, r).power_w("idle")) if design.idle_owner(r) else 0.0
+        idle = idle_w * report.latency_s_per_problem
         total = float(report.energy_by_device_j[r])
         out[r] = {"idle_j": idle, "active_j": total - idle, "total_j": total}
     return out
@@ -61,10 +66,16 @@ class Timeline:
 
 def problem_timeline(design: Design, workload: WorkloadSpec, seed: int = 0) -> Timeline:
     """One synthetic problem replayed through the simulator (as `dse simulate
-    --timeline-out`), with its per-device intervals."""
+    --timeline-out`), with its per-device intervals. A target-only problem has no decisions:
+    the target prefills the prompt and writes every step (`attempts`: its steps)."""
     from dse.engine.simulator import DECISIONS, replay, synthetic_trace
 
     c = Costs(design, workload)
+    if not design.is_speculative:
+        from dse.engine.target_only import target_only_replay
+
+        rp = target_only_replay(c, 1, seed, timeline_problem=0)
+        return Timeline(rp.timeline, float(rp.latency_s[0]), int(rp.attempts[0]), [])
     tr = synthetic_trace(c, 1, seed)
     rp = replay(c, tr, timeline_problem=0)
     names = {v: k for k, v in DECISIONS.items()}
@@ -111,7 +122,12 @@ class RoleRoofline:
 
 
 def operating_context(design: Design, workload: WorkloadSpec) -> float:
-    """Mean response tokens in context over a problem's steps (the mean-value model's)."""
+    """Mean response tokens in context over a problem's steps (the mean-value model's); for
+    the target alone, over its decoded tokens (half the closed form's tokens per problem)."""
+    if not design.is_speculative:
+        from dse.engine.evaluate import evaluate
+
+        return evaluate(design, workload).tokens_per_problem / 2
     from dse.symbolic import components
 
     comp = components(design, workload)
@@ -121,8 +137,12 @@ def operating_context(design: Design, workload: WorkloadSpec) -> float:
 def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     """Each role's roofline and operating points at the mean context: draft and target decode
     one token; the PRM scores a mean step (prefill of problem + context + step, every position
-    through its head); the target prefills a drafted step (prefix cached). Each point's time
-    carries its 90% interval (the placement's time factor for that operation)."""
+    through its head), or the target judging it scores the step and its instruction after
+    its cached prefix; the target prefills a drafted step (prefix cached; not the target
+    alone, nor a target that judged the step). Each point's time
+    carries its 90% interval (the placement's time factor for that operation). Only the roles
+    the design runs; a target that verifies appears twice, as the verifier ("prm": scoring a
+    step) and as the target."""
     from dse.uncertainty.factors import placement_factors
 
     c = Costs(design, workload)
@@ -130,7 +150,7 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     ctx = workload.prompt_tokens + resp
     x = workload.draft_step_tokens_mean
     out = []
-    for role in DEVICE_ROLES:
+    for role in design.roles:
         pl = getattr(design, role)
         m, p = pl.model, pl.precision
         peak_f, peak_b = pl.peak_ops_per_s, pl.peak_bytes_per_s
@@ -151,12 +171,19 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
                                  None if f is None else float(t) * f.low,
                                  None if f is None else float(t) * f.high)
 
-        if role == "prm":
+        if role == "prm" and design.verifier.is_target:
+            from dse.verifiers import judge_parameters
+
+            # the target judges: the step and the scoring instruction after its cached prefix
+            n = x + judge_parameters().prompt_tokens
+            pts = [pt("judge step", "prefill", n, ctx, c.prm(x, resp))]
+        elif role == "prm":
             n = workload.problem_tokens + resp + x
             pts = [pt("verify step", "prefill", n, 0, c.prm(x, resp), heads=n)]
         else:
             pts = [pt("decode token", "decode", 1, ctx, pl.decode_token_s(ctx))]
-            if role == "target":
+            # it prefills drafted steps (a judging target has, when it scored them)
+            if role == "target" and design.is_speculative and not design.verifier.is_target:
                 pts.append(pt("prefill step", "prefill", x, ctx,
                               c.target_prefill(x, resp + x)))
         out.append(RoleRoofline(role, pl.device.name, m.name, peak_f, peak_b, eff_f, eff_b, pts))

@@ -84,7 +84,39 @@ TERMS = (
     Term("PRM", "Process reward model: scores each reasoning step (Qwen2.5-Math-PRM-7B in the "
          "paper, served by vLLM as a pooling model without prefix caching, so each "
          "verification re-reads the whole context and costs more as the chain grows).",
-         ("process reward model", "verifier")),
+         ("process reward model",)),
+    Term("verifier", "What scores each draft step: a PRM on its own placement (RSD, "
+         "HeteroReason), or the target judging the step with one 0-9 score token after its "
+         "cached prefix (SpecReason; system key `verifier = \"target\"`), which shares the "
+         "target's device. A step is accepted when its score reaches the accept threshold.",
+         ("target judge", "target judges")),
+    Term("workflow", "How a problem is written: `speculative` (a draft writes each step, a "
+         "verifier scores it, the target rewrites rejected steps) or `target-only` (the "
+         "target model alone writes every step: the alternative every speculative answer is "
+         "weighed against).", ("speculative",)),
+    Term("target alone", "The target model writing every step on its own placement "
+         "(`workflow = \"target-only\"`): no draft, verifier or thresholds; accept "
+         "probability 0. What-if shows each speculative design beside the target alone of "
+         "its target placement, with the margin.", ("target-only", "the target alone")),
+    Term("colocation", "Roles that share one GPU (system key `colocate`: draft+target, "
+         "prm+target, draft+prm, draft+prm+target): their models must fit its memory "
+         "together, their work serialises, its idle power counts once and no link hop is "
+         "paid between them. A schedule that overlaps two of them is not available: "
+         "step-ahead needs every role apart, shadow sync the draft and the target, "
+         "backtracking the draft and the verifier.", ("colocate", "placement",
+                                                      "shared device")),
+    Term("family", "The search's families of designs: target-only, gpu-speculative (a GPU "
+         "draft) and fpga-speculative (an FPGA draft). A search reports its winner beside "
+         "each family's best.", ("families",)),
+    Term("margin", "One design's metric minus another's (accuracy in points): against the "
+         "winner on the Design space page, against the target alone on What-if. It is "
+         "decided when the joint 90% interval of the difference excludes 0.",
+         ("margin vs the winner",)),
+    Term("joint 90% interval", "The 90% interval of the difference between two designs "
+         "(dse.uncertainty.joint): each uncertain factor moves both designs at once, so an "
+         "error they share (the same model on the same board, the same workload statistics) "
+         "cancels; narrower than the two intervals taken apart when they share hardware.",
+         ("joint interval", "difference interval")),
     Term("draft", "The small model (Qwen2.5-0.5B-Instruct in the paper) that writes every step "
          "first: on an FPGA streaming decoder with weights and KV cache in HBM in "
          "heteroreason, on a GPU in the baselines.", ("draft model",)),

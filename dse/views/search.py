@@ -92,9 +92,18 @@ def fmt_metric(metric: str, v: Any) -> str:
 
 # ------------------------------------------------------------------------------ results table
 
+def workflow_text(s: Any) -> str:
+    """A system's workflow, verifier and shared devices in words ("target alone",
+    "speculative, PRM verifier", "speculative, target judges, draft+target on one device")."""
+    if s.workflow_name == "target-only":
+        return "target alone"
+    out = "speculative, " + ("PRM verifier" if s.verifier_name == "prm" else "target judges")
+    return out + (f", {s.colocate} on one device" if s.colocate else "")
+
+
 def design_columns(df: DesignFile) -> dict[str, Any]:
-    """A design's hardware, models, precisions, serving (GPU) or engine (FPGA), schedule and
-    thresholds as table columns."""
+    """A design's workflow, hardware, models, precisions, serving (GPU) or engine (FPGA),
+    schedule and thresholds as table columns (a role it does not run: empty)."""
     s, sch = df.system, df.schedule
     fpga = s.draft_engine is not None or s.fpga_clock_hz is not None
     build = ""
@@ -105,17 +114,20 @@ def design_columns(df: DesignFile) -> dict[str, Any]:
                  else "engine's MACs/cycle")
         build = f"{clock}, {ch}, {lanes}"
     backtracks = sch is not None and sch.backtracking and (s.max_backtracks or 0) > 0
+    alone = s.workflow_name == "target-only"
     return {
+        "workflow": workflow_text(s),
         "draft device": s.draft_device, "draft model": s.draft_model,
         "draft precision": s.draft_precision,
-        "draft serving / engine": s.draft_engine or s.draft_serving or "vllm-cudagraph",
+        "draft serving / engine": None if alone else (s.draft_engine or s.draft_serving
+                                                      or "vllm-cudagraph"),
         "FPGA build": build,
         "PRM device": s.prm_device, "PRM TP": s.prm_tp or 1, "PRM model": s.prm_model,
         "PRM precision": s.prm_precision, "PRM serving": s.prm_serving,
         "target device": s.target_device, "target TP": s.target_tp,
         "target model": s.target_model, "target precision": s.target_precision,
         "target serving": s.target_serving,
-        "schedule": sch.name if sch is not None else "",
+        "schedule": "target-only" if alone else (sch.name if sch is not None else ""),
         "accept threshold": s.accept_threshold,
         "backtrack threshold": s.backtrack_threshold if backtracks else None,
         "max backtracks": s.max_backtracks if backtracks else 0,

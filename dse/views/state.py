@@ -1,6 +1,7 @@
 """The dashboard's design state: a catalog system, overrides of its keys, a schedule and a
 workload, and its round trip through the URL's query parameters (the form `dse evaluate --set`
-takes); a design file (a search candidate) as a state; a one-line design label.
+takes); the keys a workflow uses (`applicable`) and a design's target alone; a design file (a
+search candidate) as a state; a one-line design label.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dse.design_files import DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError
 from dse.resolve import override_spec, read_source
-from dse.scenario import SystemSpec
+from dse.scenario import PRM_KEYS, SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import Catalog
 from dse.specs.emit import toml_value
@@ -31,6 +32,14 @@ _META_KEYS = ("schema_version", "kind", "name", "description", "sources")
 # system key, so a design's own parameters never collide with it.
 PIN_PARAM = "pin"
 MAX_PINS = 8
+# The system keys a target-only design uses (its target and its generation budget); every
+# other key (draft, PRM, thresholds, FPGA build, verifier, placement) does not apply to it.
+TARGET_KEYS = ("target_model", "target_device", "target_tp", "target_precision",
+               "target_serving", "max_context_tokens")
+# The keys that describe the workflow rather than a role's placement.
+WORKFLOW_KEYS = ("workflow", "verifier", "colocate")
+# The PRM's own keys: unused when the target verifies.
+PRM_ONLY_KEYS = (*PRM_KEYS, "prm_tp")
 
 
 @dataclass(frozen=True)
@@ -55,14 +64,30 @@ class DesignState:
     def with_schedule(self, sched: Schedule) -> DesignState:
         return DesignState(self.system, self.workload, sched, dict(self.overrides))
 
+    @property
+    def is_target_only(self) -> bool:
+        """Whether the state sets the target-only workflow (the catalog's systems are all
+        speculative)."""
+        return self.overrides.get("workflow") == "target-only"
+
+    def target_alone(self) -> DesignState:
+        """The alternative every speculative design is weighed against: its target model alone
+        (`workflow = "target-only"`) on the same target placement, with the same generation
+        budget and workload (normalised: see `applicable`); as a state, so that it has a URL
+        and can be pinned. Its spec is dse.resolve.target_alone's of this state's system."""
+        return applicable(DesignState(self.system, self.workload, self.schedule,
+                                      {**self.overrides, "workflow": "target-only"}))
+
     def gpu_baseline(self, cat: Catalog, name: str) -> DesignState:
         """The paper's homogeneous GPU baseline `name` (rsd, brsd, brsd_stepahead) of this
         design: the same models, PRM and target, thresholds and workload, with a draft that
         is not on the PRM's GPU moved there (the GPU kind's default precision and serving
         profile: BF16, vLLM with CUDA graphs), as the paper's 3 x RTX 3090 baselines are to
-        its FPGA systems."""
-        spec = self.spec(cat)
-        over = dict(self.overrides)
+        its FPGA systems. A baseline is speculative with a PRM verifier and each role on its
+        own device, whatever this state's workflow, verifier and placement."""
+        # the paper's baselines verify with a PRM, each role on its own GPU
+        over = {k: v for k, v in self.overrides.items() if k not in WORKFLOW_KEYS}
+        spec = override_spec(read_source(cat, self.system).spec, over, source="--set")
         if spec.prm_device is not None and spec.draft_device != spec.prm_device:
             gpu = kind_of(cat, spec.prm_device)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
@@ -91,6 +116,22 @@ class DesignState:
 
 def _nearest_preset(s: Schedule) -> Schedule:
     return min(PRESETS.values(), key=lambda p: sum(getattr(p, f) != getattr(s, f) for f in FLAGS))
+
+
+def applicable(state: DesignState) -> DesignState:
+    """The state with only the overrides its design uses: a target-only state keeps its
+    target's keys, the generation budget and `workflow` (its schedule is the default preset:
+    the target alone runs one way); one whose target verifies drops the PRM's keys; a
+    colocation `none` is no override. So one design has one URL, whatever the widgets that do
+    not apply to it hold."""
+    over = {k: v for k, v in state.overrides.items() if not (k == "colocate" and v == "none")}
+    sched = state.schedule
+    if over.get("workflow") == "target-only":
+        over = {k: v for k, v in over.items() if k in (*TARGET_KEYS, "workflow")}
+        sched = PRESETS[DEFAULT_SCHEDULE]
+    elif over.get("verifier") == "target":
+        over = {k: v for k, v in over.items() if k not in PRM_ONLY_KEYS}
+    return DesignState(state.system, state.workload, sched, over)
 
 
 def default_state() -> DesignState:
@@ -167,7 +208,8 @@ def _system(cat: Catalog, name: str) -> SystemSpec:
 def short_label(state: DesignState, index: int) -> str:
     """A pinned design's short name: its place in the set, system, schedule and the first
     key it changes (with how many more)."""
-    label = f"#{index + 1} {state.system} · {state.schedule.name}"
+    how = "target alone" if state.is_target_only else state.schedule.name
+    label = f"#{index + 1} {state.system} · {how}"
     p = state.params()
     changes = [f"{k}={v}" for k, v in p.items() if k not in ("system", "workload", "schedule")]
     if changes:
@@ -176,12 +218,20 @@ def short_label(state: DesignState, index: int) -> str:
 
 
 def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
-    """One line naming the hardware split, the models and the knobs."""
+    """One line naming the workflow, the hardware split, the models and the knobs: "target
+    alone: ..." for a target-only design; "verifier: the target" when the target judges; the
+    roles that share a device."""
     tp = f" x{s.target_tp}" if s.target_tp > 1 else ""
+    target = f"{s.target_model} on {s.target_device}{tp} ({s.target_precision})"
+    if s.workflow_name == "target-only":
+        return f"target alone: {target}"
     parts = [f"draft {s.draft_model} on {s.draft_device} ({s.draft_precision})",
-             f"PRM {s.prm_model} on {s.prm_device}",
-             f"target {s.target_model} on {s.target_device}{tp}",
-             f"accept {s.accept_threshold:g}, backtrack {s.backtrack_threshold:g}"]
+             (f"PRM {s.prm_model} on {s.prm_device}" if s.verifier_name == "prm"
+              else "verifier: the target"),
+             f"target {target}"]
+    if s.colocate:
+        parts.append(f"{s.colocate} on one device")
+    parts.append(f"accept {s.accept_threshold:g}, backtrack {s.backtrack_threshold:g}")
     if sched is not None:
         parts.append(sched.name)
     return " | ".join(parts)

@@ -1,0 +1,267 @@
+"""What-if's sidebar: the widgets (each addressed by `wi_<system key>`), how a design state
+loads into them and how their values make one, and the callbacks that keep a choice
+consistent: a preset's knobs, a device's precision and software, and a placement's roles on
+one device with only the schedules it can run (dse.views.choices)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import common
+from dse import views
+from dse.design_files import system_to_toml
+from dse.scenario import SystemSpec
+from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
+from dse.specs import SCHEMAS
+
+ss = st.session_state
+SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"].keys]
+# FPGA knobs whose widget shows 0 for "the default" (the key absent from the system)
+DEFAULT_KNOBS = {k.toml for k in SCHEMAS["system"].keys if k.legacy_zero}
+# the workflow widgets' values that stand for an absent key
+ABSENT = {"workflow": "speculative", "verifier": "prm", "colocate": views.NO_COLOCATION}
+ROLE_TITLES = {"draft": "Draft", "prm": "PRM", "target": "Target"}
+
+
+def wkey(toml_key: str) -> str:
+    return f"wi_{toml_key}"
+
+
+def _spec(state: views.DesignState) -> SystemSpec:
+    return state.spec(common.catalog())
+
+
+def load_widgets(state: views.DesignState, *, force: bool) -> None:
+    """Put a state's values into the widgets' session keys (missing ones only, unless
+    force)."""
+    spec = _spec(state)
+    values: dict[str, Any] = {k: v for k, v in system_to_toml(spec).items()
+                              if k in SYSTEM_KEYS}
+    values |= {"workflow": spec.workflow_name, "verifier": spec.verifier or ABSENT["verifier"],
+               "colocate": spec.colocate or views.NO_COLOCATION}
+    params = state.params()
+    values |= {"system": state.system, "workload": state.workload,
+               "schedule": params["schedule"]}
+    values |= {f: getattr(state.schedule, f) for f in FLAGS}
+    for k, v in values.items():
+        if force or wkey(k) not in ss:
+            ss[wkey(k)] = v
+
+
+def target_alone() -> bool:
+    return bool(ss.get(wkey("workflow")) == "target-only")
+
+
+def own_device(role: str) -> bool:
+    """Whether a role has a device widget in use (not a role the workflow leaves out, nor the
+    verifier when the target judges)."""
+    if target_alone():
+        return role == "target"
+    return not (role == "prm" and ss.get(wkey("verifier")) == "target")
+
+
+def arrangement_spec() -> SystemSpec:
+    """The preset system with the widgets' workflow, verifier and placement (unchecked): what
+    shares a device, before the devices are chosen."""
+    base = common.catalog().get("system", ss.wi_system)
+    assert isinstance(base, SystemSpec)
+    return views.arrangement(base, ss[wkey("workflow")], ss[wkey("verifier")],
+                             ss[wkey("colocate")])
+
+
+# ------------------------------------------------------------------------------ callbacks
+
+def on_system() -> None:
+    preset = views.DesignState(ss.wi_system, ss.wi_workload, PRESETS[ss.wi_schedule])
+    load_widgets(preset, force=True)
+
+
+def on_schedule() -> None:
+    for f in FLAGS:
+        ss[wkey(f)] = getattr(PRESETS[ss.wi_schedule], f)
+
+
+def fit_software(role: str) -> None:
+    """Keep a role's precision and software valid on its (new) device."""
+    opts = views.role_options(common.catalog(), role, ss[wkey(f"{role}_device")])
+    if ss.get(wkey(f"{role}_precision")) not in opts.precisions:
+        ss[wkey(f"{role}_precision")] = opts.default_precision
+    serving = wkey(f"{role}_{opts.software_key}")
+    if ss.get(serving) not in opts.servings:
+        ss[serving] = opts.default_serving
+
+
+def fit_schedule() -> None:
+    """Turn off the flags the placement forbids and choose the runnable preset nearest to
+    the flags kept (views.runnable_flags)."""
+    name, flags = views.runnable_flags(arrangement_spec(), {f: bool(ss[wkey(f)])
+                                                            for f in FLAGS})
+    for f, v in flags.items():
+        ss[wkey(f)] = v
+    ss.wi_schedule = name
+
+
+def _move_colocated(anchor: str | None = None) -> None:
+    devices = {r: ss[wkey(f"{r}_device")] for r in DEVICE_ROLES if own_device(r)}
+    colocate = views.NO_COLOCATION if target_alone() else ss[wkey("colocate")]
+    for r, dev in views.colocation_moves(colocate, devices, anchor).items():
+        ss[wkey(f"{r}_device")] = dev
+        fit_software(r)
+
+
+def on_device(role: str) -> None:
+    """A role's new device: its precision and software follow, and so do the roles it
+    shares the device with."""
+    fit_software(role)
+    _move_colocated(anchor=role)
+
+
+def on_colocate() -> None:
+    """A new placement: its roles move onto one device (the target's, else the PRM's) and the
+    schedule keeps only what the shared device allows."""
+    _move_colocated()
+    fit_schedule()
+
+
+def on_verifier() -> None:
+    """A new verifier: a placement that names the PRM keeps its other roles when the target
+    judges (views.colocate_for_verifier), and the schedule what the shared device allows."""
+    ss[wkey("colocate")] = views.colocate_for_verifier(ss[wkey("colocate")],
+                                                       ss[wkey("verifier")])
+    on_colocate()
+
+
+def on_workflow() -> None:
+    if not target_alone():
+        fit_schedule()
+
+
+def with_current(options: list[str], current: str) -> list[str]:
+    """Options, keeping a current value that is not among them (e.g. a model file path)."""
+    return options if current in options else [*options, current]
+
+
+# ------------------------------------------------------------------------------ the sidebar
+
+def controls() -> None:
+    """The sidebar's widgets (their values are in the session state already, so the page
+    draws them after its headline numbers). Controls that do not apply are drawn disabled,
+    so that they keep their values: a target-only design's verifier, placement, schedule,
+    thresholds, draft and PRM; the PRM when the target judges; a flag or schedule the
+    placement forbids (with the reason)."""
+    cat = common.catalog()
+    sb = st.sidebar
+    sb.selectbox("System preset", cat.names("system"), key="wi_system", on_change=on_system,
+                 help="A named system from scenarios/systems; changing it resets the knobs below")
+    sb.selectbox("Scenario (workload)", cat.names("workload"), key="wi_workload")
+    alone = target_alone()
+    sb.radio("Workflow", list(views.WORKFLOW_LABELS), key=wkey("workflow"),
+             format_func=views.WORKFLOW_LABELS.get, on_change=on_workflow,
+             help=common.tip("workflow"))
+    sb.radio("Verifier", list(views.VERIFIER_LABELS), key=wkey("verifier"),
+             format_func=views.VERIFIER_LABELS.get, on_change=on_verifier, disabled=alone,
+             help=common.tip("verifier"))
+    sb.selectbox("Placement", with_current(views.colocate_options(ss[wkey("verifier")]),
+                                           ss[wkey("colocate")]),
+                 key=wkey("colocate"), format_func=lambda c: views.COLOCATE_LABELS.get(c, c),
+                 on_change=on_colocate, disabled=alone, help=common.tip("colocate"))
+    if alone:
+        sb.caption("The target alone writes every step: no draft, verifier, schedule or "
+                   "thresholds (their controls keep their values for a return to "
+                   "speculation).")
+    spec = arrangement_spec()
+    runnable, why_not = views.schedule_choices(spec)
+    banned = views.flag_conflicts(spec)
+    sb.selectbox("Schedule", with_current(runnable, ss.wi_schedule), key="wi_schedule",
+                 on_change=on_schedule, disabled=alone,
+                 format_func=lambda p: f"{p} (unavailable here)" if p in why_not else p,
+                 help="; ".join(f"{p}: {common.tip(p)}" for p in PRESETS))
+    for f, label in (("backtracking", "Backtracking"),
+                     ("step_ahead", "Step-ahead speculation (T2)"),
+                     ("shadow_sync", "Shadow sync (T1)")):
+        sb.toggle(label, key=wkey(f), disabled=alone or (f in banned and not ss[wkey(f)]),
+                  help=common.tip(f) + (f" Unavailable with this placement: {banned[f]}."
+                                        if f in banned else ""))
+    if why_not and not alone:
+        sb.caption(f"Not offered on shared devices: {', '.join(why_not)} ("
+                   + "; ".join(dict.fromkeys(banned.values())) + ").")
+    sb.subheader("Thresholds and backtracking")
+    sb.slider("Accept threshold", 0.0, 1.0, step=0.01, key=wkey("accept_threshold"),
+              disabled=alone, help=common.tip("accept_threshold"))
+    sb.slider("Backtrack threshold", 0.0, 1.0, step=0.01, key=wkey("backtrack_threshold"),
+              disabled=alone, help=common.tip("backtrack threshold"))
+    sb.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"),
+                    disabled=alone, help=common.tip("max backtracks"))
+    sb.number_input("Backtrack window (steps)", min_value=1, step=1,
+                    key=wkey("backtrack_window"), disabled=alone,
+                    help=common.tip("backtrack window"))
+    with sb.expander("Hardware and models", expanded=False):
+        for role in DEVICE_ROLES:
+            role_controls(role, spec)
+        st.number_input("Max context (tokens)", min_value=1, step=256,
+                        key=wkey("max_context_tokens"))
+    sb.button("Reset to preset", key="wi_reset", on_click=on_system)
+
+
+def role_controls(role: str, spec: SystemSpec) -> None:
+    """One role's device, model, precision, software (and tensor parallelism, FPGA build);
+    disabled when the design does not use them. A role that shares a device is offered only
+    the devices every role of its group can run on."""
+    cat = common.catalog()
+    off = not own_device(role)
+    st.markdown(f"**{ROLE_TITLES[role]}**", help=common.tip(role))
+    if off:
+        st.caption("not used: " + ("the target alone writes every step" if target_alone()
+                                   else "the target judges each step"))
+    dev = ss[wkey(f"{role}_device")]
+    opts = views.role_options(cat, role, dev)
+    group = next((g for g in spec.colocated if role in g), ())
+    shared = [r for r in group if own_device(r)]
+    devices = views.shared_devices(cat, shared) if len(shared) > 1 else opts.devices
+    st.selectbox("Device", with_current(devices, dev), key=wkey(f"{role}_device"),
+                 on_change=on_device, args=(role,), disabled=off,
+                 help=(f"shared with the {' and '.join(r for r in shared if r != role)}"
+                       if len(shared) > 1 else None))
+    st.selectbox("Model", with_current(opts.models, ss[wkey(f"{role}_model")]),
+                 key=wkey(f"{role}_model"), disabled=off)
+    # full width: the sidebar is too narrow for two selectboxes side by side
+    st.selectbox("Precision", with_current(opts.precisions, ss[wkey(f"{role}_precision")]),
+                 key=wkey(f"{role}_precision"), disabled=off)
+    serving = wkey(f"{role}_{opts.software_key}")
+    if serving not in ss:  # a key the preset leaves at its default
+        ss[serving] = opts.default_serving
+    st.selectbox(opts.serving_label, with_current(opts.servings, ss[serving]), key=serving,
+                 disabled=off)
+    if role == "target":
+        st.number_input("Tensor parallel GPUs", min_value=1, step=1, key=wkey("target_tp"))
+    if role == "draft" and opts.build_knobs:  # the system's fpga_* knob keys
+        r = views.build_knob_ranges(cat, dev)
+        st.number_input("FPGA clock (MHz, 0 = board default)", min_value=0.0, step=25.0,
+                        key=wkey("fpga_clock_MHz"), disabled=off,
+                        help=f"{dev}: {r['clock_min_mhz']:g}-{r['clock_max_mhz']:g} MHz, "
+                        f"default {r['clock_default_mhz']:g}")
+        st.number_input("Memory channels (0 = all)", min_value=0, step=1,
+                        key=wkey("fpga_memory_channels"), disabled=off,
+                        help=f"{dev} has {r['channels_max']:g}")
+        st.number_input("MAC lanes (0 = default)", min_value=0, step=256,
+                        key=wkey("fpga_mac_lanes"), disabled=off)
+
+
+def widget_state(state: views.DesignState) -> views.DesignState:
+    """The design the widgets' session values describe (`state`: the one they were loaded
+    from), with only the keys that design uses (views.applicable)."""
+    cat = common.catalog()
+    # widgets not shown this run (e.g. FPGA knobs of a GPU draft) keep the state's values
+    cur = system_to_toml(_spec(state))
+    base = system_to_toml(cat.get("system", ss.wi_system))  # type: ignore[arg-type]
+    values = {k: ss.get(wkey(k), cur.get(k)) for k in SYSTEM_KEYS}
+    for k, absent in ABSENT.items():  # the widgets' word for an absent key
+        if values.get(k) == absent and base.get(k) is None:
+            values[k] = None
+    # optional keys (prm_tp) may be absent from both: no override
+    overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
+                 and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
+    sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
+    return views.applicable(views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides))
