@@ -191,27 +191,40 @@ def _power_factor(p: Placement, component: str) -> Factor | None:
                   affects_accuracy=False)
 
 
-def _accuracy_factor(w: WorkloadSpec, draft: str, target: str) -> Factor:
-    data = ev.accuracy_cv()
+def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "prm"
+                     ) -> Factor:
+    """The accuracy shift of a speculative design: the 90% width of the cross-validation that
+    matches what its accuracy rests on, Table III's (a PRM verifier, accuracy_cv.json) or the
+    target judge's SpecReason rows (a target verifier, judge_cv.json)."""
+    from dse.verifiers import VERIFIERS
     from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
 
     s = ev.settings()
-    status, basis = accuracy_provenance(w, draft, target)
-    measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
-    if status != "calibrated":
-        scheme = "leave_one_config_out"  # an unmeasured pair: what an unmeasured target costs
-    elif w.name in measured:
-        scheme = "leave_one_row_out"  # the pair and the dataset are both measured
+    status, basis = accuracy_provenance(w, draft, target, verifier)
+    if verifier == "target":
+        from dse.validation import judge
+
+        data = judge.load()
+        scheme = judge.interval_scheme(status, w.dataset, draft, target)
+        what, t0, scores = ("the SpecReason rows (judge_cv.json)", judge.REFERENCE_THRESHOLD,
+                            VERIFIERS[verifier].scores(w))
     else:
-        scheme = "leave_one_dataset_out"  # a measured pair on a dataset nobody measured
+        data = ev.accuracy_cv()
+        measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
+        if status != "calibrated":
+            scheme = "leave_one_config_out"  # an unmeasured pair: what an unmeasured target costs
+        elif w.name in measured:
+            scheme = "leave_one_row_out"  # the pair and the dataset are both measured
+        else:
+            scheme = "leave_one_dataset_out"  # a measured pair on a dataset nobody measured
+        what, t0, scores = "Table III", s.calibration_threshold, None
     errs = [r["error_points"] for r in data[scheme]["rows"]
             if r.get("error_points") is not None]
     hw = max(ev.half_width(errs, s.level),
              s.accuracy_floor_points)
-    t0 = s.calibration_threshold
-    ref = float(step_probabilities(w, draft, target, t0, t0).p_accept)
+    ref = float(step_probabilities(w, draft, target, t0, t0, scores).p_accept)
     return Factor(f"accuracy:{w.name}:{draft}:{target}", "accuracy", "accuracy", 0.0, -hw, hw,
-                  status, f"{basis}; {scheme.replace('_', '-')} residuals of Table III, "
+                  status, f"{basis}; {scheme.replace('_', '-')} residuals of {what}, "
                   f"{len(errs)} rows, 90% within +-{hw:.2g} points at the calibration's "
                   f"p_accept {ref:.2f}, in proportion below it", accept_reference=ref,
                   width_floor=s.accuracy_floor_points)
@@ -268,7 +281,7 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         acc = _solo_accuracy_factor(w, d.target.model.name)
         out[acc.key] = acc
         return tuple(out.values())
-    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name)
+    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name, d.verifier.name)
     out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
     for f in _workload_factors(w, ts, prm_scores=not d.verifier.is_target):
