@@ -31,7 +31,7 @@ else:
     def wait_for_intervals() -> None:
         if fut.done():
             st.rerun()
-        st.info("Computing the tool's 90% intervals (dse.validation.coverage, once per "
+        st.info("Computing the tool's 90% intervals (dse.coverage, once per "
                 "server, about a minute); the error bars appear when they are ready.")
 
     wait_for_intervals()

@@ -1,7 +1,7 @@
 """The paper rows' 90% intervals for the Paper page, computed once per server in the
 background.
 
-`dse.validation.coverage.paper_rows` re-evaluates every `dse reproduce` row once per
+`dse.coverage.paper_rows` re-evaluates every `dse reproduce` row once per
 uncertainty factor (about a minute on a laptop core), so the page shows the central rows
 (`common.paper_rows`, seconds) at once and merges these in when the future is done.
 """
@@ -21,7 +21,7 @@ from dse.reproduce import Row
 def interval_rows() -> Future[list[Row]]:
     """A future of the rows with their intervals; started on the first call of a server (a
     daemon thread, so a stopping server does not wait for it)."""
-    from dse.validation import coverage
+    from dse import coverage
 
     fut: Future[list[Row]] = Future()
     cat = common.catalog()

@@ -60,7 +60,7 @@ class Row:
     calibrated: bool
     tolerance: str
     unit: str  # what the values measure: "%" (accuracy), "x" (a ratio), "fraction" (a share)
-    # the tool's 90% interval (dse.validation.coverage.paper_rows; nan until computed) and
+    # the tool's 90% interval (dse.coverage.paper_rows; nan until computed) and
     # whether it meets the paper's value or range
     tool_low: float = float("nan")
     tool_high: float = float("nan")
@@ -199,7 +199,7 @@ def paper_energy(d: Design, w: WorkloadSpec, r: Report) -> PaperEnergy:
 
 def rows(cat: Catalog, runs: Runs | None = None) -> list[Row]:
     """Every paper row beside the tool's central value (runs: the evaluations to use, e.g.
-    perturbed ones for the intervals, dse.validation.coverage.paper_rows)."""
+    perturbed ones for the intervals, dse.coverage.paper_rows)."""
     rep = reported()
     datasets = rep["datasets"]
     runs = runs or Runs(cat)

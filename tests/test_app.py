@@ -220,7 +220,7 @@ def test_paper_page(monkeypatch):
     fake = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "ratio"),
             _row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy")]
     monkeypatch.setattr("dse.reproduce.rows", lambda cat: fake)
-    monkeypatch.setattr("dse.validation.coverage.paper_rows", lambda cat: fake)
+    monkeypatch.setattr("dse.coverage.paper_rows", lambda cat: fake)
     common.paper_rows.clear()
     paper_intervals.interval_rows.clear()
     try:

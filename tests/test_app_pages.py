@@ -38,7 +38,7 @@ def paper_app(monkeypatch):
 
     with_iv = [replace(r, tool_low=r.tool * 0.9, tool_high=r.tool * 1.1) for r in FAKE[:3]]
     monkeypatch.setattr("dse.reproduce.rows", lambda cat: list(FAKE))
-    monkeypatch.setattr("dse.validation.coverage.paper_rows", lambda cat: with_iv)
+    monkeypatch.setattr("dse.coverage.paper_rows", lambda cat: with_iv)
     common.paper_rows.clear()
     paper_intervals.interval_rows.clear()
     try:

@@ -98,6 +98,19 @@ def test_reproduce_json(cli_run):
         assert set(v) == {"median_abs_error", "max_abs_error", "rows"}
         assert v["median_abs_error"] == doc[k]["median_abs_error"] and len(v["rows"]) == 16
     assert "plotly" in page[:5000].lower()
+    # the target judge's own table: SpecReason's timing statements, every row predicted
+    tj = out["target_judge"]
+    assert tj["timing"] and all(not t["calibrated"] for t in tj["timing"])
+    assert {"fit", "leave_one_pair_out", "leave_one_dataset_out"} <= set(tj["cross_validation"])
+
+
+def test_reproduce_refuses_a_bad_path_before_computing(tmp_path, capsys):
+    """A --markdown path whose directory does not exist: one line, exit 2, at once."""
+    from dse.cli import main
+
+    code = main(["reproduce", "--markdown", str(tmp_path / "no" / "such" / "v.md")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--markdown" in err and err.count("\n") == 1
 
 
 def test_ratio_of_shared_hardware_is_narrower(cat, cli_run):

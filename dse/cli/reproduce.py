@@ -15,17 +15,26 @@ def reproduce_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse import calibrate, reproduce
-    from dse.validation import accuracy, coverage, gpu_cv
+    from dse import calibrate, coverage, reproduce
+    from dse.validation import accuracy, gpu_cv, judge
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
+    if a.markdown or a.html:  # a bad path is refused before minutes of computing
+        from pathlib import Path
+
+        for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
+            if path and not Path(path).resolve().parent.is_dir():
+                from dse.errors import UsageError
+
+                raise UsageError(f"{flag}: {path}: its directory does not exist")
     rs = coverage.paper_rows(cat)
     dev = calibrate.validation_rows(cat)
     summ: dict[str, Any] = dict(reproduce.summary(rs))
     summ["coverage"] = {"paper_rows": coverage.paper_coverage(rs).to_dict(),
                         "device_points": [c.to_dict() for c in coverage.device_coverage()]}
     cv = gpu_cv.load()
+    judge_timing = judge.timing_rows(cat)
     if a.markdown:
         md = reproduce.markdown(rs, dev, reproduce.accuracy_cv_lines(),
                                 reproduce.cross_validation_lines(cat),
@@ -41,11 +50,21 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "fitted": d.fitted} for d in dev],
         "device_cross_validation": {"gpu": gpu_cv.to_json(gpu_cv.summarise(cv))},
+        "target_judge": {"timing": [
+            {"id": t.id, "description": t.description, "paper": [t.paper_low, t.paper_high],
+             "tool": t.tool, "tool_widened": [t.tool_low, t.tool_high], "within": t.within,
+             "calibrated": False} for t in judge_timing],
+            "cross_validation": {k: v for k, v in judge.load().items()
+                                 if k.startswith(("fit", "leave_one"))}},
     }
     rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
              else f"{r.paper_low:.4g}-{r.paper_high:.4g}", reproduce.tool_text(r),
              "yes" if r.within else "NO", {None: "", True: "yes", False: "NO"}[r.inside],
              "yes" if r.calibrated else ""] for r in rs]
+    judge_rows = [[t.id, f"{t.paper_low:.4g}" if t.paper_low == t.paper_high
+                   else f"{t.paper_low:.4g}-{t.paper_high:.4g}", f"{t.tool:.3g}",
+                   "" if t.tool_low == t.tool_high else f"{t.tool_low:.3g}-{t.tool_high:.3g}",
+                   "yes" if t.within else "NO"] for t in judge_timing]
     pc = coverage.paper_coverage(rs)
     text = (table(["id", "paper", "tool [90% interval]", "within", "in interval",
                    "calibrated"], rows) + "\n\n"
@@ -53,5 +72,9 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
             f"{summ['predicted_within']}/{summ['predicted']}\n"
             f"coverage: {pc.inside}/{pc.n} predicted rows ({pc.share:.0%}) inside the tool's "
-            f"90% interval, median relative width {pc.median_rel_width:.1%}")
+            f"90% interval, median relative width {pc.median_rel_width:.1%}\n\n"
+            "the target judge beside SpecReason (every row predicted: no timing parameter is "
+            "fitted to SpecReason; stand-in models, docs/validation.md)\n"
+            + table(["id", "paper", "tool", "x tokens", "within"], judge_rows)
+            + f"\n{sum(t.within for t in judge_timing)}/{len(judge_timing)} within")
     return payload, text

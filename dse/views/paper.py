@@ -3,7 +3,7 @@
 the misses in full.
 
 The rows are `dse.reproduce.Row`s; their 90% intervals (`tool_low`, `tool_high`) come from
-`dse.validation.coverage.paper_rows`, which re-evaluates every row once per uncertainty factor,
+`dse.coverage.paper_rows`, which re-evaluates every row once per uncertainty factor,
 so a page may show the central rows first and merge the intervals in later (`with_intervals`).
 """
 

@@ -123,7 +123,7 @@ def markdown_section(rs: Sequence[Row]) -> list[str]:
     p = paper_coverage(rs)
     lines = [
         "How many values no fit used fall inside the tool's 90% interval, and how wide the "
-        "intervals are (`dse.validation.coverage`). Paper rows: the predicted rows (not the "
+        "intervals are (`dse.coverage`). Paper rows: the predicted rows (not the "
         "calibrated ones, nor the V80 rows against the strong baseline, whose paper value set "
         "the declared V80 draft range); a range row counts as inside when the interval meets "
         "the range. Device points: each leave-one-out prediction against the half-width the "
