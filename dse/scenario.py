@@ -54,6 +54,16 @@ class WorkloadSpec(Spec):
     kind = "workload"
 
 
+def solo_accuracy_pct(w: WorkloadSpec, model: str) -> float:
+    """A model's published solo greedy accuracy on the workload, percent (0-100); a model the
+    workload does not list is a SpecError naming the key and the models it lists."""
+    if model not in w.accuracy:
+        known = ", ".join(sorted(w.accuracy))
+        raise SpecError(w.path, f"accuracy.{model}",
+                        f"no solo accuracy for {model!r} on {w.name}; known: {known}")
+    return float(w.accuracy[model])
+
+
 WORKFLOWS: tuple[str, ...] = ("speculative", "target-only")
 """`speculative`: a draft writes each step, a verifier scores it, the target rewrites rejected
 steps; `target-only`: the target writes every step (the baseline every answer is weighed

@@ -40,8 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from dse.errors import SpecError
-from dse.scenario import WorkloadSpec
+from dse.scenario import WorkloadSpec, solo_accuracy_pct
 from dse.verifiers import ScoreStats
 
 if TYPE_CHECKING:  # the design imports the workflow's callers, not this module
@@ -82,11 +81,8 @@ def step_error_rate(accuracy_pct: float, s_vals: NDArray[np.int64], s_p: F64) ->
 
 
 def model_accuracy(w: WorkloadSpec, model: str) -> float:
-    if model not in w.accuracy:
-        known = ", ".join(sorted(w.accuracy))
-        raise SpecError(w.path, f"accuracy.{model}",
-                        f"no solo accuracy for {model!r} on {w.name}; known: {known}")
-    return float(w.accuracy[model])
+    """The model's solo accuracy on the workload, percent (dse.scenario.solo_accuracy_pct)."""
+    return solo_accuracy_pct(w, model)
 
 
 @dataclass(frozen=True)
@@ -284,6 +280,7 @@ def max_steps(w: WorkloadSpec, budget_tokens: int, mean_step_tokens: float) -> i
 
 def design_step_probabilities(d: Design, w: WorkloadSpec) -> StepProbabilities:
     """The step probabilities of a speculative design: its draft, target, thresholds and its
-    verifier's score distributions."""
-    return step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
-                              d.backtrack_threshold, d.verifier.scores(w))
+    verifier's score distributions for that (draft, target) pair."""
+    draft, target = d.draft.model.name, d.target.model.name
+    return step_probabilities(w, draft, target, d.accept_threshold, d.backtrack_threshold,
+                              d.verifier.scores(w, draft, target))

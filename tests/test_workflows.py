@@ -111,11 +111,12 @@ def test_target_only_design_has_no_draft(cat):
 
 def test_target_judge_step_cost_by_hand(cat, math500):
     """The judge prefills the 50-token step and the scoring instruction (20 tokens) after its
-    cached prefix, then decodes one score token: 0.001 x 70 + 0.02 = 0.09 s."""
+    cached prefix and samples the score token from that prefill's last logits (vLLM,
+    max_tokens=1: no decode step): 0.001 x 70 = 0.07 s."""
     d = dse.load_design("paper-config1-3090", schedule="rsd", overrides={"verifier": "target"})
     p = RoundPlacement(d.target)
     assert judge_parameters().prompt_tokens == 20.0
-    assert float(VERIFIERS["target"].score_s(p, math500, 50, 300)) == pytest.approx(0.09)
+    assert float(VERIFIERS["target"].score_s(p, math500, 50, 300)) == pytest.approx(0.07)
     # its power above idle is the prefill's: 300 - 50 W
     assert float(VERIFIERS["target"].score_dyn_w(p, math500, 50, 300)) == pytest.approx(250.0)
 
@@ -159,11 +160,15 @@ def test_verifier_conformance(verifier_case, n, resp, dn, dr):
 
 
 def test_verifier_scores_discriminate(verifier_case):
-    """A verifier's good steps score higher on average than its bad ones."""
+    """A verifier's good steps score higher on average than its bad ones, for the design's
+    (draft, target) pair and for the target judging itself."""
     v, _, w = verifier_case
-    s = v.scores(w)
-    assert min(s.good_alpha, s.good_beta, s.bad_alpha, s.bad_beta) > 0 and s.basis
-    assert s.good_alpha / (s.good_alpha + s.good_beta) > s.bad_alpha / (s.bad_alpha + s.bad_beta)
+    d = dse.load_design("paper-config1-3090", schedule="rsd", overrides={"verifier": v.name})
+    draft, target = d.draft.model.name, d.target.model.name
+    for s in (v.scores(w, draft, target), v.scores(w, target, target)):
+        assert min(s.good_alpha, s.good_beta, s.bad_alpha, s.bad_beta) > 0 and s.basis
+        assert (s.good_alpha / (s.good_alpha + s.good_beta)
+                > s.bad_alpha / (s.bad_alpha + s.bad_beta))
     assert v.serving_notes()
 
 
@@ -172,6 +177,24 @@ def test_verifier_registry_fails_loudly():
         VERIFIERS["pprm"]
     with pytest.raises(ValueError, match="already registered"):
         VERIFIERS.register(VERIFIERS["prm"])
+
+
+def test_accuracy_factor_key_by_verifier(cat, math500):
+    """A PRM design and a target-judge design of one pair rest on different fits: their
+    accuracy factors have different keys (a ratio of the two does not cancel them), while two
+    target-judge designs of the pair on other hardware share one."""
+    from dse.uncertainty.factors import accuracy_key, design_factors
+
+    prm = dse.load_design("paper-config1-3090", schedule="rsd")
+    judge = dse.load_design("paper-config1-3090", schedule="rsd", overrides={"verifier": "target"})
+    other = dse.load_design("paper-config1-u280", schedule="rsd", overrides={"verifier": "target"})
+    assert (prm.draft.model.name, prm.target.model.name) == (judge.draft.model.name,
+                                                             judge.target.model.name)
+    keys = {name: {f.key for f in design_factors(d, math500) if f.quantity == "accuracy"}
+            for name, d in (("prm", prm), ("judge", judge), ("other", other))}
+    assert keys["prm"] == {accuracy_key(prm, math500)}
+    assert keys["judge"] == {accuracy_key(judge, math500)} == keys["other"]
+    assert accuracy_key(judge, math500) == accuracy_key(prm, math500) + ":target-judge"
 
 
 # ------------------------------------------------------------------------------ shared devices

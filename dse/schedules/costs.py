@@ -54,7 +54,7 @@ class Costs:
     def prm(self, n: ArrayLike, resp: ArrayLike) -> F64:
         """The verifier scores a step of n tokens after resp response tokens (dse.verifiers:
         a PRM re-reads problem + all steps + the new step every call; a target judge prefills
-        the step after its cached prefix and decodes one score token)."""
+        the step after its cached prefix; the score token comes from that prefill)."""
         d = self.design
         return d.verifier.score_s(d.prm, self.workload, n, resp)
 

@@ -101,7 +101,7 @@ class PairTables:
 def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int,
                 verifier: str = "prm") -> PairTables:
     pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :],
-                            VERIFIERS[verifier].scores(w))
+                            VERIFIERS[verifier].scores(w, draft, target))
     pa = np.asarray(pr.p_accept, dtype=float)[:, 0]
     m_c, s_mean, resp = pa_context(w, pa, max_context)
     bt_on = g.max_backtracks > 0

@@ -9,7 +9,8 @@ rests on.
 - Each placement's dynamic power above idle: a declared range (GPU, FPGA).
 - The accuracy: a shift in points, the 90% width of the accuracy cross-validation (leave one
   row out for a measured (draft, target) pair on a measured dataset, leave one dataset out for
-  it on another, leave one config out for an unmeasured pair).
+  it on another, leave one config out for an unmeasured pair); a target verifier's, of the
+  judge's fit to SpecReason rows (judge_cv.json), under a key of its own (":target-judge").
 - The PRM score concentration, away from the calibration threshold only; the workload
   statistics that are assumptions (declared).
 
@@ -207,7 +208,7 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
         data = judge.load()
         scheme = judge.interval_scheme(status, w.dataset, draft, target)
         what, t0, scores = ("the SpecReason rows (judge_cv.json)", judge.REFERENCE_THRESHOLD,
-                            VERIFIERS[verifier].scores(w))
+                            VERIFIERS[verifier].scores(w, draft, target))
     else:
         data = ev.accuracy_cv()
         measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
@@ -223,8 +224,8 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
     hw = max(ev.half_width(errs, s.level),
              s.accuracy_floor_points)
     ref = float(step_probabilities(w, draft, target, t0, t0, scores).p_accept)
-    return Factor(f"accuracy:{w.name}:{draft}:{target}", "accuracy", "accuracy", 0.0, -hw, hw,
-                  status, f"{basis}; {scheme.replace('_', '-')} residuals of {what}, "
+    return Factor(_accuracy_key(w, draft, target, verifier), "accuracy", "accuracy", 0.0, -hw,
+                  hw, status, f"{basis}; {scheme.replace('_', '-')} residuals of {what}, "
                   f"{len(errs)} rows, 90% within +-{hw:.2g} points at the calibration's "
                   f"p_accept {ref:.2f}, in proportion below it", accept_reference=ref,
                   width_floor=s.accuracy_floor_points)
@@ -289,10 +290,20 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
     return tuple(out.values())
 
 
+def _accuracy_key(w: WorkloadSpec, draft: str, target: str, verifier: str | None) -> str:
+    """accuracy:<workload>:<draft>:<target>, with ":target-judge" for a target verifier: a PRM
+    design and a target-judge design of one pair rest on different fits (Table III, the
+    SpecReason rows), so their accuracy errors are not shared."""
+    key = f"accuracy:{w.name}:{draft}:{target}"
+    return key + ":target-judge" if verifier == "target" else key
+
+
 def accuracy_key(d: Design, w: WorkloadSpec) -> str:
-    """The key of a design's accuracy factor."""
-    draft = d.draft.model.name if d.is_speculative else "target-only"
-    return f"accuracy:{w.name}:{draft}:{d.target.model.name}"
+    """The key of a design's accuracy factor (`_accuracy_key`; a target-only design's:
+    accuracy:<workload>:target-only:<target>)."""
+    if not d.is_speculative:
+        return f"accuracy:{w.name}:target-only:{d.target.model.name}"
+    return _accuracy_key(w, d.draft.model.name, d.target.model.name, d.verifier.name)
 
 
 def _solo_accuracy_factor(w: WorkloadSpec, target: str) -> Factor:

@@ -11,14 +11,15 @@ Model (dse/workflow.py, the PRM's form): per-step errors from the solo accuracie
 u ~ Beta(mu kappa, (1 - mu) kappa) per class (kappa = dse.validation.accuracy.KAPPA), accept
 when u >= k / 10, forward only (SpecReason never backtracks): accuracy E_S[(1 - q)^S] with
 q = chain_bad_rate(pr, 0), acceptance p_accept, both fitted (a share in percentage points):
-- the tool's form, two parameters: one distribution per class for every pair, dataset and
-  threshold. `TargetJudge.scores(w)` (dse/verifiers.py) sees neither the draft nor the
-  target, so this is the form the tool runs and its cross-validation what a prediction carries.
-- a diagnostic form, three: both means fall by `shift` x the draft's relative error
-  x = 1 - A_draft / A_target (the judge scores a lagging draft's steps lower, good or bad). The
-  acceptances (0.08-0.97 at one threshold) follow x, which one distribution cannot (p_accept ~
-  1 - F_good(tau) when steps are many and rarely bad). A slope per class predicts a left-out
-  pair up to 47 points off (tried), so one shared slope. Recorded to size the gap, not run.
+- the tool's form, three parameters: both means fall by `shift` x the draft's relative error
+  x = 1 - A_draft / A_target (the judge scores a lagging draft's steps lower, good or bad;
+  dse.verifiers.judge_means, which `TargetJudge.scores(w, draft, target)` runs, so the fit and
+  the tool compute the same distributions). The acceptances (0.08-0.97 at one threshold)
+  follow x (p_accept ~ 1 - F_good(tau) when steps are many and rarely bad). A slope per class
+  predicts a left-out pair up to 47 points off (tried), so one shared slope. Every
+  cross-validation scheme refits this form.
+- a diagnostic form, two: one distribution per class for every pair, dataset and threshold
+  (shift 0), recorded to show what the shift buys (`one_distribution_form` in the CV file).
 
 Assumptions, with reasons: `ASSUMPTIONS` (the judge file's sources). Cross-validation: leave one
 pair out (a new model family), dataset out, threshold out, row out; source out only where two
@@ -38,16 +39,19 @@ import numpy as np
 
 from dse.scenario import WorkloadSpec
 from dse.validation.accuracy import KAPPA
-from dse.verifiers import ScoreStats
+from dse.verifiers import (
+    BAD_MEAN_RANGE,
+    GOOD_MEAN_RANGE,
+    SHIFT_RANGE,
+    ScoreStats,
+    judge_means,
+    judge_score_stats,
+)
 from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_distribution
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 GENERATED_BY = "scripts/calibrate_target_judge.py"
 CV_FILE = "judge_cv.json"
-# declared ranges of the fitted means (the fit's bounds) and of the diagnostic shift
-GOOD_MEAN_RANGE = (0.5, 0.999)
-BAD_MEAN_RANGE = (0.02, 0.99)
-SHIFT_RANGE = (-1.0, 2.0)
 STARTS = ((0.9, 0.6, 0.3), (0.8, 0.4, 0.1))
 ACCEPTANCE_WEIGHT = 100.0  # points per unit of acceptance: a share in percentage points
 # Settings of every row (assumptions, ASSUMPTIONS gives the reasons)
@@ -80,7 +84,7 @@ ASSUMPTIONS = {
     "Lookahead Reasoning ran one SpecReason configuration; judge_cv.json "
     "qwen3_threshold_check gives the fit at 7 and 8",
     "error_nesting": f"fixed: {ERROR_NESTING:g} (fully nested step errors); fitted free it "
-    "goes to its bound 1 in both forms",
+    "goes to its bound 1 in both forms (with and without the shift)",
     "in_chain_error_factor": "fixed: none (rho = 1): a factor per pair trades off against "
     "mu_bad (tried: 1.4-2.0 with mu_bad 0.67, the median error moving by 0.1 point), and the "
     "tool could not use it: rho is keyed by catalog pair on a catalog workload",
@@ -161,30 +165,28 @@ def usable_rows(published: Mapping[str, Any]) -> tuple[list[JudgeRow], list[dict
 
 @dataclass(frozen=True)
 class Params:
-    """Judge score means: a good step's and a bad step's latent score, each lowered by `shift`
-    x the draft's relative error (0 in the tool's form: one distribution)."""
+    """Judge score means of a draft as accurate as the target: a good step's and a bad step's
+    latent score, each lowered by `shift` x the draft's relative error (0 in the diagnostic
+    one-distribution form). kappa: dse.validation.accuracy.KAPPA."""
 
     good_mean: float
     bad_mean: float
     shift: float = 0.0
 
     def means(self, x: float = 0.0) -> tuple[float, float]:
-        """(mu_good, mu_bad) at relative error x, clipped to the declared ranges.
-        E.g. 0.95, 0.85, shift 0.3, x 0.5: (0.80, 0.70)."""
-        return (float(np.clip(self.good_mean - self.shift * x, *GOOD_MEAN_RANGE)),
-                float(np.clip(self.bad_mean - self.shift * x, *BAD_MEAN_RANGE)))
+        """(mu_good, mu_bad) at relative error x: dse.verifiers.judge_means (clipped to the
+        declared ranges, x clipped at 0). E.g. 0.95, 0.85, shift 0.3, x 0.5: (0.80, 0.70)."""
+        return judge_means(self.good_mean, self.bad_mean, self.shift, x)
 
     def scores(self, x: float = 0.0) -> ScoreStats:
-        g, b = self.means(x)
-        return ScoreStats(g * KAPPA, (1 - g) * KAPPA, b * KAPPA, (1 - b) * KAPPA,
-                          "target judge fit (dse.validation.judge)")
+        """The ScoreStats TargetJudge.scores gives a pair at relative error x once these
+        parameters are the judge file's (dse.verifiers.judge_score_stats)."""
+        return judge_score_stats(KAPPA, self.good_mean, self.bad_mean, self.shift, x,
+                                 "target judge fit (dse.validation.judge)")
 
     def to_json(self) -> dict[str, float]:
-        s = self.scores()
-        out = {"kappa": KAPPA, "good_mean": self.good_mean, "bad_mean": self.bad_mean,
-               "good_alpha": s.good_alpha, "good_beta": s.good_beta,
-               "bad_alpha": s.bad_alpha, "bad_beta": s.bad_beta}
-        return out | ({"shift": self.shift} if self.shift else {})
+        return {"kappa": KAPPA, "good_mean": self.good_mean, "bad_mean": self.bad_mean,
+                "shift": self.shift}
 
 
 def thinking_workload(name: str, dataset: str, accuracy: Mapping[str, float],
@@ -219,11 +221,11 @@ def predict(p: Params, r: JudgeRow, steps_mean: float = STEPS_MEAN) -> tuple[flo
     return 100.0 * float((s_p * (1 - q) ** s_vals).sum()), pa
 
 
-def fit(rows: Sequence[JudgeRow], *, shift: bool = False, steps_mean: float = STEPS_MEAN
+def fit(rows: Sequence[JudgeRow], *, shift: bool = True, steps_mean: float = STEPS_MEAN
         ) -> tuple[Params, float, float]:
-    """Least squares over accuracy (points) and acceptance (x ACCEPTANCE_WEIGHT): (the best of
-    STARTS, the largest spread of its parameters across starts that reach its cost, the sum of
-    squares)."""
+    """Least squares over accuracy (points) and acceptance (x ACCEPTANCE_WEIGHT) of the tool's
+    form (shift: False, the one-distribution diagnostic): (the best of STARTS, the largest
+    spread of its parameters across starts that reach its cost, the sum of squares)."""
     from scipy.optimize import least_squares  # local: ~0.2 s to import
 
     n = 3 if shift else 2
@@ -269,8 +271,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "acceptance_max_abs_error": round(float(a.max()), 4)}
 
 
-def _leave_out(rows: Sequence[JudgeRow], group: Callable[[JudgeRow], Any], *, shift: bool
-               ) -> dict[str, Any]:
+def _leave_out(rows: Sequence[JudgeRow], group: Callable[[JudgeRow], Any], *,
+               shift: bool = True) -> dict[str, Any]:
     """Refit without each group and predict it (a group that is every row is skipped)."""
     out: list[dict[str, Any]] = []
     folds: list[dict[str, Any]] = []
@@ -298,9 +300,9 @@ def _pairs_by_catalog(rows: Sequence[JudgeRow], names: Mapping[str, str]) -> lis
 
 def cross_validate(published: Mapping[str, Any], names: Mapping[str, str]
                    ) -> tuple[Params, dict[str, Any]]:
-    """The tool form's fit and cross-validations, the diagnostic form's, and the checks of two
-    assumptions: (fitted parameters, the judge_cv.json document). names: Hugging Face id ->
-    catalog model name."""
+    """The tool form's fit and cross-validations, the one-distribution diagnostic's, and the
+    checks of two assumptions: (fitted parameters, the judge_cv.json document). names: Hugging
+    Face id -> catalog model name."""
     rows, left = usable_rows(published)
     p, spread, sse = fit(rows)
     fitted = [{**x, "pair": r.pair, "dataset": r.dataset, "threshold": r.threshold,
@@ -309,39 +311,40 @@ def cross_validate(published: Mapping[str, Any], names: Mapping[str, str]
     sources = sorted({r.source for r in rows})
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "generated_by": GENERATED_BY,
-        "form": "one judge distribution per class (mu_good, mu_bad), the form "
-        "TargetJudge.scores(w) runs", "assumptions": ASSUMPTIONS,
+        "form": "both means lowered by shift x (1 - A_draft / A_target), clipped to their "
+        "declared ranges (mu_good, mu_bad, shift): the form TargetJudge.scores(w, draft, "
+        "target) runs", "assumptions": ASSUMPTIONS,
         "rows_used": [r.id for r in rows], "rows_excluded": left,
         "covered": _pairs_by_catalog(rows, names),
         "fit": {**_summary(fitted), "rows": fitted,
                 "parameters": {k: round(v, 6) for k, v in p.to_json().items()},
                 "start_spread": round(spread, 6), "sum_of_squares": round(sse, 3)},
-        "leave_one_pair_out": _leave_out(rows, lambda r: r.pair, shift=False),
-        "leave_one_dataset_out": _leave_out(rows, lambda r: r.dataset, shift=False),
-        "leave_one_threshold_out": _leave_out(rows, lambda r: r.threshold, shift=False),
-        "leave_one_row_out": _leave_out(rows, lambda r: r.id, shift=False),
+        "leave_one_pair_out": _leave_out(rows, lambda r: r.pair),
+        "leave_one_dataset_out": _leave_out(rows, lambda r: r.dataset),
+        "leave_one_threshold_out": _leave_out(rows, lambda r: r.threshold),
+        "leave_one_row_out": _leave_out(rows, lambda r: r.id),
     }
     if len(sources) > 1:
-        doc["leave_one_source_out"] = _leave_out(rows, lambda r: r.source, shift=False)
+        doc["leave_one_source_out"] = _leave_out(rows, lambda r: r.source)
     else:
         doc["leave_one_source_out"] = {
             "status": "not computed", "reason": f"only one source has usable rows "
             f"({', '.join(sources)}); SpecReason's own rows: see rows_excluded"}
-    ps, spread_s, sse_s = fit(rows, shift=True)
-    fitted_s = _rows(ps, rows, "fitted")
-    doc["difficulty_shift_form"] = {
-        "note": "diagnostic, not run by the tool: both means fall by shift x (1 - A_draft / "
-        "A_target); TargetJudge.scores(w) sees neither the draft nor the target",
-        "fit": {**_summary(fitted_s), "rows": fitted_s,
-                "parameters": {k: round(v, 6) for k, v in ps.to_json().items()},
-                "start_spread": round(spread_s, 6), "sum_of_squares": round(sse_s, 3)},
-        "leave_one_pair_out": _leave_out(rows, lambda r: r.pair, shift=True),
-        "leave_one_dataset_out": _leave_out(rows, lambda r: r.dataset, shift=True),
+    p1, spread1, sse1 = fit(rows, shift=False)
+    fitted1 = _rows(p1, rows, "fitted")
+    doc["one_distribution_form"] = {
+        "note": "diagnostic, not run by the tool: one distribution per class for every pair, "
+        "dataset and threshold (shift 0); what the shift buys",
+        "fit": {**_summary(fitted1), "rows": fitted1,
+                "parameters": {k: round(v, 6) for k, v in p1.to_json().items()},
+                "start_spread": round(spread1, 6), "sum_of_squares": round(sse1, 3)},
+        "leave_one_pair_out": _leave_out(rows, lambda r: r.pair, shift=False),
+        "leave_one_dataset_out": _leave_out(rows, lambda r: r.dataset, shift=False),
     }
     doc["qwen3_threshold_check"] = _threshold_check(rows)
     doc["sensitivity"] = {"steps_mean": [
         {"steps_mean": s, **{k: round(v, 6) for k, v in fit(rows, steps_mean=s)[0]
-                             .to_json().items() if k in ("good_mean", "bad_mean")}}
+                             .to_json().items() if k in ("good_mean", "bad_mean", "shift")}}
         for s in SENSITIVITY_STEPS]}
     return p, doc
 
@@ -353,7 +356,7 @@ def _threshold_check(rows: Sequence[JudgeRow]) -> list[dict[str, Any]]:
         moved = [r if r.threshold_basis == "published" else replace(r, threshold=k)
                  for r in rows]
         out.append({"threshold": k, "sum_of_squares": round(fit(moved)[2], 3),
-                    "difficulty_shift_sum_of_squares": round(fit(moved, shift=True)[2], 3)})
+                    "one_distribution_sum_of_squares": round(fit(moved, shift=False)[2], 3)})
     return out
 
 
@@ -393,7 +396,8 @@ def provenance(dataset: str, draft: str, target: str) -> tuple[str, str]:
                        for c in doc["covered"]})
     return "extrapolated", (
         f"target judge fitted on SpecReason rows of other model families ({', '.join(families)}"
-        f"; Lookahead Reasoning's re-runs); one score distribution for every pair and dataset; "
+        f"; Lookahead Reasoning's re-runs); score means lowered with the pair's relative error "
+        "1 - A_draft / A_target on this workload; "
         f"leave-one-pair-out accuracy error median {lopo['median_abs_error']:.1f}, max "
         f"{lopo['max_abs_error']:.1f} points, acceptance median "
         f"{lopo['acceptance_median_abs_error']:.2f}")
@@ -417,19 +421,22 @@ SCHEMES = {"leave_one_pair_out": "leave one pair out",
 def markdown_section(doc: Mapping[str, Any]) -> list[str]:
     """docs/validation.md's target-judge fit and cross-validation (from the json, no refit)."""
     f, p = doc["fit"], doc["fit"]["parameters"]
-    d = doc["difficulty_shift_form"]
+    d = doc["one_distribution_form"]
     dp = d["fit"]["parameters"]
-    bound = " (its bound)" if dp["good_mean"] >= GOOD_MEAN_RANGE[1] - 1e-6 else ""
+    bound = " (its upper bound)" if p["good_mean"] >= GOOD_MEAN_RANGE[1] - 1e-6 else ""
     lines = [
         f"Fitted by `{GENERATED_BY}` (`dse/data/judge_cv.json`, `dse/data/target_judge.toml`) "
         f"to the {f['n']} usable SpecReason rows: Lookahead Reasoning's re-runs (Table 1, "
         "threshold 9; Table 2, threshold 7), each with both models' solo accuracy, SpecReason's "
-        "accuracy and its acceptance. Two parameters, the form the tool runs (one judge "
-        f"distribution): good-step mean {p['good_mean']:.3g}, bad-step mean "
-        f"{p['bad_mean']:.3g} (kappa {p['kappa']:g} fixed): Beta({p['good_alpha']:.3g}, "
-        f"{p['good_beta']:.3g}) and Beta({p['bad_alpha']:.3g}, {p['bad_beta']:.3g}). Forward "
-        "only, error nesting 1, no in-chain factor, 100 steps per problem (assumptions, "
-        "with reasons, in the data file's sources). Accuracy in points, acceptance as a share.",
+        "accuracy and its acceptance. Three parameters, the form the tool runs: the judge's "
+        "latent score ~ Beta(mu kappa, (1 - mu) kappa) per class (kappa "
+        f"{p['kappa']:g} fixed), with means good {p['good_mean']:.3g}{bound} and bad "
+        f"{p['bad_mean']:.3g} for a draft as accurate as the target, both lowered by shift "
+        f"{p['shift']:.3g} x the draft's relative error x = 1 - A_draft / A_target (solo "
+        "accuracies on the workload; x clipped at 0, the means at their declared ranges): a "
+        "judge rejects more of a weaker draft's steps. Forward only, error nesting 1, no "
+        "in-chain factor, 100 steps per problem (assumptions, with reasons, in the data file's "
+        "sources). Accuracy in points, acceptance as a share.",
         "",
         "| scheme | rows | accuracy median abs error | accuracy max | acceptance median abs "
         "error | acceptance max |",
@@ -452,22 +459,22 @@ def markdown_section(doc: Mapping[str, Any]) -> list[str]:
                      f"{lp['acceptance_predicted']:.2f} |")
     lines += [
         "", "x: the draft's relative error 1 - A_draft / A_target.", "",
-        "Diagnostic, not run by the tool: both means lowered by shift * x (three parameters: "
-        f"good {dp['good_mean']:.3g}{bound}, bad {dp['bad_mean']:.3g}, shift "
-        f"{dp['shift']:.3g}):", "",
+        "Diagnostic, not run by the tool: one distribution per class for every pair (shift 0; "
+        f"two parameters: good {dp['good_mean']:.3g}, bad {dp['bad_mean']:.3g}):", "",
         "| scheme | rows | accuracy median abs error | accuracy max | acceptance median abs "
         "error | acceptance max |", "|---|---|---|---|---|---|",
         _scheme_line("in-sample fit", d["fit"]),
         _scheme_line("leave one pair out", d["leave_one_pair_out"]),
         _scheme_line("leave one dataset out", d["leave_one_dataset_out"]), ""]
     chk = ", ".join(f"{c['threshold']:g}: {c['sum_of_squares']:.0f} / "
-                    f"{c['difficulty_shift_sum_of_squares']:.0f}"
+                    f"{c['one_distribution_sum_of_squares']:.0f}"
                     for c in doc["qwen3_threshold_check"])
     sens = ", ".join(f"{s['steps_mean']:g} steps: good {s['good_mean']:.3f}, bad "
-                     f"{s['bad_mean']:.3f}" for s in doc["sensitivity"]["steps_mean"])
+                     f"{s['bad_mean']:.3f}, shift {s['shift']:.3f}"
+                     for s in doc["sensitivity"]["steps_mean"])
     lines += [f"Checks of two assumptions: the Qwen3 rows' unstated threshold (sum of squares "
-              f"of the tool form / the diagnostic form with them at {chk}); steps per problem "
-              f"(refits at {sens}).", ""]
+              f"of the tool form / the one-distribution diagnostic with them at {chk}); steps "
+              f"per problem (refits at {sens}).", ""]
     return lines
 
 
@@ -533,9 +540,13 @@ def _specreason(cat: Any, share: float | None = None, *, alone: bool = False
 
     over: dict[str, Any] = dict(SPECREASON_SYSTEM)
     draft, target = over["draft_model"], over["target_model"]
-    sc = VERIFIERS["target"].scores(cat.workload("math500"))
-    w = thinking_workload("specreason", "aime24", {draft: 28.9, target: 79.5}, sc,
-                          budget_tokens=8192)
+    acc = {draft: 28.9, target: 79.5}
+    # the judge's distributions at this pair's relative error, read off a first workload whose
+    # PRM fields (math500's) nothing reads; the second holds the judge's in them
+    first = thinking_workload("specreason", "aime24", acc,
+                              VERIFIERS["prm"].scores(cat.workload("math500"), draft, target))
+    sc = VERIFIERS["target"].scores(first, draft, target)
+    w = thinking_workload("specreason", "aime24", acc, sc, budget_tokens=8192)
     if alone:
         over = {k: v for k, v in over.items() if k.startswith("target_")} | {
             "workflow": "target-only", "max_context_tokens": 8192}
@@ -553,7 +564,8 @@ def _specreason(cat: Any, share: float | None = None, *, alone: bool = False
 def timing_rows(cat: Any) -> list[TimingRow]:
     """SpecReason's timing statements the catalog can express: one judge call against a decode
     step (sec. 4.1: "each verification requires prefilling only ~70 new tokens ... comparable to
-    decoding just 1-2 tokens"), and its speed-ups at the published acceptances."""
+    decoding just 1-2 tokens"; TargetJudge.score_s is that prefill alone, the score token
+    sampled from its last logits), and its speed-ups at the published acceptances."""
     from dse.engine.evaluate import evaluate
     from dse.verifiers import VERIFIERS
 
@@ -565,7 +577,8 @@ def timing_rows(cat: Any) -> list[TimingRow]:
     out = [TimingRow("specreason.verify_prefill.qwq-32b.a6000-tp2", "prefill of 70 new tokens "
                      "after 4K (sec. 4.1), in decode steps", 1, 2, pre, pre, pre),
            TimingRow("specreason.verify_call.qwq-32b.a6000-tp2", "TargetJudge.score_s of a "
-                     "50-token step, in decode steps", 1, 2, call, call, call)]
+                     "50-token step (the prefill; the score token from its last logits), in "
+                     "decode steps", 1, 2, call, call, call)]
     rows = {r["id"]: r for r in published()["row"]}
     base = evaluate(*_specreason(cat, alone=True)).latency_s_per_problem
     for rid, name, i in SPEEDUP_ROWS:
