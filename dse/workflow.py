@@ -186,23 +186,13 @@ def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor:
             np.minimum(1.0, k * np.asarray(t_if_good, dtype=float)))
 
 
-def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str,
-                        verifier: str = "prm") -> tuple[str, str]:
-    """("calibrated" | "extrapolated", a one-line basis) of an accuracy prediction.
-
-    verifier "prm": calibrated where the workload carries a fitted in-chain factor for the pair
+def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str
+                        ) -> tuple[str, str]:
+    """("calibrated" | "extrapolated", a one-line basis) of a PRM-verified accuracy
+    prediction: calibrated where the workload carries a fitted in-chain factor for the pair
     (Table III measured it in a chain), extrapolated otherwise (the solo-accuracy form,
-    rho = 1). verifier "target": the accuracy rests on the target judge's fit to published
-    SpecReason rows (dse.validation.judge): calibrated only where that fit had this pair on this
-    workload's dataset, extrapolated otherwise."""
-    if verifier == "target":
-        from dse.validation import judge  # it imports this module
-
-        return judge.provenance(w.dataset, draft_model, target_model)
-    if verifier != "prm":
-        from dse.errors import UnknownNameError
-
-        raise UnknownNameError("verifier", verifier, ["prm", "target"])
+    rho = 1). A target judge's rests on its own fit (dse.uncertainty.evidence.judge_provenance).
+    """
     key = pair_key(draft_model, target_model)
     if w.in_chain_error_factor and key in w.in_chain_error_factor:
         src = w.sources.get(f"in_chain_error_factor.{key}") or w.sources.get(

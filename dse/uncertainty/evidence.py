@@ -223,3 +223,58 @@ def measured_devices() -> frozenset[str]:
                 if isinstance(m.get(key), str):
                     out.add(m[key])
     return frozenset(out)
+
+
+JUDGE_CV = "judge_cv.json"
+JUDGE_CV_SCHEMA = 2
+# the threshold of most of the judge's fitted rows (SpecReason's k = 9): its accuracy
+# interval's reference
+JUDGE_REFERENCE_THRESHOLD = 0.9
+
+
+@cache
+def judge_cv() -> Mapping[str, Any]:
+    """dse/data/judge_cv.json (written by scripts/calibrate_target_judge.py)."""
+    doc = _json(JUDGE_CV)
+    if doc.get("schema_version") != JUDGE_CV_SCHEMA:
+        raise ValueError(f"{JUDGE_CV}: schema_version {doc.get('schema_version')!r}, "
+                         f"expected {JUDGE_CV_SCHEMA}")
+    return doc
+
+
+def _judge_covered(doc: Mapping[str, Any], draft: str, target: str) -> set[str]:
+    """The datasets the judge's fit covered for this catalog pair (empty: not covered)."""
+    return {c["dataset"] for c in doc["covered"]
+            if c["draft"] == draft and c["target"] == target}
+
+
+def judge_provenance(dataset: str, draft: str, target: str) -> tuple[str, str]:
+    """("calibrated" | "extrapolated", basis) of a target-verifier design's accuracy:
+    calibrated where the judge's fit had this catalog pair on this dataset."""
+    doc = judge_cv()
+    lopo = doc["leave_one_pair_out"]
+    fit_ = doc["fit"]
+    if dataset in _judge_covered(doc, draft, target):
+        return "calibrated", (
+            f"target judge fitted on the SpecReason rows of this pair on {dataset} "
+            f"({doc['generated_by']}, in-sample accuracy error median "
+            f"{fit_['median_abs_error']:.1f} points)")
+    families = sorted({f"{c['draft_hf_id'].split('/')[-1]}/{c['target_hf_id'].split('/')[-1]}"
+                       for c in doc["covered"]})
+    return "extrapolated", (
+        f"target judge fitted on SpecReason rows of other model families ({', '.join(families)}"
+        f"; Lookahead Reasoning's re-runs); score means lowered with the pair's relative error "
+        "1 - A_draft / A_target on this workload; "
+        f"leave-one-pair-out accuracy error median {lopo['median_abs_error']:.1f}, max "
+        f"{lopo['max_abs_error']:.1f} points, acceptance median "
+        f"{lopo['acceptance_median_abs_error']:.2f}")
+
+
+def judge_interval_scheme(status: str, draft: str, target: str) -> str:
+    """The cross-validation whose residuals size a target-verifier design's accuracy
+    interval: a covered setting's leave one row out, a covered pair's leave one dataset out,
+    any other pair's leave one pair out."""
+    if status == "calibrated":
+        return "leave_one_row_out"
+    return ("leave_one_dataset_out" if _judge_covered(judge_cv(), draft, target)
+            else "leave_one_pair_out")

@@ -201,15 +201,15 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
     from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
 
     s = ev.settings()
-    status, basis = accuracy_provenance(w, draft, target, verifier)
     if verifier == "target":
-        from dse.validation import judge
-
-        data = judge.load()
-        scheme = judge.interval_scheme(status, w.dataset, draft, target)
-        what, t0, scores = ("the SpecReason rows (judge_cv.json)", judge.REFERENCE_THRESHOLD,
+        status, basis = ev.judge_provenance(w.dataset, draft, target)
+        data = ev.judge_cv()
+        scheme = ev.judge_interval_scheme(status, draft, target)
+        what, t0, scores = ("the SpecReason rows (judge_cv.json)",
+                            ev.JUDGE_REFERENCE_THRESHOLD,
                             VERIFIERS[verifier].scores(w, draft, target))
     else:
+        status, basis = accuracy_provenance(w, draft, target)
         data = ev.accuracy_cv()
         measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
         if status != "calibrated":

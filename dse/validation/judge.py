@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from dse.scenario import WorkloadSpec
+from dse.uncertainty import evidence
 from dse.validation.accuracy import KAPPA
 from dse.verifiers import (
     BAD_MEAN_RANGE,
@@ -62,7 +63,7 @@ PROMPT_TOKENS = 150.0
 BUDGET_TOKENS = 32768
 ERROR_NESTING = 1.0
 ASSUMED_THRESHOLD = 0.9  # rows whose source does not state SpecReason's threshold
-REFERENCE_THRESHOLD = 0.9  # the threshold of most fitted rows (the intervals' reference)
+REFERENCE_THRESHOLD = evidence.JUDGE_REFERENCE_THRESHOLD  # the intervals' reference
 SENSITIVITY_STEPS = (30.0, 300.0)
 CHECK_THRESHOLDS = (0.7, 0.8)
 
@@ -366,50 +367,10 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 @cache
 def load() -> Mapping[str, Any]:
-    """dse/data/judge_cv.json as written by scripts/calibrate_target_judge.py."""
-    text = resources.files("dse.data").joinpath(CV_FILE).read_text(encoding="utf-8")
-    doc: dict[str, Any] = json.loads(text)
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{CV_FILE}: schema_version {doc.get('schema_version')!r}, "
-                         f"expected {SCHEMA_VERSION}")
-    return doc
-
-
-def _covered(doc: Mapping[str, Any], draft: str, target: str) -> set[str]:
-    """The datasets the fit covered for this catalog pair (empty: the pair is not covered)."""
-    return {c["dataset"] for c in doc["covered"]
-            if c["draft"] == draft and c["target"] == target}
-
-
-def provenance(dataset: str, draft: str, target: str) -> tuple[str, str]:
-    """("calibrated" | "extrapolated", basis) of a target-verifier design's accuracy:
-    calibrated where the fit had this catalog pair on this dataset."""
-    doc = load()
-    lopo = doc["leave_one_pair_out"]
-    fit_ = doc["fit"]
-    if dataset in _covered(doc, draft, target):
-        return "calibrated", (
-            f"target judge fitted on the SpecReason rows of this pair on {dataset} "
-            f"({GENERATED_BY}, in-sample accuracy error median {fit_['median_abs_error']:.1f} "
-            "points)")
-    families = sorted({f"{c['draft_hf_id'].split('/')[-1]}/{c['target_hf_id'].split('/')[-1]}"
-                       for c in doc["covered"]})
-    return "extrapolated", (
-        f"target judge fitted on SpecReason rows of other model families ({', '.join(families)}"
-        f"; Lookahead Reasoning's re-runs); score means lowered with the pair's relative error "
-        "1 - A_draft / A_target on this workload; "
-        f"leave-one-pair-out accuracy error median {lopo['median_abs_error']:.1f}, max "
-        f"{lopo['max_abs_error']:.1f} points, acceptance median "
-        f"{lopo['acceptance_median_abs_error']:.2f}")
-
-
-def interval_scheme(status: str, dataset: str, draft: str, target: str) -> str:
-    """The cross-validation whose residuals size a target-verifier design's accuracy
-    interval: a covered setting's leave one row out, a covered pair's leave one dataset out,
-    any other pair's leave one pair out."""
-    if status == "calibrated":
-        return "leave_one_row_out"
-    return "leave_one_dataset_out" if _covered(load(), draft, target) else "leave_one_pair_out"
+    """dse/data/judge_cv.json as written by scripts/calibrate_target_judge.py (read by
+    dse.uncertainty.evidence, below the model; the provenance and the interval scheme of a
+    target-verifier design are read there too)."""
+    return evidence.judge_cv()
 
 
 SCHEMES = {"leave_one_pair_out": "leave one pair out",
