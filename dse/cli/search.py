@@ -147,7 +147,11 @@ def _families_text(objectives: list[str], fams: list[Any]) -> str:
         rows.append([f.family, val("j_per_token"), val("latency_s_per_problem"),
                      val("accuracy"), "-" if pa is None else f"{pa:.3g}",
                      "-" if pa is None else f"{1 - pa:.0%}", margin, c.label])
-        notes += [f"evidence ({f.family}): {e}" for e in f.evidence]
+        if f.evidence:
+            proj = [e for e in f.evidence if "projection" in e]
+            extra = [e.split(":")[0] for e in f.evidence if e.endswith(": extrapolated")]
+            notes.append(f"evidence ({f.family}): " + "; ".join(
+                [*proj, *(["extrapolated: " + ", ".join(extra)] if extra else [])]))
     out = ("\nbest of each family (accurate closed form, [low-high]: 90% intervals; margin: "
            "family - #1 on " + objectives[0] + ", [joint 90% interval of the difference])\n"
            + table(["family", "J/token", "latency s", "accuracy %", "p_accept",
@@ -197,8 +201,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "constraints": r.constraints, "confidence": r.confidence, "space": space.name,
                "infeasible_hardware": r.infeasible, "infeasible_examples": r.examples,
                "files": files}
-    head = (f"swept {r.n_designs:,} designs ({r.n_hardware} hardware choices x "
-            f"{r.n_designs // max(r.n_hardware, 1):,} knob settings) of space {space.name} in "
+    head = (f"swept {r.n_designs:,} designs ({r.n_hardware:,} hardware choices, each with the "
+            f"knob settings it can run) of space {space.name} in "
             f"{r.seconds:.2f} s; {r.n_feasible:,} feasible (constraints: "
             f"{_constraint_text(r.constraints)})\n{_confidence_text(r.confidence)}")
     for k, v in sorted(r.infeasible.items()):

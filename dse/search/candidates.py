@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dse.design import build_design
 from dse.design_files import DesignFile, parse_design_text
+from dse.resolve import report, resolve_design
 from dse.specs import Catalog
 
 
@@ -69,7 +69,7 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
     sched = c.design.schedule
     if sched is None:
         return c
-    d = build_design(cat, c.design.system, sched)
+    d = resolve_design(cat, c.design.system, schedule=sched)
     rel: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in INTERVAL_METRICS}
     prov: dict[str, dict[str, str]] = {}
     total = sum(wt for _, wt in workloads)
@@ -96,16 +96,16 @@ def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Cand
     cf = metrics.get("closed_form")
     if isinstance(cf, dict) and len(workloads) == 1:  # its own interval: closed-form moves
         w = cat.workload(workloads[0][0])
-        r = attach(evaluate(d, w), d, w)
+        r = report(d, w)
         metrics["closed_form"] = {**cf, "intervals": dict(r.intervals)}
     return replace(c, metrics=metrics, intervals=out, provenance=prov)
 
 
 def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:
     """The accurate closed form's headline metrics of one design (dse.engine.closed_form)."""
-    from dse.engine.evaluate import evaluate
 
-    rep = evaluate(build_design(cat, spec, sched), cat.workload(workload))
+    rep = report(resolve_design(cat, spec, schedule=sched), cat.workload(workload),
+                 intervals=False)
     return {"latency_s_per_problem": float(rep.latency_s_per_problem),
             "j_per_token": float(rep.j_per_token),
             "goodput_tokens_per_s": float(rep.goodput_tokens_per_s),

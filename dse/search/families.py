@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dse.design import Design, build_design
+from dse.design import Design
 from dse.engine.evaluate import evaluate
+from dse.resolve import resolve_design
 from dse.search.candidates import Candidate
 from dse.search.space import FAMILIES
 from dse.specs import Catalog
@@ -83,7 +84,7 @@ def _identity(c: Candidate) -> tuple[Any, ...]:
 
 def _design(cat: Catalog, c: Candidate) -> Design:
     assert c.design.schedule is not None
-    return build_design(cat, c.design.system, c.design.schedule)
+    return resolve_design(cat, c.design.system, schedule=c.design.schedule)
 
 
 def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: Candidate,
