@@ -141,10 +141,18 @@ def test_evaluate_every_system_and_scenario(cat, capsys):
                          "gsm8k", "--json")
     assert code == 0, err
     r = json.loads(out)
-    assert set(r["schedules"]) == {"rsd", "brsd", "brsd_stepahead", "heteroreason"}
+    # the four schedules and, framing them, the target alone (the last one's margin against it)
+    assert set(r["schedules"]) == {"rsd", "brsd", "brsd_stepahead", "heteroreason",
+                                   "target alone"}
     for rep in r["schedules"].values():
         assert REPORT_KEYS <= set(rep)
     assert r["schedules"]["brsd"]["speedup_vs_brsd"] == 1.0
+    assert r["schedules"]["target alone"]["schedule"] == "target-only"
+    vs = r["vs_target_alone"]
+    assert vs["schedule"] == "heteroreason" and set(vs["margin"]) == {
+        "latency_s_per_problem", "j_per_token", "accuracy"}
+    for m, (lo, hi) in vs["margin_interval"].items():
+        assert lo <= vs["margin"][m] <= hi and vs["decided"][m] == (not lo <= 0 <= hi)
 
 
 def test_evaluate_set_matches_design_file(tmp_path, capsys):

@@ -97,7 +97,10 @@ def workflow_text(s: Any) -> str:
     "speculative, PRM verifier", "speculative, target judges, draft+target on one device")."""
     if s.workflow_name == "target-only":
         return "target alone"
-    out = "speculative, " + ("PRM verifier" if s.verifier_name == "prm" else "target judges")
+    from dse.verifiers import VERIFIERS
+
+    judge = VERIFIERS[str(s.verifier_name)].is_target
+    out = "speculative, " + ("target judges" if judge else f"{s.verifier_name.upper()} verifier")
     return out + (f", {s.colocate} on one device" if s.colocate else "")
 
 

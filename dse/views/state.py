@@ -226,8 +226,8 @@ def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
     if s.workflow_name == "target-only":
         return f"target alone: {target}"
     parts = [f"draft {s.draft_model} on {s.draft_device} ({s.draft_precision})",
-             (f"PRM {s.prm_model} on {s.prm_device}" if s.verifier_name == "prm"
-              else "verifier: the target"),
+             ("verifier: the target" if s.verifier_name == "target"
+              else f"{str(s.verifier_name).upper()} {s.prm_model} on {s.prm_device}"),
              f"target {target}"]
     if s.colocate:
         parts.append(f"{s.colocate} on one device")
