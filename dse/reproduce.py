@@ -8,10 +8,11 @@ Tolerances (the Fidelity issue): ranges widened by 0.05 for speed-up, goodput an
 ratios; by 1.5 points for accuracy; by 0.05 for shares and ratios below one; the communication
 share must be of the same order (at most 0.05%).
 
-Calibrated rows (used to fit the accuracy model's six shared parameters, see
-scripts/calibrate_workloads.py and dse/validation/accuracy.py): Table III config1 and config2 rsd
-and brsd accuracy. Every other row is a prediction; the accuracy model's leave-one-config-out and
-leave-one-dataset-out predictions are in dse/data/accuracy_cv.json.
+Calibrated rows (used, with RSD's Table 2 Qwen2.5-Math rows, to fit the accuracy model's shared
+parameters, see scripts/calibrate_workloads.py and dse/validation/accuracy.py): Table III config1
+and config2 rsd and brsd accuracy. Every other row is a prediction; the accuracy model's
+cross-validated predictions (by row, pair, dataset, PRM and source) are in
+dse/data/accuracy_cv.json.
 
 The target judge's section (`target_judge_lines`): its fit to published SpecReason rows
 (dse/validation/judge.py, dse/data/judge_cv.json) and SpecReason's timing beside the tool.
@@ -352,12 +353,12 @@ V80_DRAFT = ("the V80 draft (FlexLLM's U280 achieved efficiency at 300 MHz over 
              "ports: 3.1 ms/token for the 0.5B draft, 1.3x faster than the 3090 draft at "
              "4.1 ms/token) is faster than the paper's V80 estimate, which it calls comparable to "
              "the strong GPU baseline")
-ACCURACY_SHARED = ("calibrated, but with six parameters shared by the four datasets and both "
-                   "configs, not one per number (dse/validation/accuracy.py): the PRM's bad-step "
-                   "score follows one line in the draft's solo error, on which Gaokao2023EN "
-                   "(steps per problem an assumption) sits low and OlympiadBench high; "
-                   "per-dataset PRM parameters close these rows in-sample but predict a "
-                   "left-out dataset up to 20 points off (docs/model.md)")
+ACCURACY_SHARED = ("calibrated, but with nine parameters shared by 32 rows (four datasets, both "
+                   "configs and RSD's four Table 2 settings), not one per number "
+                   "(dse/validation/accuracy.py): the PRM's bad-step score follows one line in "
+                   "the draft's solo error and the PRM's ProcessBench F1, on which "
+                   "Gaokao2023EN (steps per problem an assumption) sits low and OlympiadBench "
+                   "high (docs/model.md)")
 MISS_REASONS = {
     "accuracy.config1.rsd": ACCURACY_SHARED, "accuracy.config1.brsd": ACCURACY_SHARED,
     "accuracy.config2.rsd": ACCURACY_SHARED, "accuracy.config2.brsd": ACCURACY_SHARED,

@@ -1,10 +1,12 @@
 """Workloads and systems: the two scenario kinds of the catalog (scenarios/).
 
-A workload is a dataset's statistics: prompt length, steps per problem, tokens per step, how the
-PRM scores good and bad steps, and each model's solo accuracy on it (from which the per-step
-error rate follows). A system places the draft, PRM and target on devices with their models,
-precisions and serving profiles (the draft's FPGA engine when it runs on an FPGA), and holds the
-algorithm knobs' defaults. Each field carries its schema (`dse.specs.spec_field`).
+A workload is a dataset's statistics: prompt length, steps per problem, tokens per step, its
+difficulty tier for PRM error detection (a ProcessBench subset), its test-set size, and each
+model's solo accuracy on it (from which the per-step error rate follows). How a PRM scores a
+draft's steps belongs to the draft and the PRM, not the dataset (dse.discrimination).
+A system places the draft, PRM and target on devices with their models, precisions and serving
+profiles (the draft's FPGA engine when it runs on an FPGA), and holds the algorithm knobs'
+defaults. Each field carries its schema (`dse.specs.spec_field`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from dse.limits import (
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
     MAX_CV,
-    MAX_IN_CHAIN_ERROR_FACTOR,
     MAX_TP,
 )
+from dse.specs.model import PROCESSBENCH_SUBSETS
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
 
 
@@ -36,20 +38,18 @@ class WorkloadSpec(Spec):
     draft_step_tokens_cv: float = nonneg(hi=MAX_CV)
     target_step_tokens_mean: float = pos()
     target_step_tokens_cv: float = nonneg(hi=MAX_CV)
-    prm_good_alpha: float = pos(help="PRM score of a good step ~ Beta(alpha, beta)")
-    prm_good_beta: float = pos()
-    prm_bad_alpha: float = pos(help="PRM score of a bad step ~ Beta(alpha, beta)")
-    prm_bad_beta: float = pos()
-    error_nesting: float = spec_field(lo=0.0, hi=1.0, help="1: a step the stronger model "
-                                      "gets wrong, the weaker gets wrong too")
+    processbench_subset: str = spec_field(
+        choices=PROCESSBENCH_SUBSETS, help="the ProcessBench subset of this dataset's "
+        "difficulty: a PRM's F1 there is its error detection here")
+    test_problems: int = pos(help="problems in the test set the accuracies are measured on "
+                             "(their binomial spread)")
+    prm_concentration: float | None = spec_field(
+        lo=0.5, hi=200.0, help="PRM score concentration alpha + beta on this dataset "
+        "(assumption); absent: the accuracy model's (dse/data/accuracy_model.toml)")
     max_context_tokens: int = pos(hi=MAX_CONTEXT_TOKENS,
                                   help="generation budget (prompt + response), RSD: 4096")
     accuracy: Mapping[str, float] = spec_field(lo=0.0, hi=100.0,
                                                help="model name -> solo greedy accuracy, %")
-    in_chain_error_factor: Mapping[str, float] | None = spec_field(
-        lo=0.0, lo_open=True, hi=MAX_IN_CHAIN_ERROR_FACTOR,
-        help="'<draft> -> <target>' -> the target's rewrite error inside that draft's chain, "
-        "relative to its solo-accuracy form (1: as solo); fitted to Table III, absent: 1")
 
     kind = "workload"
 

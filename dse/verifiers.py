@@ -13,9 +13,10 @@ A speculative design's verifier is one of the registered kinds (`VERIFIERS`), ea
   placement, so it shares the target's device (dse.design: colocated roles serialise).
 
 Scores: a good step's score ~ Beta(a_g, b_g), a bad step's ~ Beta(a_b, b_b) on [0, 1]; a step is
-accepted when its score >= the accept threshold (dse.workflow). The distributions may depend on
-the (draft, target) pair: `Verifier.scores(w, draft, target)`. A PRM's score is that number, the
-workload's (one per workload, whatever the pair); a target judge's 0-9 token is floor(10 u) of a
+accepted when its score >= the accept threshold (dse.workflow). The distributions depend on the
+design: `Verifier.scores(w, draft, target, model)`. A PRM's follow its draft and its own
+identity on the dataset (dse.discrimination: the draft's solo accuracy, the PRM's ProcessBench
+F1 at the dataset's difficulty); a target judge's 0-9 token is floor(10 u) of a
 latent u on [0, 1], so SpecReason's threshold k is an accept threshold of k / 10 (its default 7
 is 0.7). The judge's latent u ~ Beta(mu kappa, (1 - mu) kappa) per class, both means lowered by
 shift x the draft's relative error x = 1 - A_draft / A_target (solo accuracies on the workload):
@@ -40,8 +41,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dse.devices.protocol import Placement
+from dse.discrimination import ScoreStats, prm_scores
 from dse.errors import SpecError, UnknownNameError
 from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.specs.model import ModelSpec
 
 F64 = NDArray[np.float64]
 JUDGE_DATA = Path(__file__).parent / "data" / "target_judge.toml"
@@ -53,18 +56,6 @@ JUDGE_SCHEMA_VERSION = 2
 GOOD_MEAN_RANGE = (0.5, 0.999)
 BAD_MEAN_RANGE = (0.02, 0.99)
 SHIFT_RANGE = (-1.0, 2.0)
-
-
-@dataclass(frozen=True)
-class ScoreStats:
-    """How a verifier scores good and bad steps (Beta parameters on [0, 1]) and what that
-    rests on (a one-line basis for the provenance)."""
-
-    good_alpha: float
-    good_beta: float
-    bad_alpha: float
-    bad_beta: float
-    basis: str
 
 
 class Verifier(Protocol):
@@ -89,9 +80,11 @@ class Verifier(Protocol):
         """Power above idle while scoring that step."""
         ...
 
-    def scores(self, w: WorkloadSpec, draft: str, target: str) -> ScoreStats:
+    def scores(self, w: WorkloadSpec, draft: str, target: str,
+               model: ModelSpec | None = None) -> ScoreStats:
         """The score distributions of good and bad steps of this draft (catalog model name)
-        before this target on this workload."""
+        before this target on this workload; model: the verifier's own model (a PRM's spec;
+        None where the target verifies)."""
         ...
 
     def serving_notes(self) -> tuple[str, ...]:
@@ -116,10 +109,12 @@ class PrmVerifier:
     def score_dyn_w(self, p: Placement, w: WorkloadSpec, n: ArrayLike, resp: ArrayLike) -> F64:
         return p.power_w("prefill", 0, n_new=self._tokens(w, n, resp)) - p.power_w("idle")
 
-    def scores(self, w: WorkloadSpec, draft: str, target: str) -> ScoreStats:
-        """The workload's PRM statistics, the same for every pair."""
-        return ScoreStats(w.prm_good_alpha, w.prm_good_beta, w.prm_bad_alpha, w.prm_bad_beta,
-                          f"PRM score distributions of workload {w.name}")
+    def scores(self, w: WorkloadSpec, draft: str, target: str,
+               model: ModelSpec | None = None) -> ScoreStats:
+        """This PRM's discrimination of this draft's steps on this workload
+        (dse.discrimination: the draft's solo accuracy there, the PRM's ProcessBench F1 at the
+        dataset's difficulty); the target does not enter."""
+        return prm_scores(w, draft, model)
 
     def serving_notes(self) -> tuple[str, ...]:
         return ("the PRM is served as a pooling model (--task reward), prefix caching off",)
@@ -229,7 +224,8 @@ class TargetJudge:
         new = np.asarray(n, dtype=float) + judge_parameters().prompt_tokens
         return p.power_w("prefill", 0, n_new=new) - p.power_w("idle")
 
-    def scores(self, w: WorkloadSpec, draft: str, target: str) -> ScoreStats:
+    def scores(self, w: WorkloadSpec, draft: str, target: str,
+               model: ModelSpec | None = None) -> ScoreStats:
         """The fitted judge (target_judge.toml) at this pair's relative error on the workload,
         x = 1 - A_draft / A_target, clipped at 0 (a draft stronger than the target is judged
         as one equal to it). A model without a solo accuracy on the workload is a SpecError."""

@@ -4,12 +4,13 @@ Step-quality model (one assumption, stated): a step written by model m is bad wi
 probability h_m, independent across steps, such that a solo greedy run is correct with the
 model's published accuracy A_m:  E_S[(1 - h_m)^S] = A_m over the workload's steps per problem.
 A problem is solved when no bad step stays in the final reasoning chain. Errors are (partly,
-by the workload's `error_nesting`) nested, a difficulty ordering: a step the stronger model
+by the accuracy model's `error_nesting`) nested, a difficulty ordering: a step the stronger model
 gets wrong is one the weaker model gets wrong too. The PRM rejects mostly the draft's bad
 steps, so the target rewrites mostly hard steps, where its error rate is up to h_t / h_d (if
 h_t < h_d), well above its average h_t.
 
-The PRM scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (workload file):
+The verifier scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (dse.verifiers;
+a PRM's for the design's draft and PRM on the dataset, dse.discrimination):
 - draft step accepted:        p_accept = (1 - h_d) (1 - F_g(tau_a)) + h_d (1 - F_b(tau_a))
 - refined step fails (bt):    p_fail   = (1 - h_rw) F_g(tau_b) + h_rw F_b(tau_b), with h_rw the
                               target's error rate on rejected steps (nested errors, below)
@@ -19,16 +20,16 @@ draft step is kept (draft-only accuracy).
 In-chain rewrite quality (one parameter per measured (draft, target) pair): a target that
 rewrites a rejected step continues a foreign reasoning chain (the draft's prefix, its style and
 its accepted-but-imperfect steps), not its own, so its error on those steps need not be what its
-solo accuracy gives. The workload's `in_chain_error_factor` table, keyed "<draft> -> <target>",
-gives rho; both conditional rewrite error rates (given a bad and given a good draft step) are
-multiplied by 1 + (rho - 1) p_accept (capped at 1): in full in a chain the draft wrote, not at
-all when the target writes every step (tau_a -> 1 keeps the target-only limit). rho = 1 is the
-solo-accuracy form, rho > 1 a target that loses more inside the draft's chain than its solo
-accuracy says. Fitted jointly with the PRM statistics to Table III
-(`dse.validation.accuracy`); a pair without an entry keeps rho = 1 and its accuracy is
-*extrapolated* (`accuracy_provenance`). E.g. h_d = 0.1, h_t = 0.02, nesting 1: P(target bad |
-draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 at p_accept 1 it is 0.3 (0.25 at p_accept
-0.5); P(target bad | draft good) = 0.
+solo accuracy gives. The accuracy model's `in_chain_error_factor` table
+(dse/data/accuracy_model.toml), keyed "<draft> -> <target>", gives rho; both conditional rewrite
+error rates (given a bad and given a good draft step) are multiplied by 1 + (rho - 1) p_accept
+(capped at 1): in full in a chain the draft wrote, not at all when the target writes every step
+(tau_a -> 1 keeps the target-only limit). rho = 1 is the solo-accuracy form, rho > 1 a target
+that loses more inside the draft's chain than its solo accuracy says. Fitted jointly with the
+PRM discrimination to the calibration rows (`dse.validation.accuracy`); a pair without an entry
+keeps rho = 1 and its accuracy is *extrapolated* (`accuracy_provenance`). E.g. h_d = 0.1,
+h_t = 0.02, nesting 1: P(target bad | draft bad) = 0.02 / 0.1 = 0.2, and with rho = 1.5 at
+p_accept 1 it is 0.3 (0.25 at p_accept 0.5); P(target bad | draft good) = 0.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from dse.discrimination import (
+    AccuracyParams,
+    ScoreStats,
+    prm_scores,
+    shipped,
+    shipped_sources,
+)
 from dse.scenario import WorkloadSpec, solo_accuracy_pct
-from dse.verifiers import ScoreStats
 
 if TYPE_CHECKING:  # the design imports the workflow's callers, not this module
     from dse.design import Design
@@ -104,15 +111,15 @@ class StepProbabilities:
 def step_probabilities(
     w: WorkloadSpec, draft_model: str, target_model: str,
     accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
-    scores: ScoreStats | None = None,
+    scores: ScoreStats, params: AccuracyParams | None = None,
 ) -> StepProbabilities:
-    """scores: the verifier's score distributions (dse.verifiers); None: the workload's PRM
-    statistics (the `prm` verifier's)."""
+    """scores: the verifier's score distributions (dse.verifiers); params: the error nesting
+    and in-chain factors (None: the shipped accuracy model's)."""
+    p = params or shipped()
     s_vals, s_p = steps_distribution(w, quality_max_steps(w))
     h_d = step_error_rate(model_accuracy(w, draft_model), s_vals, s_p)
     h_t = step_error_rate(model_accuracy(w, target_model), s_vals, s_p)
-    sc = scores or ScoreStats(w.prm_good_alpha, w.prm_good_beta, w.prm_bad_alpha,
-                              w.prm_bad_beta, "")
+    sc = scores
     fg_a = beta_cdf(accept_threshold, sc.good_alpha, sc.good_beta)
     fb_a = beta_cdf(accept_threshold, sc.bad_alpha, sc.bad_beta)
     fg_b = beta_cdf(backtrack_threshold, sc.good_alpha, sc.good_beta)
@@ -120,8 +127,8 @@ def step_probabilities(
     p_accept = (1 - h_d) * (1 - fg_a) + h_d * (1 - fb_a)
     # nested errors: P(target bad | draft bad) and P(target bad | draft good), in the chain
     t_if_bad, t_if_good = in_chain_rewrite_error(
-        *nested_target_error(h_d, h_t, w.error_nesting),
-        factor=in_chain_error_factor(w, draft_model, target_model), draft_share=p_accept)
+        *nested_target_error(h_d, h_t, p.error_nesting),
+        factor=p.rho(pair_key(draft_model, target_model)), draft_share=p_accept)
     p_rej = 1 - p_accept
     h_rw = np.where(p_rej > 0, (h_d * fb_a * t_if_bad + (1 - h_d) * fg_a * t_if_good)
                     / np.maximum(p_rej, 1e-300), h_t)
@@ -161,15 +168,8 @@ def nested_target_error(h_d: ArrayLike, h_t: ArrayLike, nesting: float = 1.0
 
 
 def pair_key(draft_model: str, target_model: str) -> str:
-    """The key of a (draft, target) pair in a workload's `in_chain_error_factor` table."""
+    """The key of a (draft, target) pair in the accuracy model's `in_chain_error_factor` table."""
     return f"{draft_model} -> {target_model}"
-
-
-def in_chain_error_factor(w: WorkloadSpec, draft_model: str, target_model: str) -> float:
-    """rho of the pair on this workload: its fitted value, or 1 (the solo-accuracy form) for a
-    pair nobody measured in a chain."""
-    table = w.in_chain_error_factor or {}
-    return float(table.get(pair_key(draft_model, target_model), 1.0))
 
 
 def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor: float,
@@ -186,17 +186,17 @@ def in_chain_rewrite_error(t_if_bad: ArrayLike, t_if_good: ArrayLike, *, factor:
             np.minimum(1.0, k * np.asarray(t_if_good, dtype=float)))
 
 
-def accuracy_provenance(w: WorkloadSpec, draft_model: str, target_model: str
-                        ) -> tuple[str, str]:
+def accuracy_provenance(draft_model: str, target_model: str,
+                        params: AccuracyParams | None = None) -> tuple[str, str]:
     """("calibrated" | "extrapolated", a one-line basis) of a PRM-verified accuracy
-    prediction: calibrated where the workload carries a fitted in-chain factor for the pair
-    (Table III measured it in a chain), extrapolated otherwise (the solo-accuracy form,
+    prediction: calibrated where the accuracy model carries a fitted in-chain factor for the
+    pair (it was measured in a chain), extrapolated otherwise (the solo-accuracy form,
     rho = 1). A target judge's rests on its own fit (dse.uncertainty.evidence.judge_provenance).
     """
+    p = params or shipped()
     key = pair_key(draft_model, target_model)
-    if w.in_chain_error_factor and key in w.in_chain_error_factor:
-        src = w.sources.get(f"in_chain_error_factor.{key}") or w.sources.get(
-            "in_chain_error_factor", "")
+    if key in p.in_chain_error_factor:
+        src = shipped_sources().get(f"in_chain_error_factor.{key}", "")
         basis = src.split(";")[0].strip() if src else (
             f"fitted in-chain factor ({draft_model} draft, {target_model} target)")
         return "calibrated", basis
@@ -268,9 +268,24 @@ def max_steps(w: WorkloadSpec, budget_tokens: int, mean_step_tokens: float) -> i
     return max(1, int((budget_tokens - w.prompt_tokens) // max(mean_step_tokens, 1.0)))
 
 
-def design_step_probabilities(d: Design, w: WorkloadSpec) -> StepProbabilities:
+def design_scores(d: Design, w: WorkloadSpec) -> ScoreStats:
+    """The design's verifier's score distributions of its draft's steps on the workload (a
+    PRM's own model enters; a target judge's is the target)."""
+    model = d.prm_placement.model if d.prm_placement is not None else None
+    return d.verifier.scores(w, d.draft.model.name, d.target.model.name, model)
+
+
+def design_step_probabilities(d: Design, w: WorkloadSpec,
+                              params: AccuracyParams | None = None) -> StepProbabilities:
     """The step probabilities of a speculative design: its draft, target, thresholds and its
-    verifier's score distributions for that (draft, target) pair."""
+    verifier's score distributions (`design_scores`); params: a fit's candidate (None: the
+    shipped accuracy model)."""
     draft, target = d.draft.model.name, d.target.model.name
+    if params is None:
+        sc = design_scores(d, w)
+    else:  # a fit's candidate: the PRM's discrimination under these parameters
+        model = d.prm_placement.model if d.prm_placement is not None else None
+        sc = (prm_scores(w, draft, model, params) if not d.verifier.is_target
+              else design_scores(d, w))
     return step_probabilities(w, draft, target, d.accept_threshold, d.backtrack_threshold,
-                              d.verifier.scores(w, draft, target))
+                              sc, params)

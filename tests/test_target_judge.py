@@ -80,14 +80,14 @@ def test_fit_and_verifier_compute_the_same_distributions(doc: Mapping[str, Any])
     rows, _ = judge.usable_rows(judge.published())
     for r in rows:
         acc = {r.draft: r.draft_accuracy_pct, r.target: r.target_accuracy_pct}
-        w = judge.thinking_workload(r.id, r.dataset, acc, params.scores(r.relative_error))
+        w = judge.thinking_workload(r.id, r.dataset, acc)
         tool = VERIFIERS["target"].scores(w, r.draft, r.target)
         fitted = params.scores(r.relative_error)
         for k in ("good_alpha", "good_beta", "bad_alpha", "bad_beta"):
             assert getattr(tool, k) == pytest.approx(getattr(fitted, k), rel=1e-5)
         assert r.draft in tool.basis and f"x = {r.relative_error:.3f}" in tool.basis
     # a draft stronger than the target is judged as one equal to it: x clipped at 0
-    w = judge.thinking_workload("swap", "gsm8k", {"d": 80.0, "t": 70.0}, params.scores())
+    w = judge.thinking_workload("swap", "gsm8k", {"d": 80.0, "t": 70.0})
     strong, equal = (VERIFIERS["target"].scores(w, "d", "t"),
                      VERIFIERS["target"].scores(w, "t", "t"))
     assert strong.good_alpha == equal.good_alpha and strong.bad_alpha == equal.bad_alpha
@@ -138,8 +138,7 @@ def test_p_accept_by_hand_at_threshold_9() -> None:
     assert x == pytest.approx(0.59746, abs=1e-5)
     assert jp.good_mean - jp.shift * x == pytest.approx(0.83296, abs=1e-5)
     assert jp.bad_mean - jp.shift * x == pytest.approx(0.72780, abs=1e-5)
-    w = judge.thinking_workload("hand", "aime24", {"d": 28.5, "t": 70.8},
-                                judge.Params(0.9, 0.5).scores())
+    w = judge.thinking_workload("hand", "aime24", {"d": 28.5, "t": 70.8})
     w = replace(w, steps_cv=0.0)  # exactly 100 steps
     sc = VERIFIERS["target"].scores(w, "d", "t")
     assert (sc.good_alpha, sc.good_beta) == pytest.approx((6.6637, 1.3363), abs=1e-4)
@@ -205,7 +204,7 @@ def test_target_verifier_provenance_and_interval(cat: Catalog) -> None:
     assert judge_provenance("gsm8k", "qwen3-1.7b", "qwen3-32b")[0] == "calibrated"
     assert judge_provenance(w.dataset, "qwen3-1.7b", "qwen3-32b")[0] == "extrapolated"
     # a PRM design's provenance rests on Table III (the workload's in-chain factors)
-    assert accuracy_provenance(w, "qwen2.5-0.5b-instruct", "qwen2.5-math-7b-instruct")[0] == \
+    assert accuracy_provenance("qwen2.5-0.5b-instruct", "qwen2.5-math-7b-instruct")[0] == \
         "calibrated"
     d = dse.load_design("paper-config1-3090", schedule="rsd", overrides={"verifier": "target"})
     acc = next(f for f in design_factors(d, w) if f.quantity == "accuracy")

@@ -138,11 +138,16 @@ def test_fpga_absorb_follows_decode(cat):
 @settings(max_examples=25, deadline=None)
 @given(kappa=st.floats(3.0, 30.0))
 def test_concentration_keeps_the_calibration_cdfs(cat, kappa):
+    from dse.discrimination import prm_scores
+
     w = cat.workload("math500")
     w2 = with_concentration(w, kappa, 0.7)
+    prm = cat.model("qwen2.5-math-prm-7b")
+    s1 = prm_scores(w, "qwen2.5-0.5b-instruct", prm)
+    s2 = prm_scores(w2, "qwen2.5-0.5b-instruct", prm)
     for cls in ("good", "bad"):
-        a, b = getattr(w, f"prm_{cls}_alpha"), getattr(w, f"prm_{cls}_beta")
-        a2, b2 = getattr(w2, f"prm_{cls}_alpha"), getattr(w2, f"prm_{cls}_beta")
+        a, b = getattr(s1, f"{cls}_alpha"), getattr(s1, f"{cls}_beta")
+        a2, b2 = getattr(s2, f"{cls}_alpha"), getattr(s2, f"{cls}_beta")
         assert a2 + b2 == pytest.approx(kappa)
         assert float(beta_cdf(0.7, a2, b2)) == pytest.approx(float(beta_cdf(0.7, a, b)),
                                                              abs=1e-9)
@@ -248,23 +253,39 @@ def test_provenance_statuses(cat):
 
 
 def test_accuracy_width_shrinks_towards_the_target_only_limit(cat):
-    """At the calibration's p_accept the accuracy shift has its cross-validated width; with
-    every step rewritten (p_accept 0) only the declared floor remains."""
+    """At the calibration's p_accept the accuracy shift has its full width (the model's
+    cross-validated error and the test set's binomial spread); with every step rewritten
+    (p_accept 0) only the test set's spread remains. An unmeasured pair (Math-1.5B target after
+    a Qwen2.5-1.5B draft) has a model term, so its interval narrows as the target writes more."""
     from dataclasses import replace as dc_replace
 
+    from dse.resolve import override_spec
     from dse.uncertainty.propagate import shift_scale
 
-    d, w = design(cat, "paper-config1-3090", "brsd"), cat.workload("math500")
+    spec = override_spec(load_system(cat, "paper-config2-3090"),
+                         {"draft_model": "qwen2.5-1.5b-instruct"})
+    d, w = build_design(cat, spec, PRESETS["brsd"]), cat.workload("math500")
     (acc,) = [f for f in design_factors(d, w) if f.additive]
+    assert "leave-one-pair-out" in acc.basis and "test set" in acc.basis
     assert acc.accept_reference == pytest.approx(evaluate(d, w).p_accept, rel=1e-9)
     assert shift_scale(acc, acc.accept_reference) == pytest.approx(1.0)
-    assert shift_scale(acc, 0.0) == pytest.approx(ev.settings().accuracy_floor_points
-                                                  / acc.high)
+    assert shift_scale(acc, 0.0) == pytest.approx(acc.width_floor / acc.high)
+    assert acc.width_floor < acc.high
     full = attach(evaluate(d, w), d, w).intervals["accuracy"]
     d1 = dc_replace(d, accept_threshold=0.999)
     r1 = attach(evaluate(d1, w), d1, w)
-    assert (r1.intervals["accuracy"][1] - r1.intervals["accuracy"][0]) < 0.5 * (
+    assert (r1.intervals["accuracy"][1] - r1.intervals["accuracy"][0]) < 0.8 * (
         full[1] - full[0])
+
+
+def test_target_only_accuracy_carries_its_binomial_spread(cat):
+    """74.2% on MATH500's 500 problems: 1.645 x sqrt(0.742 x 0.258 / 500) = 3.22 points."""
+    from dse.resolve import override_spec
+
+    spec = override_spec(load_system(cat, "paper-config2-3090"), {"workflow": "target-only"})
+    d, w = build_design(cat, spec, PRESETS["rsd"]), cat.workload("math500")
+    (acc,) = [f for f in design_factors(d, w) if f.additive]
+    assert acc.high == pytest.approx(3.22, abs=0.01) and "500 problems" in acc.basis
 
 
 @pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config1-3090",

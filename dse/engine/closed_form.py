@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dse.design import Design
+from dse.discrimination import AccuracyParams
 from dse.engine.report import Report, assemble
 from dse.roles import busy_field, crit_field, dyn_field
 from dse.scenario import WorkloadSpec
@@ -275,9 +276,10 @@ def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wg
     return out
 
 
-def accuracy_only(d: Design, w: WorkloadSpec) -> float:
-    """The closed-form accuracy (percent) without the timing (for calibration fits)."""
-    pr = design_step_probabilities(d, w)
+def accuracy_only(d: Design, w: WorkloadSpec, params: AccuracyParams | None = None) -> float:
+    """The closed-form accuracy (percent) without the timing (for calibration fits; params: a
+    fit's candidate accuracy model, None: the shipped one)."""
+    pr = design_step_probabilities(d, w, params)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
     s_vals, s_p = steps_distribution(w, max_steps(w, d.max_context_tokens, m_c))

@@ -43,6 +43,7 @@ from dse.schedules.fields import REPLAY_FIELDS
 from dse.specs import Key, check_value
 from dse.specs.schema import check_keys, parse_json, read_text
 from dse.workflow import (
+    design_scores,
     design_step_probabilities,
     lognormal_params,
     max_steps,
@@ -121,7 +122,7 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     rows = np.arange(problems)
     # PRM score quantile functions, tabulated once (scipy's beta.ppf is slow per draw)
     q_grid = np.linspace(0.0, 1.0, 4097)
-    sc = d.verifier.scores(w, d.draft.model.name, d.target.model.name)
+    sc = design_scores(d, w)
     good_ppf = stats.beta.ppf(q_grid, sc.good_alpha, sc.good_beta)
     bad_ppf = stats.beta.ppf(q_grid, sc.bad_alpha, sc.bad_beta)
     for k in range(k_max):

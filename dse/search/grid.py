@@ -37,6 +37,7 @@ from dse.search.candidates import Candidate, closed_form_metrics
 from dse.search.objectives import active
 from dse.search.space import Hardware, Space
 from dse.specs import Catalog, build_spec
+from dse.specs.model import ModelSpec
 from dse.symbolic import (
     COMPONENTS,
     components_grid,
@@ -99,9 +100,10 @@ class PairTables:
 
 
 def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int,
-                verifier: str = "prm") -> PairTables:
+                verifier: str = "prm", prm: ModelSpec | None = None) -> PairTables:
+    """prm: the PRM's spec (its discrimination enters the scores); None for a target judge."""
     pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :],
-                            VERIFIERS[verifier].scores(w, draft, target))
+                            VERIFIERS[verifier].scores(w, draft, target, prm))
     pa = np.asarray(pr.p_accept, dtype=float)[:, 0]
     m_c, s_mean, resp = pa_context(w, pa, max_context)
     bt_on = g.max_backtracks > 0
@@ -200,26 +202,31 @@ class Evaluator:
         self._valid: dict[tuple[Any, ...], NDArray[np.bool_]] = {}
 
     @cache  # noqa: B019 - one Evaluator per search; the cache lives as long as it
-    def pair(self, wname: str, draft: str, target: str, verifier: str = "prm") -> PairTables:
+    def pair(self, wname: str, draft: str, target: str, verifier: str = "prm",
+             prm: str | None = None) -> PairTables:
+        """prm: the PRM's catalog name (None for a target judge)."""
         return pair_tables(self.cat.workload(wname), draft, target, self.grid,
-                           self.space.max_context_tokens, verifier)
+                           self.space.max_context_tokens, verifier,
+                           self.cat.model(prm) if prm is not None else None)
 
     def _pair_at(self, w: WorkloadSpec, hw: Hardware, values: Mapping[str, float]
                  ) -> PairTables:
         assert hw.draft is not None and hw.arrangement.verifier is not None
         draft, target, ver = hw.draft.model, hw.target.model, hw.arrangement.verifier
+        prm = hw.prm.model if hw.prm is not None and ver == "prm" else None
         mine = tuple(sorted((k, v) for k, v in values.items()
                             if k.startswith(("workload:", "prm_concentration:"))
                             and k.split(":")[1] == w.name))
         if not mine:
-            return self.pair(w.name, draft, target, ver)
-        key = (w.name, draft, target, ver, mine)
+            return self.pair(w.name, draft, target, ver, prm)
+        key = (w.name, draft, target, ver, prm, mine)
         if key not in self._perturbed_pairs:
             from dse.uncertainty import perturbed_workload
 
             self._perturbed_pairs[key] = pair_tables(
                 perturbed_workload(w, dict(mine)), draft, target, self.grid,
-                self.space.max_context_tokens, ver)
+                self.space.max_context_tokens, ver,
+                self.cat.model(prm) if prm is not None else None)
         return self._perturbed_pairs[key]
 
     def design(self, hw: Hardware) -> Design:

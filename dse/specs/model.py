@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ ARCHITECTURES = ("qwen2", "llama", "mistral", "qwen3", "gpt2", "opt", "gptj", "p
 MLP_KINDS = ("gated", "plain")
 NORM_KINDS = ("rmsnorm", "layernorm")
 POSITION_KINDS = ("rope", "learned")
+# ProcessBench (arXiv:2412.06559) subsets, easiest to hardest: GSM8K, MATH, OlympiadBench,
+# Omni-MATH. A PRM's F1 on each is how well it finds the first wrong step at that difficulty.
+PROCESSBENCH_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,10 @@ class ModelSpec(Spec):
     embedding_dim: int | None = pos(help="width of the token embedding when it is projected to "
                                     "hidden_size and back (OPT-350m: 512); absent: hidden_size")
     lm_head_bias: bool | None = spec_field(help="a bias on the LM head (GPT-J); absent: false")
+    processbench_f1: Mapping[str, float] | None = spec_field(
+        lo=0.0, hi=100.0, help="a PRM's published ProcessBench F1 (percent) per subset "
+        f"({', '.join(PROCESSBENCH_SUBSETS)}): how well it finds a step's error, which the "
+        "accuracy model's PRM discrimination follows; absent: the catalog PRMs' mean")
 
     kind = "model"
 
@@ -110,6 +118,15 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
     if learned != (v["position_table_rows"] is not None):
         raise SpecError(path, "position_table_rows",
                         "given exactly when position_embedding = \"learned\"")
+    f1 = v["processbench_f1"]
+    if f1 is not None:
+        if "prm" not in v["roles"]:
+            raise SpecError(path, "processbench_f1", "only a PRM (roles include \"prm\") is "
+                            "scored on ProcessBench")
+        unknown = sorted(set(f1) - set(PROCESSBENCH_SUBSETS))
+        if unknown:
+            raise SpecError(path, f"processbench_f1.{unknown[0]}", "unknown ProcessBench "
+                            f"subset; known: {', '.join(PROCESSBENCH_SUBSETS)}")
     if v["attention_bias"] and not v["qkv_bias"]:
         raise SpecError(path, "attention_bias", "a bias on every attention projection needs "
                         "qkv_bias = true")

@@ -7,9 +7,10 @@ rests on.
   the data does not cover the setting; a declared range replaces it where one applies (the V80
   draft).
 - Each placement's dynamic power above idle: a declared range (GPU, FPGA).
-- The accuracy: a shift in points, the 90% width of the accuracy cross-validation (leave one
-  row out for a measured (draft, target) pair on a measured dataset, leave one dataset out for
-  it on another, leave one config out for an unmeasured pair); a target verifier's, of the
+- The accuracy: a shift in points. A PRM design's combines the model's error from the matching
+  accuracy cross-validation (leave one row, pair, PRM or dataset out) with the test set's
+  binomial spread (dse.uncertainty.accuracy_width); a target-only design's is its solo
+  accuracy's binomial spread; a target verifier's, the 90% width of the
   judge's fit to SpecReason rows (judge_cv.json), under a key of its own (":target-judge").
 - The PRM score concentration, away from the calibration threshold only; the workload
   statistics that are assumptions (declared).
@@ -20,16 +21,19 @@ workload), so a ratio of two designs moves both together.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dse.devices import shape
 from dse.devices.protocol import Placement
-from dse.scenario import WorkloadSpec
+from dse.discrimination import shipped
+from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.specs.model import ModelSpec
+from dse.uncertainty import accuracy_width as aw
 from dse.uncertainty import evidence as ev
 from dse.uncertainty.perturb import device_identity, placement_identity
 
@@ -192,11 +196,13 @@ def _power_factor(p: Placement, component: str) -> Factor | None:
                   affects_accuracy=False)
 
 
-def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "prm"
-                     ) -> Factor:
-    """The accuracy shift of a speculative design: the 90% width of the cross-validation that
-    matches what its accuracy rests on, Table III's (a PRM verifier, accuracy_cv.json) or the
-    target judge's SpecReason rows (a target verifier, judge_cv.json)."""
+def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "prm",
+                     prm: ModelSpec | None = None) -> Factor:
+    """The accuracy shift of a speculative design. A PRM verifier's: the model's error from the
+    cross-validation that matches what the prediction extrapolates (`prm_scheme`) and the test
+    set's binomial spread (dse.uncertainty.accuracy_width); a target
+    judge's: its SpecReason rows' cross-validation (judge_cv.json). The model's term scales
+    with the share of the chain the draft wrote (p_accept relative to the calibration's)."""
     from dse.verifiers import VERIFIERS
     from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
 
@@ -205,30 +211,55 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
         status, basis = ev.judge_provenance(w.dataset, draft, target)
         data = ev.judge_cv()
         scheme = ev.judge_interval_scheme(status, draft, target)
-        what, t0, scores = ("the SpecReason rows (judge_cv.json)",
-                            ev.JUDGE_REFERENCE_THRESHOLD,
-                            VERIFIERS[verifier].scores(w, draft, target))
-    else:
-        status, basis = accuracy_provenance(w, draft, target)
-        data = ev.accuracy_cv()
-        measured = {r["id"].rsplit(".", 1)[-1] for r in data["fit"]["rows"]}
-        if status != "calibrated":
-            scheme = "leave_one_config_out"  # an unmeasured pair: what an unmeasured target costs
-        elif w.name in measured:
-            scheme = "leave_one_row_out"  # the pair and the dataset are both measured
-        else:
-            scheme = "leave_one_dataset_out"  # a measured pair on a dataset nobody measured
-        what, t0, scores = "Table III", s.calibration_threshold, None
-    errs = [r["error_points"] for r in data[scheme]["rows"]
-            if r.get("error_points") is not None]
-    hw = max(ev.half_width(errs, s.level),
-             s.accuracy_floor_points)
+        scores = VERIFIERS[verifier].scores(w, draft, target)
+        errs = [r["error_points"] for r in data[scheme]["rows"]
+                if r.get("error_points") is not None]
+        hw = max(ev.half_width(errs, s.level), s.accuracy_floor_points)
+        t0 = ev.JUDGE_REFERENCE_THRESHOLD
+        ref = float(step_probabilities(w, draft, target, t0, t0, scores).p_accept)
+        return Factor(_accuracy_key(w, draft, target, verifier), "accuracy", "accuracy", 0.0,
+                      -hw, hw, status, f"{basis}; {scheme.replace('_', '-')} residuals of the "
+                      f"SpecReason rows (judge_cv.json), {len(errs)} rows, 90% within "
+                      f"+-{hw:.2g} points at the calibration's p_accept {ref:.2f}, in "
+                      "proportion below it", accept_reference=ref,
+                      width_floor=s.accuracy_floor_points)
+    status, basis = accuracy_provenance(draft, target)
+    data = ev.accuracy_cv()
+    scheme = prm_scheme(data, w.name, draft, target, prm)
+    if scheme == "leave_one_prm_out" and status == "calibrated":
+        status, basis = "extrapolated", f"{basis}; a PRM outside the calibration rows"
+    t0 = s.calibration_threshold
+
+    scores = VERIFIERS[verifier].scores(w, draft, target, prm)
+    width = aw.Width(aw.model_sd_points(data[scheme]["rows"]), aw.binomial_sd_points(
+        aw.forward_accuracy_pct(w, draft, target, t0, scores), w.test_problems),
+        aw.z_of(s.level))
+    hw = max(width.half_width, s.accuracy_floor_points)
     ref = float(step_probabilities(w, draft, target, t0, t0, scores).p_accept)
     return Factor(_accuracy_key(w, draft, target, verifier), "accuracy", "accuracy", 0.0, -hw,
-                  hw, status, f"{basis}; {scheme.replace('_', '-')} residuals of {what}, "
-                  f"{len(errs)} rows, 90% within +-{hw:.2g} points at the calibration's "
-                  f"p_accept {ref:.2f}, in proportion below it", accept_reference=ref,
-                  width_floor=s.accuracy_floor_points)
+                  hw, status, f"{basis}; model term from {scheme.replace('_', '-')} residuals "
+                  f"({len(data[scheme]['rows'])} rows); {width.describe()} on "
+                  f"{w.test_problems} problems at the calibration's p_accept {ref:.2f}, the "
+                  "model term in proportion below it", accept_reference=ref,
+                  width_floor=max(width.noise_half_width, s.accuracy_floor_points))
+
+
+def prm_scheme(data: Mapping[str, Any], workload: str, draft: str, target: str,
+               prm: ModelSpec | None) -> str:
+    """The cross-validation whose residuals size a PRM design's model error: a pair nobody
+    measured in a chain: leave one pair out; a PRM outside the calibration rows: leave one PRM
+    out; a dataset outside them: leave one dataset out; else leave one row out (the pair, the
+    PRM and the dataset all measured)."""
+    from dse.workflow import pair_key  # scipy: not for roofline
+
+    rows = data["fit"]["rows"]
+    if pair_key(draft, target) not in {r["pair"] for r in rows}:
+        return "leave_one_pair_out"
+    if prm is None or prm.name not in {r["prm"] for r in rows}:
+        return "leave_one_prm_out"
+    if workload not in {r["dataset"] for r in rows}:
+        return "leave_one_dataset_out"
+    return "leave_one_row_out"
 
 
 def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float], *,
@@ -238,7 +269,7 @@ def _workload_factors(w: WorkloadSpec, thresholds: Iterable[float], *,
     if prm_scores and any(abs(t - s.calibration_threshold) > 1e-9 for t in thresholds):
         d = _declared("prm_concentration", workload=w.name)
         if d is not None:
-            kappa = w.prm_good_alpha + w.prm_good_beta
+            kappa = w.prm_concentration or shipped().kappa
             out.append(Factor(f"prm_concentration:{w.name}", "prm_scores", "prm_concentration",
                               kappa, d.low, d.high, d.status,
                               f"thresholds away from {s.calibration_threshold:g}: declared "
@@ -282,7 +313,8 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         acc = _solo_accuracy_factor(w, d.target.model.name)
         out[acc.key] = acc
         return tuple(out.values())
-    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name, d.verifier.name)
+    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name, d.verifier.name,
+                           d.prm_placement.model if d.prm_placement is not None else None)
     out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
     for f in _workload_factors(w, ts, prm_scores=not d.verifier.is_target):
@@ -307,16 +339,20 @@ def accuracy_key(d: Design, w: WorkloadSpec) -> str:
 
 
 def _solo_accuracy_factor(w: WorkloadSpec, target: str) -> Factor:
-    """A target-only design's accuracy is the target's published solo accuracy (exact at the
-    workload's own budget): the declared floor of an accuracy width, the spread of a published
-    number, is what it carries."""
+    """A target-only design's accuracy is the target's published solo accuracy, a measurement
+    on the dataset's test set: its binomial spread sqrt(A (1 - A) / n) is what it carries
+    (never below the declared floor of an accuracy width). E.g. 74.2% on 500 problems:
+    1.645 x 1.96 = 3.2 points."""
     s = ev.settings()
     src = w.sources.get(f"accuracy.{target}", "the workload's solo accuracy")
+    a = solo_accuracy_pct(w, target)
+    sd = aw.binomial_sd_points(a, w.test_problems)
+    hw = max(aw.z_of(s.level) * sd, s.accuracy_floor_points)
     return Factor(f"accuracy:{w.name}:target-only:{target}", "accuracy", "accuracy", 0.0,
-                  -s.accuracy_floor_points, s.accuracy_floor_points, "calibrated",
-                  f"published solo accuracy of {target} ({src}); +-"
-                  f"{s.accuracy_floor_points:g} points: the declared floor of an accuracy "
-                  "width")
+                  -hw, hw, "calibrated",
+                  f"published solo accuracy of {target} ({src}); 90% within +-{hw:.2g} "
+                  f"points: the binomial spread of {a:g}% on {w.test_problems} problems "
+                  f"({sd:.2g} points)")
 
 
 def provenance(factors: Iterable[Factor]) -> dict[str, dict[str, str]]:

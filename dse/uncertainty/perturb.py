@@ -95,34 +95,18 @@ def scale_design(d: Design, values: Mapping[str, float]) -> Design:
     return replace(d, **changes) if changes else d
 
 
-def _beta_mean_at_cdf(cdf: float, kappa: float, threshold: float) -> float:
-    """The mean mu of Beta(mu kappa, (1 - mu) kappa) whose CDF at `threshold` is `cdf` (the
-    CDF falls as mu grows; bisection to 1e-12)."""
-    from scipy import special  # here: `dse roofline` loads this module and never needs scipy
-
-    lo, hi = 1e-9, 1 - 1e-9
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if special.betainc(mid * kappa, (1 - mid) * kappa, threshold) > cdf:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
 def with_concentration(w: WorkloadSpec, kappa: float, threshold: float) -> WorkloadSpec:
-    """The workload with both PRM score distributions at concentration kappa (alpha + beta),
-    their means moved so that each CDF at the calibration threshold stays what it was: every
-    calibrated number (taken at that threshold) is unchanged, only other thresholds move. This
-    is the direction the calibration data cannot see."""
-    from scipy import special
+    """The workload with the PRM scores at concentration kappa (alpha + beta): the PRM's
+    discrimination (dse.discrimination.prm_scores) then moves both means so that each CDF at
+    the calibration threshold stays what it was: every calibrated number (taken at that
+    threshold) is unchanged, only other thresholds move. This is the direction the calibration
+    data cannot see. `threshold` is that calibration threshold (checked against the model's)."""
+    from dse.discrimination import shipped
 
-    out: dict[str, Any] = {}
-    for cls in ("good", "bad"):
-        a, b = getattr(w, f"prm_{cls}_alpha"), getattr(w, f"prm_{cls}_beta")
-        mu = _beta_mean_at_cdf(float(special.betainc(a, b, threshold)), kappa, threshold)
-        out[f"prm_{cls}_alpha"], out[f"prm_{cls}_beta"] = mu * kappa, (1 - mu) * kappa
-    return replace(w, **out)
+    if abs(threshold - shipped().calibration_threshold) > 1e-12:
+        raise ValueError(f"the PRM concentration is held at the calibration threshold "
+                         f"{shipped().calibration_threshold:g}, not {threshold:g}")
+    return replace(w, prm_concentration=float(kappa))
 
 
 def perturb_workload(w: WorkloadSpec, values: Mapping[str, float], threshold: float

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dse.discrimination import AccuracyParams, shipped
 from dse.scenario import WorkloadSpec
 from dse.uncertainty import evidence
 from dse.validation.accuracy import KAPPA
@@ -190,21 +191,26 @@ class Params:
                 "shift": self.shift}
 
 
-def thinking_workload(name: str, dataset: str, accuracy: Mapping[str, float],
-                      scores: ScoreStats, *, steps_mean: float = STEPS_MEAN,
+def thinking_workload(name: str, dataset: str, accuracy: Mapping[str, float], *,
+                      steps_mean: float = STEPS_MEAN,
                       budget_tokens: int = BUDGET_TOKENS) -> WorkloadSpec:
     """A thinking model's setting as a workload: the models' solo accuracies and the assumed
-    step statistics (ASSUMPTIONS); the judge's scores stand in the PRM's fields."""
+    step statistics (ASSUMPTIONS). The PRM's difficulty tier is not used (the target judges);
+    the test-set size only sizes binomial spreads, which the judge's fit does not use."""
     return WorkloadSpec(
         name=name, description=f"{dataset}, thinking traces (dse.validation.judge)",
         path=f"dse/data/specreason_published.toml#{name}", sources=ASSUMPTIONS,
         dataset=dataset, prompt_tokens=PROMPT_TOKENS, problem_tokens=PROMPT_TOKENS,
         steps_mean=steps_mean, steps_cv=STEPS_CV, draft_step_tokens_mean=STEP_TOKENS,
         draft_step_tokens_cv=1.0, target_step_tokens_mean=STEP_TOKENS,
-        target_step_tokens_cv=1.0, prm_good_alpha=scores.good_alpha,
-        prm_good_beta=scores.good_beta, prm_bad_alpha=scores.bad_alpha,
-        prm_bad_beta=scores.bad_beta, error_nesting=ERROR_NESTING,
-        max_context_tokens=budget_tokens, accuracy=dict(accuracy), in_chain_error_factor=None)
+        target_step_tokens_cv=1.0, processbench_subset="omnimath", test_problems=30,
+        prm_concentration=None, max_context_tokens=budget_tokens, accuracy=dict(accuracy))
+
+
+def judge_workflow_params() -> AccuracyParams:
+    """The workflow parameters the judge's fit runs under: fully nested errors
+    (ERROR_NESTING) and no in-chain factor (no SpecReason pair has one)."""
+    return replace(shipped(), error_nesting=ERROR_NESTING, in_chain_error_factor={})
 
 
 def predict(p: Params, r: JudgeRow, steps_mean: float = STEPS_MEAN) -> tuple[float, float]:
@@ -212,9 +218,10 @@ def predict(p: Params, r: JudgeRow, steps_mean: float = STEPS_MEAN) -> tuple[flo
     form's forward-only accuracy (dse.engine.closed_form.accuracy_only, beta 0)."""
     sc = p.scores(r.relative_error)
     w = thinking_workload(r.id, r.dataset, {r.draft: r.draft_accuracy_pct,
-                                            r.target: r.target_accuracy_pct}, sc,
+                                            r.target: r.target_accuracy_pct},
                           steps_mean=steps_mean)
-    pr = step_probabilities(w, r.draft, r.target, r.threshold, r.threshold, sc)
+    pr = step_probabilities(w, r.draft, r.target, r.threshold, r.threshold, sc,
+                            judge_workflow_params())
     pa = float(pr.p_accept)
     q = float(chain_bad_rate(pr, 0.0))
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
@@ -502,12 +509,9 @@ def _specreason(cat: Any, share: float | None = None, *, alone: bool = False
     over: dict[str, Any] = dict(SPECREASON_SYSTEM)
     draft, target = over["draft_model"], over["target_model"]
     acc = {draft: 28.9, target: 79.5}
-    # the judge's distributions at this pair's relative error, read off a first workload whose
-    # PRM fields (math500's) nothing reads; the second holds the judge's in them
-    first = thinking_workload("specreason", "aime24", acc,
-                              VERIFIERS["prm"].scores(cat.workload("math500"), draft, target))
-    sc = VERIFIERS["target"].scores(first, draft, target)
-    w = thinking_workload("specreason", "aime24", acc, sc, budget_tokens=8192)
+    # the judge's distributions at this pair's relative error on the thinking workload
+    w = thinking_workload("specreason", "aime24", acc, budget_tokens=8192)
+    sc = VERIFIERS["target"].scores(w, draft, target)
     if alone:
         over = {k: v for k, v in over.items() if k.startswith("target_")} | {
             "workflow": "target-only", "max_context_tokens": 8192}
@@ -515,7 +519,8 @@ def _specreason(cat: Any, share: float | None = None, *, alone: bool = False
         lo, hi = 0.0, 1.0  # p_accept falls as the threshold rises
         for _ in range(50):
             mid = 0.5 * (lo + hi)
-            pa = float(step_probabilities(w, draft, target, mid, mid, sc).p_accept)
+            pa = float(step_probabilities(w, draft, target, mid, mid, sc,
+                                          judge_workflow_params()).p_accept)
             lo, hi = (mid, hi) if pa > share else (lo, mid)
         over["accept_threshold"] = over["backtrack_threshold"] = 0.5 * (lo + hi)
     spec = override_spec(load_system(cat, "paper-config1-3090"), over)
