@@ -13,9 +13,9 @@ import streamlit as st
 
 from dse import views
 from dse.design import Design
-from dse.engine.evaluate import evaluate
 from dse.engine.report import Report
 from dse.errors import DseError
+from dse.resolve import report as resolved_report
 from dse.specs import Catalog
 
 Params = tuple[tuple[str, str], ...]
@@ -56,9 +56,11 @@ def design_of(state: views.DesignState) -> Design:
 
 @st.cache_data(max_entries=1024, show_spinner=False)
 def report(params: Params) -> Report:
-    """The closed-form report of a design (cached per design)."""
+    """The closed-form report of a design (cached per design), through the resolver (which
+    refuses a design it cannot report on, e.g. a budget too small for one problem)."""
     s = state_of(params)
-    return evaluate(design_of(s), catalog().get("workload", s.workload))
+    return resolved_report(design_of(s), catalog().get("workload", s.workload),
+                           intervals=False)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

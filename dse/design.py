@@ -7,6 +7,7 @@ dse/design_files.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,7 +15,7 @@ from dse.devices.protocol import Placement
 from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
 from dse.errors import DseError, FlagValueError, InfeasibleError, SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES
-from dse.scenario import SystemSpec
+from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules.registry import Schedule
 from dse.specs import Catalog, LinkSpec, ModelSpec
 from dse.verifiers import VERIFIERS, Verifier
@@ -163,6 +164,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     ctx = s.max_context_tokens
     kinds: dict[str, DeviceKind] = {r: kind_of(cat, str(getattr(s, f"{r}_device")))
                                     for r in roles}
+    _check_software_keys(s, kinds)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
                    software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
                    tp=s.target_tp)
@@ -205,6 +207,35 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
         raise SpecError(where, "colocate", f"{s.colocate or 'prm+target (a target verifier)'}: "
                         + "; ".join(conflicts))
     return _checked(d, check)
+
+
+SOFTWARE_KEYS = {"serving": "a GPU serving profile", "engine": "an FPGA engine"}
+
+
+def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> None:
+    """A role's software key must be its device kind's: an FPGA engine named for a GPU draft
+    (or a serving profile for an FPGA one) would be ignored, so it is refused by name."""
+    for role, kind in kinds.items():
+        for key, what in SOFTWARE_KEYS.items():
+            value = getattr(s, f"{role}_{key}", None)
+            if key != kind.software_key and value is not None:
+                raise SpecError(s.path, f"{role}_{key}", f"{value!r} is {what}, but the "
+                                f"{role} runs on {kind.a_label} ({getattr(s, f'{role}_device')}"
+                                f"), which takes {role}_{kind.software_key}")
+
+
+def budget_misfit(d: Design, w: WorkloadSpec) -> str | None:
+    """Why the design's generation budget cannot hold one problem of the workload (its prompt
+    and one step, draft or target), or None. E.g. 1 token against MATH500's 98.9-token prompt
+    and 53-token steps: 'max_context_tokens 1 cannot hold ...'."""
+    step = w.target_step_tokens_mean
+    if d.is_speculative:
+        step = max(step, w.draft_step_tokens_mean)
+    need = w.prompt_tokens + step
+    if d.max_context_tokens >= need:
+        return None
+    return (f"{d.max_context_tokens} tokens cannot hold {w.name}'s prompt ({w.prompt_tokens:g} "
+            f"tokens) and one step ({step:g} tokens): at least {math.ceil(need)} needed")
 
 
 def _checked(d: Design, check: bool) -> Design:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dse.design import Design, build_design, schedule_conflicts
+from dse.design import Design, budget_misfit, build_design, schedule_conflicts
 from dse.design_files import ALIASES, read_design_file
 from dse.engine.report import Report
 from dse.errors import FlagValueError, SpecError
@@ -93,7 +93,9 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
             raise SpecError(source, str(key)[:60], f"unknown key; valid: {valid}")
         k = by_name[key]
-        changes[k.attr] = check_value(source, k, value)
+        # None, or "" for a name, clears an optional key (`--set draft_engine=""`)
+        clear = k.optional and (value is None or (k.kind is str and value == ""))
+        changes[k.attr] = None if clear else check_value(source, k, value)
     values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
     if kind.check is not None:
         try:
@@ -179,12 +181,25 @@ def report(d: Design, w: WorkloadSpec, *, evaluator: str = "closed-form", proble
     intervals=False)."""
     from dse.engine.evaluate import evaluate
 
+    check_budget(d, w)
     r = evaluate(d, w, evaluator=evaluator, problems=problems, seed=seed)
     if not intervals:
         return r
     from dse.uncertainty import attach
 
     return attach(r, d, w)
+
+
+def check_budget(d: Design, w: WorkloadSpec) -> None:
+    """A design whose generation budget cannot hold the workload's prompt and one step is
+    refused with one line naming `max_context_tokens` (dse.design.budget_misfit): its numbers
+    would be for problems it never finishes."""
+    why = budget_misfit(d, w)
+    if why is not None:
+        src = d.system.sources.get("max_context_tokens", "")
+        if src == "set by --set":
+            raise FlagValueError("--set", "max_context_tokens", why)
+        raise SpecError(d.system.path, "max_context_tokens", why)
 
 
 @dataclass(frozen=True)
@@ -208,6 +223,7 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
     from dse.errors import UsageError
     from dse.schedules import Costs
 
+    check_budget(d, w)
     c = Costs(d, w)
     if not d.is_speculative:
         from dse.engine.target_only import target_only_replay

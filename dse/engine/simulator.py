@@ -231,6 +231,22 @@ def _field(where: str, r: dict[str, Any], key: str, *, optional: bool = False) -
     return check_value(where, TRACE_KEYS[key], r[key])
 
 
+def _check_steps(path: str, problem: int, recs: list[dict[str, Any]]) -> None:
+    """A problem's records order by `step` when every one has it, by line when none has it;
+    a mix (the order of the unnumbered ones unknown) or a step given twice is refused."""
+    given = [r for r in recs if r["step"] is not None]
+    if given and len(given) < len(recs):
+        bare = next(r for r in recs if r["step"] is None)
+        raise SpecError(f"{path}:{bare['_line']}", "step", f"missing on this record of problem "
+                        f"{problem} but given on others: give every record a step, or none")
+    seen: dict[int, int] = {}
+    for r in given:
+        if r["step"] in seen:
+            raise SpecError(f"{path}:{r['_line']}", "step", f"{r['step']} again in problem "
+                            f"{problem} (first on line {seen[r['step']]})")
+        seen[r["step"]] = r["_line"]
+
+
 def read_jsonl(path: str | Path) -> Trace:
     """Parse a JSONL trace (data only: json.loads, no evaluation). Every record is checked
     by the catalog's checker; a problem is one line naming the file, the line and the key."""
@@ -262,6 +278,8 @@ def read_jsonl(path: str | Path) -> Trace:
     bto = np.full((n, k), -1, dtype=np.int64)
     correct = np.full(n, np.nan)
     nan = float("nan")
+    for problem, recs in by_problem.items():
+        _check_steps(p, problem, recs)
     for pi, recs in enumerate(by_problem.values()):
         recs.sort(key=lambda r: (r["step"] or 0, r["_line"]))
         t = 0

@@ -181,8 +181,10 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     reader = {"gpt2": _gpt2_keys, "opt": _opt_keys}.get(model_type, _llama_keys)
     raw, names = reader(c, model_type)
     archs_raw = cfg.get("architectures") or []
-    archs = " ".join(a for a in archs_raw if isinstance(a, str)) if isinstance(
-        archs_raw, list) else ""
+    if not isinstance(archs_raw, list) or not all(isinstance(a, str) for a in archs_raw):
+        raise SpecError(p, "architectures", "expected a list of class names (strings), got "
+                        f"{str(archs_raw)[:80]}")
+    archs = " ".join(archs_raw)
     is_prm = "Reward" in archs or "PRM" in archs or "ProcessReward" in archs
     raw = {
         "hf_id": str(cfg.get("_name_or_path") or p.parent.name),
@@ -214,9 +216,10 @@ def _head_dim(c: _Config, hidden: Any, heads: Any) -> Any:
     explicit = c.cfg.get("head_dim")
     if explicit:
         return explicit
-    if _is_int(hidden) and _is_int(heads) and heads:
-        return hidden // heads
-    raise SpecError(c.path, "head_dim", "missing and not derivable from hidden_size / heads")
+    for key, value in (("hidden_size", hidden), ("num_attention_heads", heads)):
+        if not _is_int(value) or value <= 0:
+            raise SpecError(c.path, key, f"expected a positive integer, got {value!r}")
+    return hidden // heads
 
 
 def _llama_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dse.design import Design, build_design
+from dse.design import SOFTWARE_KEYS, Design, build_design
 from dse.design_files import DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError
@@ -61,6 +61,25 @@ class DesignState:
         or SpecError with the reasons."""
         return build_design(cat, self.spec(cat), self.schedule)
 
+    def with_device_software(self, cat: Catalog) -> DesignState:
+        """The state with each role's software key of another device kind cleared (a draft
+        moved from an FPGA to a GPU drops the system's FPGA engine: `draft_engine` ""), which
+        the resolver would otherwise refuse. An unknown device is left to the resolver."""
+        spec = self.spec(cat)
+        over = dict(self.overrides)
+        for role in ("draft", "prm", "target"):
+            device = getattr(spec, f"{role}_device", None)
+            try:
+                kind = kind_of(cat, device) if device is not None else None
+            except DseError:
+                continue
+            for key in SOFTWARE_KEYS:
+                name = f"{role}_{key}"
+                if kind is not None and key != kind.software_key and getattr(
+                        spec, name, None) is not None:
+                    over[name] = ""
+        return DesignState(self.system, self.workload, self.schedule, over)
+
     def with_schedule(self, sched: Schedule) -> DesignState:
         return DesignState(self.system, self.workload, sched, dict(self.overrides))
 
@@ -91,7 +110,8 @@ class DesignState:
         if spec.prm_device is not None and spec.draft_device != spec.prm_device:
             gpu = kind_of(cat, spec.prm_device)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
-                     "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
+                     "draft_serving": gpu.default_software, "draft_engine": "",
+                     "fpga_clock_MHz": 0.0,
                      "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
         return DesignState(self.system, self.workload, PRESETS[name], over)
 
