@@ -49,3 +49,12 @@ class UsageError(DseError):
     """A missing or contradictory command-line option."""
 
     exit_code = 2
+
+
+class ArgumentError(UsageError):
+    """An argument of the Python API (`import dse`) of the wrong type or out of range: the
+    message names the argument and says what it takes."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
