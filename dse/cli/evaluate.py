@@ -21,6 +21,7 @@ from dse.cli.common import (
 from dse.design import build_design
 from dse.errors import UsageError
 from dse.limits import MAX_PROBLEMS
+from dse.outputs import check_output_file
 from dse.specs import Catalog
 
 
@@ -176,6 +177,9 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               {"--trace": a.trace, "--design": a.design,
                                "--scenario": a.scenario if a.scenario and a.scenario.endswith(
                                    ".toml") else None}, catalogs=a.catalog)
+    for flag, path in (("--trace-out", a.trace_out), ("--timeline-out", a.timeline_out)):
+        if path:  # a bad path is refused before the simulation
+            check_output_file(flag, path)
     src = _source(a, cat)
     if a.schedule is None:
         names = None if src.schedule is not None else ["heteroreason"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from dse.cli.common import nonneg_int, quiet_optuna, read_workload, refuse_overwriting_inputs
 from dse.errors import DseError, UsageError
+from dse.outputs import check_output_dir
 from dse.specs import Catalog
 
 
@@ -55,12 +56,14 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.design_files import parse_set
     from dse.exporters import render_bundle, write_bundle
+    from dse.exporters.bundle import MANIFEST
     from dse.resolve import resolve_design
 
     refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
                                                   if a.scenario and a.scenario.endswith(".toml")
                                                   else None}, catalogs=a.catalog,
                               dir_outputs=("--out",))
+    check_output_dir("--out", a.out, force=a.force, whole_marker=MANIFEST)
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)
     wl_name = a.scenario or df.workload or ("math500" if a.system is not None else None)
