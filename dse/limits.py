@@ -40,6 +40,10 @@ MAX_SPEC_FILE_BYTES = 4 * 2**20
 # A JSONL trace (`simulate --trace`): about 150 bytes per record, so the largest synthetic trace
 # (MAX_PROBLEMS problems of a few hundred attempts) stays below 512 MiB.
 MAX_TRACE_FILE_BYTES = 512 * 2**20
+# Designs `dse compare` puts side by side: each costs its report's intervals and a joint interval
+# of its difference from the first (about 60 closed-form evaluations), and a wider table is no
+# longer read side by side.
+MAX_COMPARE_DESIGNS = 16
 # Paths given to the Python API: the usual PATH_MAX of Linux.
 MAX_PATH_CHARS = 4096
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.

@@ -3,7 +3,7 @@
 Exit codes: 0 ok, 1 other error, 2 usage error / unknown name, 3 malformed spec file,
 4 infeasible design. Errors print one line on stderr (a traceback only with --debug).
 
-One module per command group (catalog + roofline, evaluate + simulate, reproduce, search:
+One module per command group (catalog + roofline, evaluate + simulate, compare, reproduce, search:
 sweep / optimize / studies, export); each imports its heavy dependencies inside its run
 function, so that `dse --help` and `dse catalog` load no engine, search, sympy or optuna.
 """
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from dse import __version__
-from dse.cli import catalog, evaluate, export, reproduce, search
+from dse.cli import catalog, compare, evaluate, export, reproduce, search
 from dse.cli.common import Command
 from dse.errors import DseError
 from dse.specs import Catalog
@@ -34,6 +34,9 @@ COMMANDS: list[Command] = [
             evaluate.evaluate_args, evaluate.run_evaluate),
     Command("simulate", "trace-driven simulation: latency distribution and timeline",
             evaluate.simulate_args, evaluate.run_simulate),
+    Command("compare", "designs side by side: each one's difference from the first, with the "
+            "joint 90 percent interval of the difference", compare.compare_args,
+            compare.run_compare),
     Command("reproduce", "every number the HeteroReason paper reports beside the tool's",
             reproduce.reproduce_args, reproduce.run_reproduce),
     Command("sweep", "exhaustive vectorised search of a design space: exact optimum or front",

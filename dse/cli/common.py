@@ -25,6 +25,26 @@ class Command:
     run: Callable[[argparse.Namespace, Catalog], tuple[Any, str]]  # (json payload, text)
 
 
+class Once(argparse.Action):
+    """An option that may be given once: a second one is a usage error (argparse's default,
+    the last one silently winning, hides a mistake). compare_hint: the message suggests
+    `dse compare` with both values (for --system and --design)."""
+
+    def __init__(self, *args: Any, compare_hint: bool = False, **kwargs: Any) -> None:
+        self.compare_hint = compare_hint
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            hint = (f"; to put designs side by side: dse compare {before} {values}"
+                    if self.compare_hint else "")
+            parser.error(f"{option_string}: given twice ({before}, then {values}); give it "
+                         f"once{hint}")
+        setattr(namespace, self.dest, values)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A plain text table; floats in 4 significant digits."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.cli.common import (
+    Once,
     nonneg_int,
     provenance_text,
     read_workload,
@@ -27,10 +28,12 @@ from dse.specs import Catalog
 
 def _design_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--system", help="a named system, e.g. paper-config1-u280")
-    g.add_argument("--design", help="a system or design TOML file (e.g. best.toml from "
-                   "dse optimize: its schedule and workload are the defaults)")
-    p.add_argument("--scenario", help="workload name (gsm8k, math500, gaokao2023en, "
+    g.add_argument("--system", action=Once, compare_hint=True,
+                   help="a named system, e.g. paper-config1-u280 (once; several: dse compare)")
+    g.add_argument("--design", action=Once, compare_hint=True,
+                   help="a system or design TOML file (e.g. best.toml from dse optimize: its "
+                   "schedule and workload are the defaults)")
+    p.add_argument("--scenario", action=Once, help="workload name (gsm8k, math500, gaokao2023en, "
                    "olympiadbench) or a workload TOML file; a design file's by default")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
@@ -159,8 +162,8 @@ def _versus_text(vs: Any) -> str:
 
 def simulate_args(p: argparse.ArgumentParser) -> None:
     _design_args(p)
-    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
-                   "design file's schedule, else heteroreason)")
+    p.add_argument("--schedule", action=Once, help="rsd, brsd, brsd_stepahead or heteroreason "
+                   "(default: the design file's schedule, else heteroreason)")
     p.add_argument("--problems", type=whole_number(1, MAX_PROBLEMS), default=5000,
                    help="synthetic problems to draw (default 5000)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
