@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.errors import DseError, UsageError
+from dse.errors import UsageError
 from dse.limits import MAX_INT
 from dse.specs import Catalog
 
@@ -157,17 +157,10 @@ def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
 
 
 def read_workload(cat: Catalog, name: str) -> Any:
-    from pathlib import Path
+    """A workload by catalog name or TOML file (dse.resolve, the one resolver)."""
+    from dse.resolve import resolve_workload
 
-    from dse.scenario import WorkloadSpec
-    from dse.specs import load_spec
-
-    if name.endswith(".toml") and Path(name).is_file():
-        spec = load_spec(name)
-        if not isinstance(spec, WorkloadSpec):
-            raise DseError(f"{name}: kind: expected \"workload\"")
-        return spec
-    return cat.get("workload", name)
+    return resolve_workload(cat, name, flag="--scenario")
 
 
 def write_file(path: str, text: str) -> None:
