@@ -39,6 +39,12 @@ class UnknownNameError(DseError):
         super().__init__(f"unknown {what} {name!r}; valid: {shown}")
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (the `dse` command turns it into this, as Python turns SIGINT into
+    KeyboardInterrupt): not an Exception, so no `except Exception` swallows it, and every
+    `finally` (temporary files, database sessions) runs on the way out."""
+
+
 class InfeasibleError(DseError):
     """A design that cannot run (a model that does not fit, a build beyond the board)."""
 

@@ -144,6 +144,11 @@ def sqlite_file(url: str) -> str | None:
     return None if rest in ("", ":memory:") else rest
 
 
+def _open_for_writing(p: Path) -> None:
+    """Open p for reading and writing and close it again (changes nothing)."""
+    os.close(os.open(p, os.O_RDWR))
+
+
 def check_storage(flag: str, url: str) -> None:
     """A study storage that will be written: an empty URL is refused; a SQLite file must be a
     regular file this process can open for writing (a read-only database is refused here, not
@@ -160,7 +165,7 @@ def check_storage(flag: str, url: str) -> None:
         if not p.is_file():
             raise _fail(flag, url, f"{p} is not a regular file")
         try:
-            os.close(os.open(p, os.O_RDWR))
+            _open_for_writing(p)
         except OSError as e:
             raise _fail(flag, url, f"{p} cannot be written "
                         f"({os.strerror(e.errno or errno.EIO)}); a read-only database cannot "

@@ -7,7 +7,9 @@ Campaigns (generators in tests/fuzzing.py, fault injection in tests/faults.py):
 - malformed catalog files through the CLI (one error line naming the file, exit 2 or 3);
 - random command lines through the CLI (usage error exit 2 or one clean line);
 - hostile and extreme inputs by class (huge integers, wrong structures, deep nesting, caps,
-  out-of-range trace values, round trips, outputs over inputs, extreme valid knobs);
+  out-of-range trace values, round trips, outputs over inputs, extreme valid knobs, special
+  and oversized input files, unusable output paths, `dse compare` settings, options twice);
+- hostile arguments of every public function of the Python API, by class (tests/hostile_api.py);
 - SIGKILL of `dse optimize` on SQLite (and PostgreSQL when DSE_TEST_POSTGRES_URL is set);
 - SIGKILL of `dse export`, and two exports racing for one directory.
 Each row counts inputs tried, faults injected, crashes (tracebacks or violated invariants) and
@@ -141,6 +143,24 @@ def hostile(n: int, tmp: Path) -> dict:
             "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
 
 
+def api_arguments() -> dict:
+    """Hostile arguments of every public function of the Python API, by class
+    (tests/hostile_api.py), with the compute functions replaced (nothing slow runs)."""
+    from tests.hostile_api import CASES, no_compute
+    from tests.hostile_api import verdict as api_verdict
+
+    by = Counter()
+    crashes: list[str] = []
+    with no_compute():
+        for fn, name, cls, value in CASES:
+            why = api_verdict(fn, name, value)
+            by[cls] += why is None
+            if why is not None:
+                crashes.append(f"{fn}({name}=) [{cls}]: {why}")
+    return {"name": "hostile arguments (Python API, by class)", "inputs": len(CASES),
+            "faults": 0, "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
+
+
 def faults(tmp: Path, kills: int) -> list[dict]:
     rows = []
     space = write_small_space(tmp / "small.toml")
@@ -237,7 +257,8 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
         f"(hetero-dse {__version__}, seed {SEED}, scale {scale:g}, {seconds:.0f} s); do not "
         "edit by hand. The same generators and checks run in the test suite (tests/test_fuzz.py,"
         " tests/test_faults.py, tests/test_edge_cases.py, tests/test_security.py,"
-        " tests/test_hostile.py) with their own example counts.",
+        " tests/test_hostile.py, tests/test_api_arguments.py, tests/test_input_files.py,"
+        " tests/test_output_paths.py, tests/test_interrupts.py) with their own example counts.",
         "",
         "## Summary",
         "",
@@ -299,7 +320,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dse-reliability-") as t:
         tmp = Path(t)
         rows = [designs(round(60 * a.scale)), catalogs(round(300 * a.scale), tmp),
-                argvs(round(600 * a.scale), tmp), hostile(round(600 * a.scale), tmp)]
+                argvs(round(600 * a.scale), tmp), hostile(round(600 * a.scale), tmp),
+                api_arguments()]
         rows += faults(fresh_dir(tmp / "faults"), a.kills)
     write_doc(Path(a.out), rows, time.perf_counter() - t0, a.scale)
     print(f"wrote {a.out}")

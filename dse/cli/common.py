@@ -4,6 +4,7 @@ workload option, output files and Optuna's log level."""
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.errors import UsageError
+from dse.errors import Terminated, UsageError
 from dse.limits import MAX_INT
 from dse.specs import Catalog
 
@@ -171,8 +172,28 @@ def write_file(path: str, text: str) -> None:
     write_new(path, text.encode("utf-8"), force=True)
 
 
+class _NoInterruptLogs(logging.Filter):
+    """Drops Optuna's report of a trial stopped by Ctrl-C (a warning with the traceback, then
+    "failed with value None"): the command says it in one line instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, KeyboardInterrupt | Terminated):
+            self.interrupted = True
+            return False
+        return not (self.interrupted and "failed with value None" in record.getMessage())
+
+
 def quiet_optuna() -> None:
-    """Optuna logs every trial at INFO; the command prints its own progress and table."""
+    """Optuna logs every trial at INFO; the command prints its own progress and table (and one
+    line when interrupted)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for h in logging.getLogger("optuna").handlers:
+        if not any(isinstance(f, _NoInterruptLogs) for f in h.filters):
+            h.addFilter(_NoInterruptLogs())

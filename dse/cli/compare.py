@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.cli.common import Once, read_workload, table, with_interval
-from dse.errors import FlagValueError, SpecError, UsageError
+from dse.errors import DseError, FlagValueError, UsageError
 from dse.limits import MAX_COMPARE_DESIGNS
 from dse.specs import Catalog
 
@@ -43,6 +43,15 @@ class DesignArg:
     @property
     def where(self) -> str:
         return f"DESIGN #{self.number} ({self.label[:80]})"
+
+
+class DesignArgError(DseError):
+    """An error resolving one DESIGN argument: its message and exit code, naming the
+    argument first."""
+
+    def __init__(self, arg: DesignArg, error: DseError) -> None:
+        super().__init__(f"{arg.where}: {error}")
+        self.exit_code = error.exit_code
 
 
 def parse_design_arg(number: int, text: str) -> DesignArg:
@@ -140,10 +149,10 @@ def run_compare(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     for arg in args:
         try:
             resolved.append(_resolve(cat, a, arg))
-        except SpecError as e:
-            if isinstance(e, FlagValueError) or arg.where in str(e):
-                raise
-            raise SpecError(e.path, e.key, f"{e.reason} [{arg.where}]") from None
+        except FlagValueError:
+            raise
+        except DseError as e:  # an unknown name, an unreadable file, an infeasible design
+            raise DesignArgError(arg, e) from None
     w = _workload(cat, a, [src for _, src in resolved])
     pairs = [(d, report(d, w)) for d, _ in resolved]
     diffs = [_difference(pairs[0], p, w) for p in pairs[1:]]
