@@ -11,7 +11,9 @@ Campaigns (generators in tests/fuzzing.py, fault injection in tests/faults.py):
   and oversized input files, unusable output paths, `dse compare` settings, options twice);
 - hostile arguments of every public function of the Python API, by class (tests/hostile_api.py);
 - SIGKILL of `dse optimize` on SQLite (and PostgreSQL when DSE_TEST_POSTGRES_URL is set);
-- SIGKILL of `dse export`, and two exports racing for one directory.
+- SIGKILL of `dse export`, and two exports racing for one directory;
+- SIGINT and SIGTERM to `dse export` and `dse sweep --out` (one line, exit 130/143, outputs
+  whole or absent).
 Each row counts inputs tried, faults injected, crashes (tracebacks or violated invariants) and
 data lost (completed trials or bundle files). `--scale` multiplies the input counts.
 """
@@ -38,6 +40,7 @@ from tests.faults import (  # noqa: E402
     export_kill_campaign,
     export_race,
     optimize_kill_campaign,
+    signal_campaign,
 )
 from tests.fuzzing import (  # noqa: E402
     TWIN_RTOL,
@@ -184,6 +187,10 @@ def faults(tmp: Path, kills: int) -> list[dict]:
     rows.append(_fault_row(c, {"SIGKILL during a run": c.kills,
                                "runs that finished first": c.finished,
                                "partial bundles left": c.partial}))
+    c = signal_campaign(fresh_dir(tmp / "signals"), space, random.Random(SEED), signals=12)
+    rows.append(_fault_row(c, {"SIGINT or SIGTERM during a run": c.kills,
+                               "runs that finished first": c.finished,
+                               "partial bundles or mixed file sets left": c.partial}))
     c = export_race(fresh_dir(tmp / "race"), rounds=2)
     rows.append(_fault_row(c, {"racing pairs, one bundle + one clean error": c.runs // 2
                                - len(c.problems)}))
@@ -221,6 +228,20 @@ EDGE_CASES = [
     ("a study that does not exist", "exit 2, `unknown study 'nope'; valid: ...`; `dse studies` "
                                     "on a missing storage lists none and creates nothing"),
     ("a trial that does not exist", "exit 2, `--trial N: no completed trial ...`"),
+    ("/dev/zero, /dev/urandom, a directory, a socket or a named FIFO as an input file",
+     "exit 3, `<path>: is a device, not a regular file` (a FIFO: refused before opening it)"),
+    ("an input file over the cap (4 MiB; a trace 512 MiB)", "exit 3, `<path>: larger than "
+     "N bytes, the cap on input files`"),
+    ("a design from a pipe, `--design <(cat d.toml)` or `/dev/stdin`", "read once; evaluates"),
+    ("an output path under a regular file, a directory that takes no files, /dev/null",
+     "exit 2 naming the flag, before any computing"),
+    ("Ctrl-C / SIGTERM during any command", "exit 130 / 143, `dse <cmd>: interrupted "
+     "(Ctrl-C); nothing more was written`"),
+    ("stdout closed (`>&-`) / full (`>/dev/full`)", "exit 2 before computing / exit 1, one "
+     "line"),
+    ("`dse evaluate --system A --system B`", "exit 2, points to `dse compare A B`"),
+    ("`dse.evaluate('paper-config1-u280', 'math500')`, `seed=10**30`, `timeout_s=nan`, "
+     "`objectives='latency'`", "`ArgumentError` naming the argument, before computing"),
 ]
 
 SECURITY = [
@@ -277,7 +298,7 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
               "wrong exit code or a violated invariant; data lost counts completed trials "
               "lost or rewritten and partial bundles.", ""]
     for title, names in (("## Fuzzing", ("random", "malformed", "hostile")),
-                         ("## Fault injection", ("kill", "race"))):
+                         ("## Fault injection", ("kill", "race", "signals"))):
         lines += [title, ""]
         for r in rows:
             if not any(n in r["name"] for n in names):
