@@ -20,6 +20,10 @@ from unittest import mock
 import dse
 from dse.errors import ArgumentError
 
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM_FILE = ROOT / "scenarios" / "systems" / "paper-config1-u280.toml"
+HF_CONFIG_FILE = ROOT / "tests" / "data" / "hf_configs" / "gpt2" / "config.json"
+
 
 class Reached(Exception):
     """A compute function behind the API was called: the arguments passed the boundary."""
@@ -138,6 +142,8 @@ SIGNATURES: dict[str, tuple[Callable[[], tuple[Any, ...]], dict[str, Any], dict[
                   "study_name": "optional text", "min_accuracy": "optional real",
                   "max_latency_s": "optional real", "max_power_w": "optional real",
                   "confidence": "confidence", "measured_only": "flag", "catalog": "catalog"}),
+    "load_spec": (lambda: (str(SYSTEM_FILE),), {}, {"path": "path"}),
+    "model_from_hf_config": (lambda: (str(HF_CONFIG_FILE),), {}, {"path": "path"}),
     "export": (lambda: (base_design(), "gsm8k"), {},
                {"design": "design", "workload": "ref", "out": "optional path",
                 "force": "flag", "catalog": "catalog"}),
@@ -168,14 +174,17 @@ def no_compute() -> Iterator[None]:
     import dse.search
 
     base_design()
+    targets = ((dse.resolve, "report"), (dse.resolve, "simulate"),
+               (dse.resolve, "resolve_design"), (dse.search, "sweep"),
+               (dse.search, "optimize"), (dse.exporters, "render_bundle"))
+    for mod, name in targets:  # load every lazy name first: a module imported while the
+        getattr(mod, name)     # patches are in place would keep the patched function
 
     def reached(*_: Any, **__: Any) -> Any:
         raise Reached
 
     with contextlib.ExitStack() as stack:
-        for mod, name in ((dse.resolve, "report"), (dse.resolve, "simulate"),
-                          (dse.resolve, "resolve_design"), (dse.search, "sweep"),
-                          (dse.search, "optimize"), (dse.exporters, "render_bundle")):
+        for mod, name in targets:
             stack.enter_context(mock.patch.object(mod, name, reached))
         yield
 

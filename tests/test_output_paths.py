@@ -69,9 +69,11 @@ def _compute(monkeypatch: pytest.MonkeyPatch) -> None:
     def computed(*_: object, **__: object) -> None:
         raise Computed
 
-    for mod, name in ((dse.search, "sweep"), (dse.search, "optimize"),
-                      (dse.resolve, "simulate"), (dse.exporters, "render_bundle"),
-                      (dse.coverage, "paper_rows")):
+    targets = ((dse.search, "sweep"), (dse.search, "optimize"), (dse.resolve, "simulate"),
+               (dse.exporters, "render_bundle"), (dse.coverage, "paper_rows"))
+    for mod, name in targets:  # load lazy names first: a module imported while patched
+        getattr(mod, name)     # would keep the patched function
+    for mod, name in targets:
         monkeypatch.setattr(mod, name, computed)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from dse.arguments import path as check_path
 from dse.errors import SpecError, UnknownNameError
 from dse.specs.files import toml_files
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
@@ -40,7 +41,7 @@ class Board(Protocol):
 
 def load_spec(path: str | Path) -> Spec:
     """Load one catalog TOML file."""
-    p = Path(path)
+    p = check_path("path", path)  # a public function (dse.load_spec)
     return build_spec(p, read_toml(p), stem=p.stem)
 
 
