@@ -258,6 +258,12 @@ SECURITY = [
 ]
 
 KNOWN_ISSUES = [
+    "Ctrl-C during the interpreter's start-up, before `dse` itself runs (the first few hundred "
+    "milliseconds), prints Python's own KeyboardInterrupt traceback; nothing has been written "
+    "then.",
+    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study; the next run on the "
+    "storage fails it once its heartbeat is older than the grace period (8 s), as after a "
+    "SIGKILL. Ctrl-C marks it FAIL at once.",
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
     "The closed form counts too many attempts where rewrites usually fail the backtrack "
