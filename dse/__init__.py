@@ -8,7 +8,7 @@ The public API (docs/python-api.md):
     export                                                a design's build and serving files
     Catalog, Design, Schedule, Report, Simulation, Trace, SweepResult, OptimizeResult,
     Candidate, Bundle, Space, SystemSpec, WorkloadSpec    the types they take and return
-    DseError, SpecError, UnknownNameError, UsageError, InfeasibleError
+    DseError, SpecError, UnknownNameError, UsageError, ArgumentError, InfeasibleError
 
 Names load on first use, so `import dse` (and the `dse` command) stay fast.
 """
@@ -18,7 +18,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dse import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
-from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
+from dse.errors import (
+    ArgumentError,
+    DseError,
+    InfeasibleError,
+    SpecError,
+    UnknownNameError,
+    UsageError,
+)
 from dse.lazy import lazy_names
 from dse.specs import Catalog, load_spec, model_from_hf_config
 
@@ -64,6 +71,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
+    "ArgumentError",
     "Bundle",
     "Candidate",
     "Catalog",

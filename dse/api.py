@@ -22,7 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dse.errors import UsageError
+from dse import arguments as arg
+from dse.errors import ArgumentError
+from dse.limits import MAX_INT, MAX_PROBLEMS, MAX_SEED
 from dse.specs import Catalog
 
 if TYPE_CHECKING:  # the heavy modules load when a function needs them
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # the heavy modules load when a function needs them
 EvaluatorName = Literal["closed-form", "simulator"]
 Objective = Literal["j_per_token", "latency", "goodput", "accuracy", "cost"]
 PathLike = str | Path
+STUDY_NAME_CHARS = 512  # Optuna's RDB storage holds study names of at most 512 characters
 
 
 # ------------------------------------------------------------------------------- catalog
@@ -50,13 +53,30 @@ def load_catalog(*dirs: PathLike, shipped: bool = True) -> Catalog:
     """The catalog: the shipped boards, models and scenarios (unless shipped=False) plus every
     TOML file under each of `dirs` (a user's own boards, models, systems, workloads). Every
     file is checked by the strict loader; a bad one raises SpecError naming file and key."""
-    if not dirs and shipped:
+    paths = [arg.path(f"dirs[{i}]", d) for i, d in enumerate(dirs)]
+    if not paths and arg.flag("shipped", shipped):
         return _shipped_catalog()
-    return Catalog.load(dirs, shipped=shipped)
+    return Catalog.load(paths, shipped=arg.flag("shipped", shipped))
 
 
 def _catalog(catalog: Catalog | None) -> Catalog:
-    return catalog if catalog is not None else _shipped_catalog()
+    checked = arg.optional_instance("catalog", catalog, Catalog,
+                                    "a Catalog (from dse.load_catalog) or None")
+    return checked if checked is not None else _shipped_catalog()
+
+
+def _workload_ref(workload: Any) -> Any:
+    from dse.scenario import WorkloadSpec
+
+    return arg.name_or_path("workload", workload, WorkloadSpec,
+                            "a workload name, a workload TOML path or a WorkloadSpec")
+
+
+def _design(design: Any) -> Design:
+    from dse.design import Design
+
+    return arg.instance("design", design, Design,
+                        "a Design (from dse.load_design)")
 
 
 def load_workload(workload: str | PathLike | WorkloadSpec, *,
@@ -65,7 +85,8 @@ def load_workload(workload: str | PathLike | WorkloadSpec, *,
     TOML file, or a WorkloadSpec (returned as is)."""
     from dse.resolve import resolve_workload
 
-    return resolve_workload(_catalog(catalog), workload)
+    cat = _catalog(catalog)
+    return resolve_workload(cat, _workload_ref(workload))
 
 
 # -------------------------------------------------------------------------------- design
@@ -86,9 +107,20 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
     check: raise InfeasibleError (with every reason) when the design cannot run.
     """
     from dse.resolve import resolve_design
+    from dse.scenario import SystemSpec
+    from dse.schedules import Schedule
 
-    return resolve_design(_catalog(catalog), system, overrides=overrides, schedule=schedule,
-                          source="overrides", check=check)
+    cat = _catalog(catalog)
+    ref = arg.name_or_path("system", system, SystemSpec,
+                           "a system name, a system or design TOML path, or a SystemSpec")
+    if schedule is not None and not isinstance(schedule, Schedule):
+        if not isinstance(schedule, str):
+            raise ArgumentError("schedule", "expected a schedule name (rsd, brsd, "
+                                "brsd_stepahead, heteroreason), a Schedule or None, got "
+                                f"{arg.shown(schedule)}")
+        arg.text("schedule", schedule, max_chars=100)
+    return resolve_design(cat, ref, overrides=arg.overrides("overrides", overrides),
+                          schedule=schedule, source="overrides", check=arg.flag("check", check))
 
 
 # ------------------------------------------------------------------------------ evaluate
@@ -105,13 +137,13 @@ def evaluate(design: Design, workload: str | PathLike | WorkloadSpec, *,
     `Report.provenance`; dse.uncertainty, about 20 more closed-form evaluations). A
     non-finite metric raises DseError instead of returning.
     """
-    if evaluator not in ("closed-form", "simulator"):
-        raise UsageError(f"evaluator: {evaluator!r} is not one of closed-form, simulator")
-    if evaluator == "simulator":
-        _check_problems(problems, seed)
+    d = _design(design)
+    arg.choice("evaluator", evaluator, ("closed-form", "simulator"))
+    _check_problems(problems, seed)
+    arg.flag("intervals", intervals)
     from dse.resolve import report
 
-    return report(design, load_workload(workload, catalog=catalog), evaluator=evaluator,
+    return report(d, load_workload(workload, catalog=catalog), evaluator=evaluator,
                   problems=problems, seed=seed, intervals=intervals)
 
 
@@ -126,14 +158,8 @@ class Simulation:
 
 
 def _check_problems(problems: int, seed: int) -> None:
-    from dse.limits import MAX_PROBLEMS
-
-    if isinstance(problems, bool) or not isinstance(problems, int) or not (
-            1 <= problems <= MAX_PROBLEMS):
-        raise UsageError(f"problems: must be a whole number in 1..{MAX_PROBLEMS}, got "
-                         f"{problems!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed: must be a whole number >= 0, got {seed!r}")
+    arg.whole("problems", problems, 1, MAX_PROBLEMS)
+    arg.whole("seed", seed, 0, MAX_SEED)
 
 
 def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problems: int = 5000,
@@ -146,10 +172,14 @@ def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problem
     from dse.engine.simulator import Trace, read_jsonl
     from dse.resolve import simulate as _simulate
 
+    d = _design(design)
     _check_problems(problems, seed)
+    arg.flag("intervals", intervals)
+    if trace is not None and not isinstance(trace, Trace):
+        trace = arg.name_or_path("trace", trace, Trace, "a JSONL trace path or a Trace")
     w = load_workload(workload, catalog=catalog)
     tr = trace if trace is None or isinstance(trace, Trace) else read_jsonl(trace)
-    sim = _simulate(design, w, problems=problems, seed=seed, trace=tr, intervals=intervals)
+    sim = _simulate(d, w, problems=problems, seed=seed, trace=tr, intervals=intervals)
     return Simulation(sim.report, sim.trace, sim.timeline)
 
 
@@ -162,9 +192,10 @@ def load_space(space: PathLike | Space | None = None, *,
     from dse.search import Space
     from dse.search import load_space as _load_space
 
+    cat = _catalog(catalog)
     if isinstance(space, Space):
         return space
-    return _load_space(_catalog(catalog), space)
+    return _load_space(cat, arg.optional_path("space", space))
 
 
 def _constraints(min_accuracy: float | None, max_latency_s: float | None,
@@ -172,8 +203,26 @@ def _constraints(min_accuracy: float | None, max_latency_s: float | None,
     """The bounds as dse.search.Constraints (which checks each against its declared range)."""
     from dse.search import Constraints
 
-    return Constraints(min_accuracy=min_accuracy, max_latency_s=max_latency_s,
-                       max_power_w=max_power_w)
+    return Constraints(min_accuracy=arg.optional_real("min_accuracy", min_accuracy),
+                       max_latency_s=arg.optional_real("max_latency_s", max_latency_s),
+                       max_power_w=arg.optional_real("max_power_w", max_power_w))
+
+
+def _search_args(space: Any, objectives: Any, confidence: Any, measured_only: Any,
+                 catalog: Any) -> tuple[Catalog, Space | Path | None, list[str], float, bool]:
+    """The arguments sweep and optimize share, checked before anything is loaded."""
+    from dse.search import Space
+    from dse.search.objectives import OBJECTIVES, check_confidence
+
+    cat = _catalog(catalog)
+    sp = space if isinstance(space, Space) else arg.optional_path("space", space)
+    objs = arg.choices("objectives", objectives, list(OBJECTIVES))
+    conf = arg.real("confidence", confidence)
+    if not 0.5 <= conf < 1:  # dse.search.objectives.check_confidence's range
+        raise ArgumentError("confidence", f"must be a number in [0.5, 1), got "
+                            f"{arg.shown(confidence)}")
+    check_confidence(conf)
+    return cat, sp, objs, conf, arg.flag("measured_only", measured_only)
 
 
 def sweep(space: PathLike | Space | None = None, *,
@@ -193,12 +242,12 @@ def sweep(space: PathLike | Space | None = None, *,
     measured_only: only hardware whose every device has a published measurement.
     """
     from dse.search import sweep as _sweep
-    from dse.search.objectives import check_confidence
 
-    cat = _catalog(catalog)
-    return _sweep(cat, load_space(space, catalog=cat), list(objectives),
-                  _constraints(min_accuracy, max_latency_s, max_power_w),
-                  confidence=check_confidence(confidence), measured_only=bool(measured_only))
+    cat, sp, objs, conf, measured = _search_args(space, objectives, confidence, measured_only,
+                                                 catalog)
+    cons = _constraints(min_accuracy, max_latency_s, max_power_w)
+    return _sweep(cat, load_space(sp, catalog=cat), objs, cons, confidence=conf,
+                  measured_only=measured)
 
 
 def optimize(space: PathLike | Space | None = None, *,
@@ -218,18 +267,21 @@ def optimize(space: PathLike | Space | None = None, *,
     """
     from dse.search import optimize as _optimize
 
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise UsageError(f"trials: must be a whole number >= 1, got {trials!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed: must be a whole number >= 0, got {seed!r}")
-    from dse.search.objectives import check_confidence
+    cat, sp, objs, conf, measured = _search_args(space, objectives, confidence, measured_only,
+                                                 catalog)
+    arg.whole("trials", trials, 1, MAX_INT)
+    timeout = arg.optional_real("timeout_s", timeout_s, positive=True)
+    arg.whole("seed", seed, 0, MAX_SEED)
+    if storage is not None:
+        from dse.outputs import check_storage
 
-    confidence = check_confidence(confidence)
-    cat = _catalog(catalog)
-    return _optimize(cat, load_space(space, catalog=cat), list(objectives),
-                     _constraints(min_accuracy, max_latency_s, max_power_w), trials=trials,
-                     timeout=timeout_s, seed=seed, storage=storage, study_name=study_name,
-                     confidence=confidence, measured_only=bool(measured_only))
+        check_storage("storage", arg.text("storage", storage))
+    if study_name is not None:
+        arg.text("study_name", study_name, max_chars=STUDY_NAME_CHARS)
+    cons = _constraints(min_accuracy, max_latency_s, max_power_w)
+    return _optimize(cat, load_space(sp, catalog=cat), objs, cons, trials=trials,
+                     timeout=timeout, seed=seed, storage=storage, study_name=study_name,
+                     confidence=conf, measured_only=measured)
 
 
 # -------------------------------------------------------------------------------- export
@@ -253,7 +305,14 @@ def export(design: Design, workload: str | PathLike | WorkloadSpec, *,
     never overwritten). Same inputs, byte-identical files."""
     from dse.exporters import render_bundle, write_bundle
 
+    d = _design(design)
     cat = _catalog(catalog)
-    files = render_bundle(cat, design, load_workload(workload, catalog=cat))
-    path = write_bundle(files, out, force) if out is not None else None
+    out_dir = arg.optional_path("out", out)
+    arg.flag("force", force)
+    if out_dir is not None:  # refused before rendering, with the writer's own rules
+        from dse.outputs import check_output_dir
+
+        check_output_dir("out", out_dir, force=force, whole_marker="manifest.json")
+    files = render_bundle(cat, d, load_workload(workload, catalog=cat))
+    path = write_bundle(files, out_dir, force) if out_dir is not None else None
     return Bundle(files, path)

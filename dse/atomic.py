@@ -15,13 +15,16 @@ Temporaries are named `.<name>.<random>.tmp` (created exclusively, so two writer
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import secrets
 import shutil
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from dse.errors import UsageError
@@ -70,6 +73,71 @@ def write_new(path: str | Path, data: bytes, *, force: bool, mode: int = 0o666) 
         if os.path.lexists(tmp):
             tmp.unlink()
     return dest
+
+
+def write_files(directory: str | Path, files: Mapping[str, bytes], *, force: bool
+                ) -> list[Path]:
+    """Write several files into `directory` (created with its parents if missing) as one set:
+    every file's content first goes to a temporary beside it; only when all are written are
+    they renamed into place, one after another with Ctrl-C and SIGTERM held back (delivered
+    right after), so an interruption leaves all of them or none (earlier files of the same
+    names stay as they were). Existing files are refused, before anything is written, unless
+    `force`. Returns the destinations."""
+    d = Path(os.path.abspath(directory))
+    if os.path.lexists(d) and not d.is_dir():
+        raise UsageError(f"{d}: exists and is not a directory")
+    dests = [_destination(d / name) for name in files]
+    clash = [p.name for p in dests if os.path.lexists(p)]
+    if clash and not force:
+        raise UsageError(f"{d}: {', '.join(sorted(clash))} already there (use --force to "
+                         "replace them)")
+    d.mkdir(parents=True, exist_ok=True)
+    temps: list[Path] = []
+    try:
+        for dest, data in zip(dests, files.values(), strict=True):
+            if dest.is_dir():
+                raise UsageError(f"{dest}: is a directory")
+            tmp = _create_temp(dest, 0o666)
+            temps.append(tmp)
+            with tmp.open("wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        with _signals_held():
+            for tmp, dest in zip(temps, dests, strict=True):
+                if force:
+                    os.replace(tmp, dest)
+                else:
+                    _link_new(tmp, dest)
+    finally:
+        for tmp in temps:
+            if os.path.lexists(tmp):
+                tmp.unlink()
+    return dests
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while inside: their handlers only record them, and on
+    leaving the previous handlers come back and the signals are raised again (Python runs
+    signal handlers in the main thread only, so this holds even while other threads run,
+    where a thread's signal mask would not)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        caught.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
 
 
 def _create_temp(dest: Path, mode: int) -> Path:

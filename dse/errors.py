@@ -39,6 +39,12 @@ class UnknownNameError(DseError):
         super().__init__(f"unknown {what} {name!r}; valid: {shown}")
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (the `dse` command turns it into this, as Python turns SIGINT into
+    KeyboardInterrupt): not an Exception, so no `except Exception` swallows it, and every
+    `finally` (temporary files, database sessions) runs on the way out."""
+
+
 class InfeasibleError(DseError):
     """A design that cannot run (a model that does not fit, a build beyond the board)."""
 
@@ -49,3 +55,12 @@ class UsageError(DseError):
     """A missing or contradictory command-line option."""
 
     exit_code = 2
+
+
+class ArgumentError(UsageError):
+    """An argument of the Python API (`import dse`) of the wrong type or out of range: the
+    message names the argument and says what it takes."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")

@@ -30,6 +30,22 @@ MAX_PROBLEMS = 100_000
 # space: the sweep holds one float64 array of that size per metric (8) and per intermediate of
 # the mean-value model, so 10**6 settings (28x the default space's 35,364) take ~0.5 GB.
 MAX_KNOBS_PER_HARDWARE = 1_000_000
+# Random seeds (the simulator's synthetic traces, Optuna's samplers): numpy's legacy RandomState,
+# which Optuna's samplers seed, takes 0..2**32 - 1; one range for every seed.
+MAX_SEED = 2**32 - 1
+# Input files read by the strict loader (catalog members, system and design files, space files,
+# a Hugging Face config.json): the largest shipped one is a few kB; 4 MiB leaves room for any
+# hand-written file and keeps a mistaken path (a log, an image) from being read whole.
+MAX_SPEC_FILE_BYTES = 4 * 2**20
+# A JSONL trace (`simulate --trace`): about 150 bytes per record, so the largest synthetic trace
+# (MAX_PROBLEMS problems of a few hundred attempts) stays below 512 MiB.
+MAX_TRACE_FILE_BYTES = 512 * 2**20
+# Designs `dse compare` puts side by side: each costs its report's intervals and a joint interval
+# of its difference from the first (about 60 closed-form evaluations), and a wider table is no
+# longer read side by side.
+MAX_COMPARE_DESIGNS = 16
+# Paths given to the Python API: the usual PATH_MAX of Linux.
+MAX_PATH_CHARS = 4096
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
 MAX_TP = 64
 

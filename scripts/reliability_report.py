@@ -7,9 +7,13 @@ Campaigns (generators in tests/fuzzing.py, fault injection in tests/faults.py):
 - malformed catalog files through the CLI (one error line naming the file, exit 2 or 3);
 - random command lines through the CLI (usage error exit 2 or one clean line);
 - hostile and extreme inputs by class (huge integers, wrong structures, deep nesting, caps,
-  out-of-range trace values, round trips, outputs over inputs, extreme valid knobs);
+  out-of-range trace values, round trips, outputs over inputs, extreme valid knobs, special
+  and oversized input files, unusable output paths, `dse compare` settings, options twice);
+- hostile arguments of every public function of the Python API, by class (tests/hostile_api.py);
 - SIGKILL of `dse optimize` on SQLite (and PostgreSQL when DSE_TEST_POSTGRES_URL is set);
-- SIGKILL of `dse export`, and two exports racing for one directory.
+- SIGKILL of `dse export`, and two exports racing for one directory;
+- SIGINT and SIGTERM to `dse export` and `dse sweep --out` (one line, exit 130/143, outputs
+  whole or absent).
 Each row counts inputs tried, faults injected, crashes (tracebacks or violated invariants) and
 data lost (completed trials or bundle files). `--scale` multiplies the input counts.
 """
@@ -36,6 +40,7 @@ from tests.faults import (  # noqa: E402
     export_kill_campaign,
     export_race,
     optimize_kill_campaign,
+    signal_campaign,
 )
 from tests.fuzzing import (  # noqa: E402
     TWIN_RTOL,
@@ -141,6 +146,24 @@ def hostile(n: int, tmp: Path) -> dict:
             "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
 
 
+def api_arguments() -> dict:
+    """Hostile arguments of every public function of the Python API, by class
+    (tests/hostile_api.py), with the compute functions replaced (nothing slow runs)."""
+    from tests.hostile_api import CASES, no_compute
+    from tests.hostile_api import verdict as api_verdict
+
+    by = Counter()
+    crashes: list[str] = []
+    with no_compute():
+        for fn, name, cls, value in CASES:
+            why = api_verdict(fn, name, value)
+            by[cls] += why is None
+            if why is not None:
+                crashes.append(f"{fn}({name}=) [{cls}]: {why}")
+    return {"name": "hostile arguments (Python API, by class)", "inputs": len(CASES),
+            "faults": 0, "crashes": len(crashes), "lost": 0, "by": by, "details": crashes}
+
+
 def faults(tmp: Path, kills: int) -> list[dict]:
     rows = []
     space = write_small_space(tmp / "small.toml")
@@ -164,6 +187,10 @@ def faults(tmp: Path, kills: int) -> list[dict]:
     rows.append(_fault_row(c, {"SIGKILL during a run": c.kills,
                                "runs that finished first": c.finished,
                                "partial bundles left": c.partial}))
+    c = signal_campaign(fresh_dir(tmp / "signals"), space, random.Random(SEED), signals=12)
+    rows.append(_fault_row(c, {"SIGINT or SIGTERM during a run": c.kills,
+                               "runs that finished first": c.finished,
+                               "partial bundles or mixed file sets left": c.partial}))
     c = export_race(fresh_dir(tmp / "race"), rounds=2)
     rows.append(_fault_row(c, {"racing pairs, one bundle + one clean error": c.runs // 2
                                - len(c.problems)}))
@@ -201,6 +228,20 @@ EDGE_CASES = [
     ("a study that does not exist", "exit 2, `unknown study 'nope'; valid: ...`; `dse studies` "
                                     "on a missing storage lists none and creates nothing"),
     ("a trial that does not exist", "exit 2, `--trial N: no completed trial ...`"),
+    ("/dev/zero, /dev/urandom, a directory, a socket or a named FIFO as an input file",
+     "exit 3, `<path>: is a device, not a regular file` (a FIFO: refused before opening it)"),
+    ("an input file over the cap (4 MiB; a trace 512 MiB)", "exit 3, `<path>: larger than "
+     "N bytes, the cap on input files`"),
+    ("a design from a pipe, `--design <(cat d.toml)` or `/dev/stdin`", "read once; evaluates"),
+    ("an output path under a regular file, a directory that takes no files, /dev/null",
+     "exit 2 naming the flag, before any computing"),
+    ("Ctrl-C / SIGTERM during any command", "exit 130 / 143, `dse <cmd>: interrupted "
+     "(Ctrl-C); nothing more was written`"),
+    ("stdout closed (`>&-`) / full (`>/dev/full`)", "exit 2 before computing / exit 1, one "
+     "line"),
+    ("`dse evaluate --system A --system B`", "exit 2, points to `dse compare A B`"),
+    ("`dse.evaluate('paper-config1-u280', 'math500')`, `seed=10**30`, `timeout_s=nan`, "
+     "`objectives='latency'`", "`ArgumentError` naming the argument, before computing"),
 ]
 
 SECURITY = [
@@ -217,6 +258,12 @@ SECURITY = [
 ]
 
 KNOWN_ISSUES = [
+    "Ctrl-C during the interpreter's start-up, before `dse` itself runs (the first few hundred "
+    "milliseconds), prints Python's own KeyboardInterrupt traceback; nothing has been written "
+    "then.",
+    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study; the next run on the "
+    "storage fails it once its heartbeat is older than the grace period (8 s), as after a "
+    "SIGKILL. Ctrl-C marks it FAIL at once.",
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
     "The closed form counts too many attempts where rewrites usually fail the backtrack "
@@ -237,7 +284,8 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
         f"(hetero-dse {__version__}, seed {SEED}, scale {scale:g}, {seconds:.0f} s); do not "
         "edit by hand. The same generators and checks run in the test suite (tests/test_fuzz.py,"
         " tests/test_faults.py, tests/test_edge_cases.py, tests/test_security.py,"
-        " tests/test_hostile.py) with their own example counts.",
+        " tests/test_hostile.py, tests/test_api_arguments.py, tests/test_input_files.py,"
+        " tests/test_output_paths.py, tests/test_interrupts.py) with their own example counts.",
         "",
         "## Summary",
         "",
@@ -256,7 +304,7 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
               "wrong exit code or a violated invariant; data lost counts completed trials "
               "lost or rewritten and partial bundles.", ""]
     for title, names in (("## Fuzzing", ("random", "malformed", "hostile")),
-                         ("## Fault injection", ("kill", "race"))):
+                         ("## Fault injection", ("kill", "race", "signals"))):
         lines += [title, ""]
         for r in rows:
             if not any(n in r["name"] for n in names):
@@ -299,7 +347,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dse-reliability-") as t:
         tmp = Path(t)
         rows = [designs(round(60 * a.scale)), catalogs(round(300 * a.scale), tmp),
-                argvs(round(600 * a.scale), tmp), hostile(round(600 * a.scale), tmp)]
+                argvs(round(600 * a.scale), tmp), hostile(round(600 * a.scale), tmp),
+                api_arguments()]
         rows += faults(fresh_dir(tmp / "faults"), a.kills)
     write_doc(Path(a.out), rows, time.perf_counter() - t0, a.scale)
     print(f"wrote {a.out}")

@@ -256,3 +256,84 @@ def export_race(tmp: Path, rounds: int = 3) -> Campaign:
         if leftovers:
             c.problems.append(f"race {i}: temporary directories left: {leftovers}")
     return c
+
+
+# --------------------------------------------------------------------------------- signals
+
+SEARCH_FILES = ("best.toml", "pareto.csv", "pareto.html")
+STOPPED = {signal.SIGINT: (130, "interrupted (Ctrl-C)"),
+           signal.SIGTERM: (143, "terminated (SIGTERM)")}
+
+
+def _set_state(out: Path) -> str:
+    """A search's --out: 'absent' (no files of the set), 'old' (every file the marker written
+    before), 'new' (every file present and none the marker) or 'mixed'."""
+    files = [out / n for n in SEARCH_FILES]
+    present = [f for f in files if f.exists()]
+    if not present:
+        return "absent"
+    if len(present) < len(files):
+        return "mixed"
+    old = [f.read_bytes() == b"old\n" for f in files]
+    return "old" if all(old) else ("new" if not any(old) else "mixed")
+
+
+def signal_campaign(tmp: Path, space: Path, rng: Any, *, signals: int = 8) -> Campaign:
+    """SIGINT or SIGTERM to `dse export` and `dse sweep --out` at a random moment of their run
+    (40-100% of one untouched run's duration), fresh and with --force over earlier outputs.
+    Each run must end with exit 0, or 130/143 and exactly the one line saying so; a bundle
+    must be absent or complete (never partial), a search's files all old or all new."""
+    c = Campaign("signals (Ctrl-C, SIGTERM)")
+    commands = {"export": lambda out: ["export", "--system", "paper-config1-u280", "--out",
+                                       str(out)],
+                "sweep": lambda out: ["sweep", "--space", str(space), "--out", str(out)]}
+    duration: dict[str, float] = {}
+    for name, argv in commands.items():
+        t0 = time.perf_counter()
+        subprocess.run([*DSE, *argv(tmp / f"timing-{name}")], env=_env(), capture_output=True,
+                       check=True, cwd=tmp)
+        duration[name] = time.perf_counter() - t0
+    for i in range(signals):
+        name = ("export", "sweep")[i % 2]
+        force = (i // 2) % 2 == 1
+        sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+        out = tmp / f"{name}-{i}"
+        if force and name == "export":
+            subprocess.run([*DSE, "export", "--system", "paper-config2-3090", "--out",
+                            str(out)], env=_env(), capture_output=True, check=True)
+        elif force:
+            out.mkdir()
+            for n in SEARCH_FILES:
+                (out / n).write_bytes(b"old\n")
+        p = _start([*commands[name](out), *(["--force"] if force else [])], tmp)
+        c.runs += 1
+        try:
+            p.wait(timeout=rng.uniform(0.4, 1.0) * duration[name])
+        except subprocess.TimeoutExpired:
+            p.send_signal(sig)
+            c.kills += 1
+        assert p.stderr is not None
+        err = p.stderr.read().decode(errors="replace")
+        p.stderr.close()
+        rc = p.wait(timeout=120)
+        c.finished += rc == 0
+        code, words = STOPPED[sig]
+        where = f"{name} {i} ({'--force' if force else 'fresh'}, {sig.name})"
+        if rc == 0:
+            pass
+        elif rc != code or err != f"dse {name}: {words}; nothing more was written\n":
+            c.problems.append(f"{where}: exit {rc}: {err.strip()[-300:]}")
+        if name == "export":
+            state = bundle_state(out)
+            ok = {"complete"} if force or rc == 0 else {"absent", "complete"}
+        else:
+            state = _set_state(out)
+            ok = {"new"} if rc == 0 else ({"old", "new"} if force else {"absent", "new"})
+        if state not in ok:
+            c.partial += 1
+            c.problems.append(f"{where}: --out is {state} after exit {rc}")
+        leftovers = [f.name for f in (out if out.is_dir() else tmp).iterdir()
+                     if f.name.startswith(".") and f.name.endswith(".tmp")]
+        if leftovers:
+            c.problems.append(f"{where}: temporaries left: {leftovers}")
+    return c

@@ -281,10 +281,159 @@ def extreme_values(rng: Any, d: Path) -> Case:
     return Case("extreme valid values", argv, frozenset({0, 1, 2, 4}), detail=" ".join(sets))
 
 
+def _unwritable_dir(d: Path) -> Path | None:
+    """A directory in which this process cannot create files (a mode-0555 one, or as root a
+    kernel file system that refuses even root), or None."""
+    import os
+
+    ro = d / "read-only"
+    ro.mkdir(exist_ok=True)
+    ro.chmod(0o555)
+    for c in (ro, Path("/sys"), Path("/proc")):
+        probe = c / ".dse-hostile-probe"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return c
+        probe.unlink()
+    return None
+
+
+def _special_file(rng: Any, d: Path, cap: int) -> tuple[str, Path]:
+    """(kind, path) of a file no command may read: a device, a directory, a named FIFO, a
+    socket, a file past the size cap (sparse), a dangling link, non-UTF-8 bytes."""
+    import os
+    import socket
+
+    kind = rng.choice(["/dev/zero", "/dev/urandom", "/dev/null", "directory", "fifo", "socket",
+                       "oversized", "dangling link", "not UTF-8"])
+    if kind.startswith("/dev/"):
+        return kind, Path(kind)
+    p = d / f"special-{kind.replace(' ', '-')}.toml"
+    if kind == "directory":
+        p.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(p))
+        s.close()
+    elif kind == "oversized":
+        p.write_text("# a comment\n", encoding="utf-8")
+        os.truncate(p, cap + 1 + rng.randrange(1 << 20))
+    elif kind == "dangling link":
+        p.symlink_to(d / "nowhere.toml")
+    else:
+        p.write_bytes(b'name = "\xff\xfe"\n' + bytes(rng.randrange(256) for _ in range(64)))
+    return kind, p
+
+
+def special_input_files(rng: Any, d: Path) -> Case:
+    """Every option that reads a file, given one that is no regular file or is too big."""
+    from dse.limits import MAX_SPEC_FILE_BYTES, MAX_TRACE_FILE_BYTES
+
+    option = rng.choice(["--design", "--trace", "--space", "--scenario", "config.json",
+                         "catalog member"])
+    kind, p = _special_file(rng, d, MAX_TRACE_FILE_BYTES if option == "--trace"
+                            else MAX_SPEC_FILE_BYTES)
+    if option in ("--scenario", "config.json", "catalog member") or kind.startswith("/dev/"):
+        link = d / ("config.json" if option == "config.json" else "member.toml")
+        if option == "catalog member":
+            link = d / "cat" / "member.toml"
+            link.parent.mkdir()
+        if kind == "directory" and option in ("config.json", "catalog member"):
+            kind, p = "/dev/zero", Path("/dev/zero")  # a directory there is walked, not read
+        link.symlink_to(p)
+        p = link
+    argv = {"--design": [*EVAL[:1], "--design", str(p), *EVAL[3:]],
+            "--trace": [*SIM, "--trace", str(p)],
+            "--space": ["sweep", "--space", str(p), "--json"],
+            "--scenario": ["evaluate", "--system", SYSTEM, "--scenario", str(p), "--json"],
+            "config.json": ["roofline", "--model", str(p), "--device", "rtx-3090", "--json"],
+            "catalog member": ["catalog", "boards", "--catalog", str(d / "cat")]}[option]
+    return Case("special and oversized input files", argv, frozenset({3}), (p.name,),
+                detail=f"{option} {kind}")
+
+
+FILE_OUTPUT_FLAGS = (("simulate", "--trace-out"), ("simulate", "--timeline-out"),
+                     ("reproduce", "--markdown"), ("reproduce", "--html"))
+DIR_OUTPUT_FLAGS = (("sweep", "--out"), ("optimize", "--out"), ("export", "--out"),
+                    ("optimize", "--storage"))
+
+
+def unusable_output_paths(rng: Any, d: Path) -> Case:
+    """An output path no command can write, refused before computing (exit 2, the flag)."""
+    f = d / "a-file"
+    f.write_text("x\n", encoding="utf-8")
+    ro = _unwritable_dir(d)
+    command, flag = rng.choice([*FILE_OUTPUT_FLAGS, *DIR_OUTPUT_FLAGS])
+    is_file = (command, flag) in FILE_OUTPUT_FLAGS
+    kinds = ["under a file", "missing parent" if is_file else "a file",
+             "a directory" if is_file else "files there", "/dev/null"]
+    kinds += ["unwritable"] * (ro is not None)
+    kind = rng.choice(kinds)
+    path = {"under a file": f / "x" / "y", "missing parent": d / "none" / "x.json",
+            "a file": f, "a directory": d, "/dev/null": Path("/dev/null"),
+            "unwritable": (ro or d) / "out", "files there": d / "out"}[kind]
+    if kind == "files there":
+        path.mkdir()
+        (path / ("manifest.json" if rng.random() < 0.5 else "best.toml")).write_text(
+            "{}", encoding="utf-8")
+        if command == "export":
+            (path / "notes.txt").write_text("mine", encoding="utf-8")
+    base = {"simulate": SIM, "reproduce": ["reproduce", "--json"],
+            "sweep": ["sweep", "--json"], "export": ["export", "--system", SYSTEM, "--json"],
+            "optimize": ["optimize", "--trials", "2", "--json"]}[command]
+    value = str(path)
+    if flag == "--storage":  # "a file" there: a database under it; "files there": a directory
+        value = f"sqlite:///{f / 's.db' if kind == 'a file' else path}"
+    elif command == "optimize":
+        base = [*base, "--storage", f"sqlite:///{d / 's.db'}"]
+    return Case("unusable output paths", [*base, flag, value], frozenset({2}), (flag,),
+                inputs=(f,), detail=f"{command} {flag} {kind}")
+
+
+def compare_designs(rng: Any, d: Path) -> Case:
+    """`dse compare` with a hostile DESIGN argument among valid ones."""
+    bad = rng.choice([
+        "accept_threshold=nan", "accept_threshold=inf", "accept_threshold=-1",
+        "accept_threshold=2", "accept_threshold=1e400", "accept_threshold=x",
+        f"max_backtracks={_huge_int(rng)}", "max_backtracks=65", "max_backtracks=1.5",
+        "warp=9", "schedule=fast", "backtracking=maybe", "accept_threshold", "=1",
+        "backtrack_window=0", "colocate=draft+prm", "target_tp=1000", "step_ahead=",
+        "fpga.clock_mhz=abc", "max_context_tokens=-5"])
+    n = rng.randrange(2, 5)
+    designs = [rng.choice([SYSTEM, "paper-config2-v80", f"{SYSTEM}:accept_threshold=0.85"])
+               for _ in range(n)]
+    i = rng.randrange(n)
+    designs[i] = f"{designs[i].split(':')[0]}:{bad}"
+    return Case("compare: hostile DESIGN settings", ["compare", *designs, "--scenario",
+                                                     "gsm8k", "--json"], frozenset({2}),
+                (f"DESIGN #{i + 1}",), detail=designs[i])
+
+
+def options_twice(rng: Any, d: Path) -> Case:
+    """An option that takes one value given twice: a usage error, never the last one winning."""
+    argv, flag = rng.choice([
+        (["evaluate", "--system", SYSTEM, "--system", "paper-config2-v80"], "--system"),
+        (["evaluate", "--design", "a.toml", "--design", "b.toml"], "--design"),
+        (["simulate", "--system", SYSTEM, "--system", SYSTEM], "--system"),
+        ([*EVAL, "--scenario", "math500"], "--scenario"),
+        (["export", "--system", SYSTEM, "--out", "a", "--out", "b"], "--out"),
+        (["export", "--system", SYSTEM, "--out", "a", "--schedule", "rsd", "--schedule",
+          "brsd"], "--schedule"),
+        (["compare", SYSTEM, SYSTEM, "--scenario", "gsm8k", "--scenario", "gsm8k"],
+         "--scenario"),
+    ])
+    return Case("options given twice", argv, frozenset({2}), (flag, "given twice"),
+                detail=flag)
+
+
 GENERATORS: tuple[Callable[[Any, Path], Case], ...] = (
     huge_int_catalog, huge_int_config, huge_int_set, huge_int_flag, wrong_structure_catalog,
     wrong_structure_config, wrong_structure_trace, deep_nesting, caps, trace_values,
-    trace_round_trip, outputs_over_inputs, space_files, extreme_values)
+    trace_round_trip, outputs_over_inputs, space_files, extreme_values, special_input_files,
+    unusable_output_paths, compare_designs, options_twice)
 
 
 def hostile_case(rng: Any, d: Path) -> Case:

@@ -13,7 +13,13 @@ import uuid
 
 import pytest
 
-from tests.faults import bundle_state, export_kill_campaign, export_race, optimize_kill_campaign
+from tests.faults import (
+    bundle_state,
+    export_kill_campaign,
+    export_race,
+    optimize_kill_campaign,
+    signal_campaign,
+)
 from tests.fuzzing import write_small_space
 
 KILLS = 20
@@ -64,3 +70,11 @@ def test_bundle_state_detects_partial_bundles(tmp_path):
     assert bundle_state(out) == "partial"
     (out / "manifest.json").unlink()
     assert bundle_state(out) == "partial"
+
+
+@pytest.mark.slow
+def test_signals_end_commands_cleanly_and_outputs_whole(tmp_path):
+    space = write_small_space(tmp_path / "small.toml")
+    c = signal_campaign(tmp_path, space, random.Random(11), signals=8)
+    assert c.problems == [], c.problems
+    assert c.kills >= 4 and c.partial == 0

@@ -218,7 +218,7 @@ def test_sweep_cli_json_and_files(tmp_path, capsys):
     assert ev["workload"] == "math500"
     # nothing is overwritten without --force
     before = (out / "best.toml").read_text()
-    assert main(["sweep", "--space", TINY, "--out", str(out)]) == 1
+    assert main(["sweep", "--space", TINY, "--out", str(out)]) == 2  # before the search
     assert "--force" in capsys.readouterr().err
     assert (out / "best.toml").read_text() == before
 

@@ -1,9 +1,10 @@
 """The `dse` command: a table of subcommands, all printing and exit codes.
 
 Exit codes: 0 ok, 1 other error, 2 usage error / unknown name, 3 malformed spec file,
-4 infeasible design. Errors print one line on stderr (a traceback only with --debug).
+4 infeasible design, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). Errors print one line
+on stderr (a traceback only with --debug).
 
-One module per command group (catalog + roofline, evaluate + simulate, reproduce, search:
+One module per command group (catalog + roofline, evaluate + simulate, compare, reproduce, search:
 sweep / optimize / studies, export); each imports its heavy dependencies inside its run
 function, so that `dse --help` and `dse catalog` load no engine, search, sympy or optuna.
 """
@@ -11,14 +12,18 @@ function, so that `dse --help` and `dse catalog` load no engine, search, sympy o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from dse import __version__
-from dse.cli import catalog, evaluate, export, reproduce, search
+from dse.cli import catalog, compare, evaluate, export, reproduce, search
 from dse.cli.common import Command
-from dse.errors import DseError
+from dse.errors import DseError, Terminated, UsageError
 from dse.specs import Catalog
 from dse.specs.emit import jsonable
 
@@ -34,6 +39,9 @@ COMMANDS: list[Command] = [
             evaluate.evaluate_args, evaluate.run_evaluate),
     Command("simulate", "trace-driven simulation: latency distribution and timeline",
             evaluate.simulate_args, evaluate.run_simulate),
+    Command("compare", "designs side by side: each one's difference from the first, with the "
+            "joint 90 percent interval of the difference", compare.compare_args,
+            compare.run_compare),
     Command("reproduce", "every number the HeteroReason paper reports beside the tool's",
             reproduce.reproduce_args, reproduce.run_reproduce),
     Command("sweep", "exhaustive vectorised search of a design space: exact optimum or front",
@@ -63,11 +71,62 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# exit codes of a stopped command, as a shell reports a process killed by the signal
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `dse` command; the exit code. Ctrl-C and SIGTERM end it with one line and exit
+    130 / 143 (every temporary removed on the way out: dse.atomic writes in `finally`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    name, debug = "", "--debug" in (sys.argv[1:] if argv is None else argv)
+    with _sigterm_raises():
+        try:
+            args = parser.parse_args(argv)
+            name, debug = args.command, args.debug
+            return _run(args)
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            return _stopped(name, "interrupted (Ctrl-C); nothing more was written",
+                            EXIT_SIGINT)
+        except Terminated:
+            if debug:
+                raise
+            return _stopped(name, "terminated (SIGTERM); nothing more was written",
+                            EXIT_SIGTERM)
+
+
+def _stopped(name: str, why: str, code: int) -> int:
+    with contextlib.suppress(Exception):
+        print(f"dse {name}: {why}" if name else f"dse: {why}", file=sys.stderr, flush=True)
+    return code
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated while inside (main thread only; the previous handler comes
+    back on leaving)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     cmd = next(c for c in COMMANDS if c.name == args.command)
     try:
+        if sys.stdout is None:  # started with stdout closed (`>&-`): refuse before computing
+            raise UsageError("standard output is closed (>&-); give it a file or /dev/null")
         cat = Catalog.load(args.catalog)
         payload, text = cmd.run(args, cat)
     except DseError as e:
@@ -80,14 +139,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"dse {args.command}: error: {e}", file=sys.stderr)
         return 1
-    try:
-        if args.json:
-            print(json.dumps(jsonable(payload), indent=2, sort_keys=True))
-        else:
-            print(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `dse ... | head`: the reader left; not an error
-        import os
+    out = json.dumps(jsonable(payload), indent=2, sort_keys=True) if args.json else text
+    return _print_output(args.command, out)
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+def _print_output(name: str, out: str) -> int:
+    """Print the command's output: a path that is not UTF-8 comes out as the bytes it was
+    given (surrogateescape); a reader that left (`| head`) is no error; a full or failing
+    stdout (`>/dev/full`) is one line and exit 1."""
+    stdout = sys.stdout
+    if hasattr(stdout, "reconfigure"):
+        with contextlib.suppress(Exception):
+            stdout.reconfigure(errors="surrogateescape")
+    try:
+        try:
+            print(out, file=stdout)
+        except UnicodeEncodeError:  # an encoding without the character: escape it
+            if hasattr(stdout, "reconfigure"):
+                stdout.reconfigure(errors="backslashreplace")
+            print(out, file=stdout)
+        stdout.flush()
+    except BrokenPipeError:  # `dse ... | head`: the reader left; not an error
+        _detach_stdout()
+    except OSError as e:
+        _detach_stdout()
+        print(f"dse {name}: error: cannot write the output to standard output: "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -4,6 +4,7 @@ workload option, output files and Optuna's log level."""
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.errors import DseError, UsageError
+from dse.errors import Terminated, UsageError
 from dse.limits import MAX_INT
 from dse.specs import Catalog
 
@@ -23,6 +24,26 @@ class Command:
     help: str
     add_args: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Catalog], tuple[Any, str]]  # (json payload, text)
+
+
+class Once(argparse.Action):
+    """An option that may be given once: a second one is a usage error (argparse's default,
+    the last one silently winning, hides a mistake). compare_hint: the message suggests
+    `dse compare` with both values (for --system and --design)."""
+
+    def __init__(self, *args: Any, compare_hint: bool = False, **kwargs: Any) -> None:
+        self.compare_hint = compare_hint
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            hint = (f"; to put designs side by side: dse compare {before} {values}"
+                    if self.compare_hint else "")
+            parser.error(f"{option_string}: given twice ({before}, then {values}); give it "
+                         f"once{hint}")
+        setattr(namespace, self.dest, values)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -137,17 +158,10 @@ def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
 
 
 def read_workload(cat: Catalog, name: str) -> Any:
-    from pathlib import Path
+    """A workload by catalog name or TOML file (dse.resolve, the one resolver)."""
+    from dse.resolve import resolve_workload
 
-    from dse.scenario import WorkloadSpec
-    from dse.specs import load_spec
-
-    if name.endswith(".toml") and Path(name).is_file():
-        spec = load_spec(name)
-        if not isinstance(spec, WorkloadSpec):
-            raise DseError(f"{name}: kind: expected \"workload\"")
-        return spec
-    return cat.get("workload", name)
+    return resolve_workload(cat, name, flag="--scenario")
 
 
 def write_file(path: str, text: str) -> None:
@@ -158,8 +172,28 @@ def write_file(path: str, text: str) -> None:
     write_new(path, text.encode("utf-8"), force=True)
 
 
+class _NoInterruptLogs(logging.Filter):
+    """Drops Optuna's report of a trial stopped by Ctrl-C (a warning with the traceback, then
+    "failed with value None"): the command says it in one line instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interrupted = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, KeyboardInterrupt | Terminated):
+            self.interrupted = True
+            return False
+        return not (self.interrupted and "failed with value None" in record.getMessage())
+
+
 def quiet_optuna() -> None:
-    """Optuna logs every trial at INFO; the command prints its own progress and table."""
+    """Optuna logs every trial at INFO; the command prints its own progress and table (and one
+    line when interrupted)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for h in logging.getLogger("optuna").handlers:
+        if not any(isinstance(f, _NoInterruptLogs) for f in h.filters):
+            h.addFilter(_NoInterruptLogs())

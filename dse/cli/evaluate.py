@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.cli.common import (
+    Once,
     nonneg_int,
     provenance_text,
     read_workload,
@@ -21,15 +22,18 @@ from dse.cli.common import (
 from dse.design import build_design
 from dse.errors import UsageError
 from dse.limits import MAX_PROBLEMS
+from dse.outputs import check_output_file
 from dse.specs import Catalog
 
 
 def _design_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--system", help="a named system, e.g. paper-config1-u280")
-    g.add_argument("--design", help="a system or design TOML file (e.g. best.toml from "
-                   "dse optimize: its schedule and workload are the defaults)")
-    p.add_argument("--scenario", help="workload name (gsm8k, math500, gaokao2023en, "
+    g.add_argument("--system", action=Once, compare_hint=True,
+                   help="a named system, e.g. paper-config1-u280 (once; several: dse compare)")
+    g.add_argument("--design", action=Once, compare_hint=True,
+                   help="a system or design TOML file (e.g. best.toml from dse optimize: its "
+                   "schedule and workload are the defaults)")
+    p.add_argument("--scenario", action=Once, help="workload name (gsm8k, math500, gaokao2023en, "
                    "olympiadbench) or a workload TOML file; a design file's by default")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
@@ -158,8 +162,8 @@ def _versus_text(vs: Any) -> str:
 
 def simulate_args(p: argparse.ArgumentParser) -> None:
     _design_args(p)
-    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
-                   "design file's schedule, else heteroreason)")
+    p.add_argument("--schedule", action=Once, help="rsd, brsd, brsd_stepahead or heteroreason "
+                   "(default: the design file's schedule, else heteroreason)")
     p.add_argument("--problems", type=whole_number(1, MAX_PROBLEMS), default=5000,
                    help="synthetic problems to draw (default 5000)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
@@ -176,6 +180,9 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               {"--trace": a.trace, "--design": a.design,
                                "--scenario": a.scenario if a.scenario and a.scenario.endswith(
                                    ".toml") else None}, catalogs=a.catalog)
+    for flag, path in (("--trace-out", a.trace_out), ("--timeline-out", a.timeline_out)):
+        if path:  # a bad path is refused before the simulation
+            check_output_file(flag, path)
     src = _source(a, cat)
     if a.schedule is None:
         names = None if src.schedule is not None else ["heteroreason"]

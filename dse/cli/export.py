@@ -6,28 +6,35 @@ import argparse
 import json
 from typing import Any
 
-from dse.cli.common import nonneg_int, quiet_optuna, read_workload, refuse_overwriting_inputs
+from dse.cli.common import Once, nonneg_int, quiet_optuna, read_workload, refuse_overwriting_inputs
 from dse.errors import DseError, UsageError
+from dse.outputs import check_output_dir
 from dse.specs import Catalog
 
 
 def export_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--design", help="a system or design TOML file (its schedule and workload "
+    g.add_argument("--design", action=Once,
+                   help="a system or design TOML file (its schedule and workload "
                    "are the defaults)")
-    g.add_argument("--system", help="a named system, e.g. paper-config1-u280 (schedule "
+    g.add_argument("--system", action=Once,
+                   help="a named system, e.g. paper-config1-u280 (schedule "
                    "heteroreason, workload math500 unless given)")
-    g.add_argument("--study", help="an optimisation study: its best feasible trial's design")
+    g.add_argument("--study", action=Once,
+                   help="an optimisation study: its best feasible trial's design")
     p.add_argument("--storage", help="study storage URL (with --study)")
     p.add_argument("--trial", type=nonneg_int, help="export this trial number instead of the "
                    "best (with --study)")
-    p.add_argument("--scenario", help="workload name or TOML file (default: the design's; "
+    p.add_argument("--scenario", action=Once,
+                   help="workload name or TOML file (default: the design's; "
                    "math500 for --system)")
-    p.add_argument("--schedule", help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
+    p.add_argument("--schedule", action=Once,
+                   help="rsd, brsd, brsd_stepahead or heteroreason (default: the "
                    "design's, else heteroreason)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob, e.g. fpga.clock_mhz=200; repeatable")
-    p.add_argument("--out", required=True, metavar="DIR", help="bundle directory to write")
+    p.add_argument("--out", action=Once, required=True, metavar="DIR",
+                   help="bundle directory to write")
     p.add_argument("--force", action="store_true",
                    help="replace DIR if it holds a previous bundle")
 
@@ -55,12 +62,14 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.design_files import parse_set
     from dse.exporters import render_bundle, write_bundle
+    from dse.exporters.bundle import MANIFEST
     from dse.resolve import resolve_design
 
     refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
                                                   if a.scenario and a.scenario.endswith(".toml")
                                                   else None}, catalogs=a.catalog,
                               dir_outputs=("--out",))
+    check_output_dir("--out", a.out, force=a.force, whole_marker=MANIFEST)
     df = _export_design_file(a, cat)
     sys_over, flags = parse_set(a.set)
     wl_name = a.scenario or df.workload or ("math500" if a.system is not None else None)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from dse.cli.common import refuse_overwriting_inputs, table, write_file
+from dse.outputs import check_output_file
 from dse.specs import Catalog
 
 
@@ -20,14 +21,9 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
-    if a.markdown or a.html:  # a bad path is refused before minutes of computing
-        from pathlib import Path
-
-        for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
-            if path and not Path(path).resolve().parent.is_dir():
-                from dse.errors import UsageError
-
-                raise UsageError(f"{flag}: {path}: its directory does not exist")
+    for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
+        if path:  # a bad path is refused before minutes of computing
+            check_output_file(flag, path)
     rs = coverage.paper_rows(cat)
     dev = calibrate.validation_rows(cat)
     summ: dict[str, Any] = dict(reproduce.summary(rs))

@@ -63,11 +63,19 @@ def _search_args(p: argparse.ArgumentParser) -> None:
                    "projection-only board)")
 
 
-def _search_setup(a: argparse.Namespace, cat: Catalog) -> tuple[Any, list[str], Any]:
+SEARCH_FILES = ("best.toml", "pareto.csv", "pareto.html")  # what --out receives
+
+
+def _search_setup(a: argparse.Namespace, cat: Catalog, *, names: tuple[str, ...] = SEARCH_FILES
+                  ) -> tuple[Any, list[str], Any]:
+    """The space, objectives and constraints; every output checked before any computing."""
+    from dse.outputs import check_output_dir
     from dse.search import Constraints, load_space
 
     refuse_overwriting_inputs({"--out": a.out}, {"--space": a.space}, catalogs=a.catalog,
                               dir_outputs=("--out",))
+    if a.out:
+        check_output_dir("--out", a.out, force=a.force, names=names)
     space = load_space(cat, a.space)
     objectives = check_objectives(a.objective or ["j_per_token"])
     return space, objectives, Constraints(**{k: getattr(a, k) for k in CONSTRAINT_TABLE})
@@ -234,11 +242,13 @@ def optimize_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.outputs import check_storage
     from dse.search import DEFAULT_STORAGE, load_study, optimize
     from dse.search.files import csv_text, trials_rows
 
-    space, objectives, cons = _search_setup(a, cat)
-    url = a.storage or DEFAULT_STORAGE
+    url = a.storage if a.storage is not None else DEFAULT_STORAGE
+    check_storage("--storage", url)
+    space, objectives, cons = _search_setup(a, cat, names=(*SEARCH_FILES, "trials.csv"))
     if not a.json:
         where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
             "sqlite:///") else ""

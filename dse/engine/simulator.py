@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dse.errors import SpecError, UsageError
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS
+from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS, MAX_TRACE_FILE_BYTES
 from dse.roles import busy_field, crit_field, dyn_field
 from dse.schedules import (
     ACCEPT,
@@ -252,7 +252,8 @@ def read_jsonl(path: str | Path) -> Trace:
     by the catalog's checker; a problem is one line naming the file, the line and the key."""
     p = str(path)
     by_problem: dict[int, list[dict[str, Any]]] = {}
-    for i, line in enumerate(read_text(Path(path)).splitlines(), 1):
+    for i, line in enumerate(read_text(Path(path), max_bytes=MAX_TRACE_FILE_BYTES)
+                             .splitlines(), 1):
         if not line.strip():
             continue
         where = f"{p}:{i}"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.atomic import write_new
+from dse.atomic import write_files
 from dse.errors import DseError
 from dse.search.candidates import Candidate
 from dse.search.objectives import METRICS, OBJECTIVES
@@ -97,8 +97,8 @@ def pareto_html(objectives: Sequence[str], front: Sequence[Candidate],
 
 
 def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]:
-    """Write files into directory `out` (created if missing), each atomically
-    (dse.atomic.write_new); refuse to replace any existing file unless force, before writing
+    """Write files into directory `out` (created if missing), atomically as a set
+    (dse.atomic.write_files); refuse to replace any existing file unless force, before writing
     any."""
     d = Path(out)
     if d.exists() and not d.is_dir():
@@ -107,5 +107,6 @@ def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]
     if clash and not force:
         raise DseError(f"--out {d}: {', '.join(sorted(clash))} already there; use --force to "
                        "replace them, or another directory")
-    d.mkdir(parents=True, exist_ok=True)
-    return [write_new(d / name, text.encode("utf-8"), force=force) for name, text in files.items()]
+    # as one set (dse.atomic.write_files): an interruption leaves all of them or none
+    return write_files(d, {name: text.encode("utf-8") for name, text in files.items()},
+                       force=force)

@@ -13,7 +13,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from dse.arguments import path as check_path
 from dse.errors import SpecError, UnknownNameError
+from dse.specs.files import toml_files
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
 from dse.specs.model import ModelSpec, model_from_hf_config
 from dse.specs.schema import SCHEMAS, Spec, build_spec, read_toml
@@ -39,7 +41,7 @@ class Board(Protocol):
 
 def load_spec(path: str | Path) -> Spec:
     """Load one catalog TOML file."""
-    p = Path(path)
+    p = check_path("path", path)  # a public function (dse.load_spec)
     return build_spec(p, read_toml(p), stem=p.stem)
 
 
@@ -67,9 +69,7 @@ class Catalog:
             dirs.append(p)
         by_kind: dict[str, dict[str, Spec]] = {k: {} for k in SCHEMAS}
         for d in dirs:
-            for f in sorted(d.rglob("*.toml")):
-                if SPACES_DIR in f.relative_to(d).parts:  # spaces: dse.search.space reads them
-                    continue
+            for f in toml_files(d, skip=SPACES_DIR):  # spaces: dse.search.space reads them
                 spec = load_spec(f)
                 kind = _kind_of(spec)
                 if spec.name in by_kind[kind]:

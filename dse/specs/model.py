@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dse.arguments import path as check_path
 from dse.errors import SpecError
 from dse.roles import DEVICE_ROLES
 from dse.specs.schema import (
@@ -167,7 +168,7 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config.json (model_type llama / qwen2 / qwen3 /
     mistral / gpt2 / opt); the values go through the catalog's checker, so a bad one is one
     line naming the key."""
-    p = Path(path)
+    p = check_path("path", path)  # a public function (dse.model_from_hf_config)
     cfg = parse_json(read_text(p), p, values=False)
     if not isinstance(cfg, dict):
         raise SpecError(p, "", "expected a JSON object")

@@ -28,6 +28,7 @@ from typing import Any
 
 from dse.errors import SpecError
 from dse.limits import MAX_INT  # the largest integer any input may hold (2**53)
+from dse.specs.files import read_text  # the one reader of input files (re-exported)
 
 SCHEMA_VERSION = 1
 
@@ -433,16 +434,6 @@ def parse_toml(text: str, where: object) -> dict[str, Any]:
         raise SpecError(where, "", f"nested deeper than {MAX_DEPTH} levels") from None
     check_depth(where, data)
     return data
-
-
-def read_text(path: Path) -> str:
-    """A UTF-8 text file; unreadable or non-UTF-8 is one SpecError line."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(path, "", "not UTF-8 text") from None
-    except OSError as e:
-        raise SpecError(path, "", f"cannot read: {e.strerror or e}") from None
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -1,0 +1,173 @@
+"""Output paths checked before any computing: a file, a directory or a SQLite study database
+that a command (or `dse.export`, `dse.optimize`) will write is refused in one line, naming the
+flag or argument, when it cannot be written: a directory where a file is needed (or the other
+way round), a path under a regular file, a device or a FIFO, a directory that does not exist or
+that this process cannot create files in, files already there without force. dse.atomic does
+the writing itself (and checks again: the file system may change in between).
+
+Writability is probed, not guessed from permission bits: a temporary file is created
+exclusively in the directory and removed at once (root ignores the bits, while a read-only
+mount or a kernel file system refuses even root).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from dse.errors import UsageError
+
+
+def _fail(flag: str, path: object, why: str) -> UsageError:
+    return UsageError(f"{flag} {path}: {why}")
+
+
+def _nearest_existing(p: Path) -> Path:
+    """p, or its nearest ancestor that exists (lexists: a dangling link counts)."""
+    while not os.path.lexists(p) and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _probe_writable(flag: str, shown: object, d: Path) -> None:
+    """Create and remove a file in directory d, or refuse in one line."""
+    probe = d / f".dse-probe.{secrets.token_hex(6)}.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise _fail(flag, shown, f"cannot create files in {d} ({why})") from None
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+
+
+def _directory_for(flag: str, shown: object, d: Path, *, create: bool) -> None:
+    """Directory d will hold the output: it exists and is a writable directory, or (create) its
+    nearest existing ancestor is one (the missing levels are then created)."""
+    base = _nearest_existing(d)
+    if base != d and not create:
+        raise _fail(flag, shown, f"no such directory {d}")
+    try:
+        st = os.stat(base)
+    except OSError as e:  # a dangling link, a loop
+        raise _fail(flag, shown, f"cannot use {base} ({os.strerror(e.errno or errno.EIO)})"
+                    ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise _fail(flag, shown, f"{base} is a file, not a directory")
+    _probe_writable(flag, shown, base)
+
+
+def _target(flag: str, path: str | os.PathLike[str]) -> Path:
+    """The absolute path (a symlink's target; a dangling link is refused, as dse.atomic)."""
+    text = os.fspath(path)
+    if not text or "\0" in text:
+        raise _fail(flag, repr(text), "not a usable path")
+    p = Path(os.path.abspath(text))
+    if p.is_symlink():
+        real = Path(os.path.realpath(p))
+        if not os.path.lexists(real):
+            raise _fail(flag, text, f"a symlink to {real}, which does not exist")
+        return real
+    return p
+
+
+def check_output_file(flag: str, path: str | os.PathLike[str]) -> Path:
+    """A file the command will write (replacing a regular file there): its directory exists
+    and takes new files; the path itself is no directory, device or FIFO."""
+    p = _target(flag, path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:  # a regular file on the way: say which
+        st = None
+    except OSError as e:
+        raise _fail(flag, path, f"cannot use it ({os.strerror(e.errno or errno.EIO)})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise _fail(flag, path, "is a directory; give a file name")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise _fail(flag, path, "is not a regular file (a device, FIFO or socket); give a "
+                    "file name")
+    _directory_for(flag, path, p.parent, create=False)
+    return p
+
+
+def check_output_dir(flag: str, path: str | os.PathLike[str], *, force: bool,
+                     names: Sequence[str] = (), whole_marker: str | None = None) -> Path:
+    """A directory the command will write (created with its parents where missing).
+
+    names: the files written into it, each refused when already there unless force;
+    whole_marker: the directory is replaced whole (a bundle): a non-empty one needs force and
+    must hold this marker file (a previous bundle), else it is never replaced."""
+    p = _target(flag, path)
+    if not os.path.lexists(p):
+        _directory_for(flag, path, p.parent, create=True)
+        return p
+    if not p.is_dir():
+        raise _fail(flag, path, "exists and is not a directory")
+    if whole_marker is not None:
+        try:
+            nonempty = any(p.iterdir())
+        except OSError as e:
+            raise _fail(flag, path, f"cannot list it ({os.strerror(e.errno or errno.EIO)})"
+                        ) from None
+        if nonempty and not force:
+            raise _fail(flag, path, "directory is not empty (--force replaces a previous "
+                        "bundle)")
+        if nonempty and not (p / whole_marker).is_file():
+            raise _fail(flag, path, f"not empty and holds no {whole_marker}, so it is not a "
+                        "previous bundle; refusing to replace it even when forced")
+        _directory_for(flag, path, p.parent, create=False)  # the bundle is renamed in beside
+        return p
+    clash = sorted(n for n in names if os.path.lexists(p / n))
+    if clash and not force:
+        raise _fail(flag, path, f"{', '.join(clash)} already there; use --force to replace "
+                    "them, or another directory")
+    for n in clash:
+        if (p / n).is_dir():
+            raise _fail(flag, path, f"{n} there is a directory")
+    _directory_for(flag, path, p, create=False)
+    return p
+
+
+def sqlite_file(url: str) -> str | None:
+    """The database file of a sqlite:/// URL; None for another database or an in-memory one."""
+    if not url.startswith("sqlite"):
+        return None
+    _, _, rest = url.partition(":///")
+    return None if rest in ("", ":memory:") else rest
+
+
+def _open_for_writing(p: Path) -> None:
+    """Open p for reading and writing and close it again (changes nothing)."""
+    os.close(os.open(p, os.O_RDWR))
+
+
+def check_storage(flag: str, url: str) -> None:
+    """A study storage that will be written: an empty URL is refused; a SQLite file must be a
+    regular file this process can open for writing (a read-only database is refused here, not
+    after the first trial), in a directory that takes new files (SQLite's journal)."""
+    if not url.strip():
+        raise UsageError(f"{flag}: an empty URL; give sqlite:///FILE or a database URL")
+    path = sqlite_file(url)
+    if path is None:
+        return
+    p = Path(os.path.abspath(path))
+    if os.path.lexists(p):
+        if p.is_dir():
+            raise _fail(flag, url, f"{p} is a directory, not a database file")
+        if not p.is_file():
+            raise _fail(flag, url, f"{p} is not a regular file")
+        try:
+            _open_for_writing(p)
+        except OSError as e:
+            raise _fail(flag, url, f"{p} cannot be written "
+                        f"({os.strerror(e.errno or errno.EIO)}); a read-only database cannot "
+                        "record trials") from None
+    _directory_for(flag, url, p.parent, create=False)

@@ -1,0 +1,184 @@
+"""Stopping and hostile streams: Ctrl-C (SIGINT) and SIGTERM end a running command with one
+line and exit 130 / 143, no traceback; multi-file outputs appear whole or not at all
+(dse.atomic.write_files); a closed or full stdout, a path that is not UTF-8 and a read-only
+study database are each one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import dse
+from dse.atomic import write_files
+from dse.cli import main
+from tests.fuzzing import ROOT
+
+DSE = [sys.executable, "-m", "dse.cli"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+
+
+# commands that run for minutes: a signal always finds them computing
+LONG = {
+    "reproduce": ["reproduce", "--json"],
+    "optimize": ["optimize", "--trials", "100000", "--json", "--storage", "STORAGE"],
+}
+
+
+@pytest.mark.parametrize("command", list(LONG))
+@pytest.mark.parametrize(("sig", "code", "words"), [
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+    ids=["SIGINT", "SIGTERM"])
+def test_a_signal_ends_a_running_command_in_one_line(command: str, sig: int, code: int,
+                                                     words: str, tmp_path: Path) -> None:
+    argv = [a.replace("STORAGE", f"sqlite:///{tmp_path / 's.db'}") for a in LONG[command]]
+    p = subprocess.Popen([*DSE, *argv], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # imports done, computing
+    assert p.poll() is None, "finished before the signal"
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == code, (p.returncode, err[-500:])
+    assert err == f"dse {command}: {words}; nothing more was written\n", err[-500:]
+    assert out == ""
+    assert not [f for f in tmp_path.iterdir() if f.name.startswith(".")]  # no temporaries
+
+
+def test_debug_keeps_the_traceback(tmp_path: Path) -> None:
+    p = subprocess.Popen([*DSE, "reproduce", "--json", "--debug"], cwd=tmp_path, env=_env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert "Traceback" in err and "Terminated" in err and p.returncode != 0
+
+
+def _files() -> dict[str, bytes]:
+    return {"best.toml": b"new best\n", "pareto.csv": b"new csv\n", "pareto.html": b"new\n"}
+
+
+def test_write_files_interrupted_while_writing_leaves_the_old_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in _files():
+        (out / name).write_text("old\n", encoding="utf-8")
+    calls = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(KeyboardInterrupt):
+        write_files(out, _files(), force=True)
+    assert sorted(p.name for p in out.iterdir()) == sorted(_files())  # no temporaries
+    assert all((out / n).read_text(encoding="utf-8") == "old\n" for n in _files())
+    monkeypatch.setattr(os, "fsync", real)
+    new = tmp_path / "new"
+    monkeypatch.setattr(os, "fsync", fsync)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        write_files(new, _files(), force=False)
+    assert list(new.iterdir()) == []
+
+
+def test_a_signal_during_the_renames_waits_until_all_are_in_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C arriving while the set is renamed into place is held back until the last one."""
+    real = os.replace
+    seen = []
+
+    def replace(a: object, b: object) -> None:
+        if not seen:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered only when the mask is lifted
+        seen.append(b)
+        real(a, b)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        write_files(tmp_path / "out", _files(), force=True)
+    assert len(seen) == 3
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == _files()
+
+
+def test_write_files_refuses_existing_before_writing(tmp_path: Path) -> None:
+    (tmp_path / "pareto.csv").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(dse.DseError, match=r"pareto\.csv already there"):
+        write_files(tmp_path, _files(), force=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pareto.csv"]
+
+
+def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=_env(), capture_output=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize(("redirect", "code", "words"), [
+    (">&-", 2, b"standard output is closed"),
+    (">/dev/full", 1, b"cannot write the output to standard output: No space left on device"),
+])
+def test_closed_or_full_stdout_is_one_line(redirect: str, code: int, words: bytes,
+                                           tmp_path: Path) -> None:
+    dse_cmd = " ".join(DSE)
+    for argv in ("catalog boards", "catalog boards --json",
+                 "evaluate --system paper-config1-u280 --scenario gsm8k --schedule rsd"):
+        r = _bash(f"{dse_cmd} {argv} {redirect}", tmp_path)
+        assert r.returncode == code, r.stderr
+        assert r.stderr.count(b"\n") == 1 and words in r.stderr, r.stderr
+
+
+def test_a_path_that_is_not_utf8(tmp_path: Path) -> None:
+    """A file name of arbitrary bytes: read, written and printed back as those bytes; a
+    missing one is one line."""
+    src = (ROOT / "scenarios" / "systems" / "paper-config1-u280.toml").read_bytes()
+    name = b"design-\xff\xfe.toml"
+    with open(os.path.join(os.fsencode(tmp_path), name), "wb") as f:
+        f.write(src)
+    out = os.path.join(os.fsencode(tmp_path), b"bundle-\xff")
+    r = subprocess.run([*map(os.fsencode, DSE), b"export", b"--design", name, b"--scenario",
+                        b"gsm8k", b"--out", out], cwd=tmp_path, env=_env(),
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out in r.stdout and b"Traceback" not in r.stderr
+    assert os.path.isfile(os.path.join(out, b"manifest.json"))
+    r = subprocess.run([*map(os.fsencode, DSE), b"evaluate", b"--design", b"none-\xff.toml",
+                        b"--scenario", b"gsm8k"], cwd=tmp_path, env=_env(),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 3 and r.stderr.count(b"\n") == 1 and b"cannot read" in r.stderr
+
+
+def test_a_read_only_study_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before the search (root ignores the mode bits: then the refusal of the open is
+    injected)."""
+    import dse.outputs
+
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    assert main(["optimize", "--trials", "2", "--storage", url, "--json"]) == 0
+    capsys.readouterr()
+    before = db.read_bytes()
+    db.chmod(0o444)
+    if os.access(db, os.W_OK):
+        def refuse(_p: Path) -> None:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(dse.outputs, "_open_for_writing", refuse)
+    assert main(["optimize", "--trials", "4", "--storage", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a read-only database cannot record trials" in err, err
+    assert db.read_bytes() == before
+    with pytest.raises(dse.DseError, match="read-only database"):
+        dse.optimize(trials=4, storage=url)

@@ -1,0 +1,194 @@
+"""Every output path of every command is checked before any computing (dse/outputs.py): a file
+where a directory is needed (or the other way round), a path under a regular file, a directory
+this process cannot create files in, a missing directory, a device, files already there without
+--force, a read-only or misplaced study database. Each is one stderr line naming the flag, a
+non-zero exit, and the compute function behind the command is never called (it is replaced by
+one that fails the test)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dse.cli import main
+
+
+class Computed(Exception):
+    """The command started computing although its output path is unusable."""
+
+
+def unwritable_dir(tmp_path: Path) -> Path:
+    """A directory in which this process cannot create files: a mode-0555 one, or (as root,
+    which ignores the bits) a kernel file system that refuses even root."""
+    d = tmp_path / "read-only"
+    d.mkdir()
+    d.chmod(0o555)
+    for c in (d, Path("/sys"), Path("/proc")):
+        probe = c / ".dse-test-probe"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return c
+        probe.unlink()
+    pytest.skip("no directory here refuses new files")
+
+
+def _file(tmp_path: Path) -> Path:
+    f = tmp_path / "a-file"
+    f.write_text("x\n", encoding="utf-8")
+    return f
+
+
+# each: (name, a function of tmp_path giving the unusable path, words the error line holds)
+FILE_OUTPUTS: list[tuple[str, Callable[[Path], Path], str]] = [
+    ("a directory", lambda t: t, "is a directory"),
+    ("under a regular file", lambda t: _file(t) / "out.json", "is a file, not a directory"),
+    ("a missing directory", lambda t: t / "none" / "out.json", "no such directory"),
+    ("an unwritable directory", lambda t: unwritable_dir(t) / "out.json",
+     "cannot create files in"),
+    ("a device", lambda t: Path("/dev/null"), "is not a regular file"),
+]
+DIR_OUTPUTS: list[tuple[str, Callable[[Path], Path], str]] = [
+    ("a regular file", _file, "exists and is not a directory"),
+    ("under a regular file", lambda t: _file(t) / "out", "is a file, not a directory"),
+    ("an unwritable directory", lambda t: unwritable_dir(t) / "out", "cannot create files in"),
+]
+
+SYS = ["--system", "paper-config1-u280", "--scenario", "gsm8k"]
+
+
+def _compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dse.coverage
+    import dse.exporters
+    import dse.resolve
+    import dse.search
+
+    def computed(*_: object, **__: object) -> None:
+        raise Computed
+
+    targets = ((dse.search, "sweep"), (dse.search, "optimize"), (dse.resolve, "simulate"),
+               (dse.exporters, "render_bundle"), (dse.coverage, "paper_rows"))
+    for mod, name in targets:  # load lazy names first: a module imported while patched
+        getattr(mod, name)     # would keep the patched function
+    for mod, name in targets:
+        monkeypatch.setattr(mod, name, computed)
+
+
+def _refused_fast(argv: list[str], flag: str, words: str, capsys: pytest.CaptureFixture[str],
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _compute(monkeypatch)
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, (rc, err)
+    assert err.count("\n") == 1 and err.startswith(f"dse {argv[0]}: error: {flag}"), err
+    assert words in err, err
+
+
+FILE_COMMANDS = [
+    (["simulate", *SYS, "--problems", "10"], "--trace-out"),
+    (["simulate", *SYS, "--problems", "10"], "--timeline-out"),
+    (["reproduce"], "--markdown"),
+    (["reproduce"], "--html"),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag"), FILE_COMMANDS, ids=[f for _, f in FILE_COMMANDS])
+@pytest.mark.parametrize(("case", "where", "words"), FILE_OUTPUTS,
+                         ids=[c for c, _, _ in FILE_OUTPUTS])
+def test_file_outputs(argv: list[str], flag: str, case: str, where: Callable[[Path], Path],
+                      words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _refused_fast([*argv, flag, str(where(tmp_path))], flag, words, capsys, monkeypatch)
+
+
+DIR_COMMANDS = [
+    (["sweep"], "--out"),
+    (["optimize", "--trials", "2", "--storage", "STORAGE"], "--out"),
+    (["export", "--system", "paper-config1-u280"], "--out"),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag"), DIR_COMMANDS, ids=[a[0] for a, _ in DIR_COMMANDS])
+@pytest.mark.parametrize(("case", "where", "words"), DIR_OUTPUTS,
+                         ids=[c for c, _, _ in DIR_OUTPUTS])
+def test_directory_outputs(argv: list[str], flag: str, case: str,
+                           where: Callable[[Path], Path], words: str, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str],
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = [a.replace("STORAGE", f"sqlite:///{tmp_path / 's.db'}") for a in argv]
+    _refused_fast([*argv, flag, str(where(tmp_path))], flag, words, capsys, monkeypatch)
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("command", ["sweep", "optimize"])
+def test_search_files_already_there_need_force_before_the_search(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "pareto.csv").write_text("mine\n", encoding="utf-8")
+    extra = ["--trials", "2", "--storage", f"sqlite:///{tmp_path / 's.db'}"] * (
+        command == "optimize")
+    _refused_fast([command, *extra, "--out", str(out)], "--out", "pareto.csv already there",
+                  capsys, monkeypatch)
+    assert (out / "pareto.csv").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_export_into_a_directory_that_is_no_bundle(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep\n", encoding="utf-8")
+    argv = ["export", "--system", "paper-config1-u280", "--out", str(out)]
+    _refused_fast(argv, "--out", "is not empty", capsys, monkeypatch)
+    _refused_fast([*argv, "--force"], "--out", "holds no manifest.json", capsys, monkeypatch)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+STORAGES: list[tuple[str, Callable[[Path], str], str]] = [
+    ("a directory", lambda t: f"sqlite:///{t}", "is a directory, not a database file"),
+    ("under a regular file", lambda t: f"sqlite:///{_file(t) / 's.db'}",
+     "is a file, not a directory"),
+    ("a missing directory", lambda t: f"sqlite:///{t / 'none' / 's.db'}", "no such directory"),
+    ("an unwritable directory", lambda t: f"sqlite:///{unwritable_dir(t) / 's.db'}",
+     "cannot create files in"),
+    ("a device", lambda t: "sqlite:////dev/null", "is not a regular file"),
+    ("empty", lambda t: "", "an empty URL"),
+]
+
+
+@pytest.mark.parametrize(("case", "url", "words"), STORAGES, ids=[c for c, _, _ in STORAGES])
+def test_optimize_storage(case: str, url: Callable[[Path], str], words: str, tmp_path: Path,
+                          capsys: pytest.CaptureFixture[str],
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _refused_fast(["optimize", "--trials", "2", "--storage", url(tmp_path)], "--storage", words,
+                  capsys, monkeypatch)
+
+
+def test_optimize_default_storage_in_an_unwritable_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(unwritable_dir(tmp_path))
+    _refused_fast(["optimize", "--trials", "2"], "--storage", "cannot create files in", capsys,
+                  monkeypatch)
+
+
+def test_a_usable_path_still_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checks refuse only what cannot be written: a new file in a new name, a symlink to a
+    regular file, and files replaced (no --force needed for single files) all work."""
+    out = tmp_path / "t.jsonl"
+    link = tmp_path / "link.json"
+    target = tmp_path / "target.json"
+    target.write_text("old\n", encoding="utf-8")
+    link.symlink_to(target)
+    argv = ["simulate", *SYS, "--problems", "10", "--trace-out", str(out), "--timeline-out",
+            str(link)]
+    assert main(argv) == 0
+    assert main(argv) == 0  # replaced
+    assert out.stat().st_size > 0 and link.is_symlink() and "intervals" in target.read_text(
+        encoding="utf-8")
+    capsys.readouterr()
