@@ -76,11 +76,23 @@ def _log_range(half_width: float) -> tuple[float, float]:
 
 
 @cache
-def _model_params(name: str) -> int | None:
-    from dse.specs import Catalog
+def _shipped_model_params() -> dict[str, int]:
+    """Parameters of every shipped model by name (the residual rows name shipped models), read
+    once per process: the model files only, not the whole catalog."""
+    from dse.specs.catalog import default_catalog_dirs, load_spec
+    from dse.specs.model import ModelSpec
 
-    cat = Catalog.load()
-    return shape.total_params(cat.model(name)) if name in cat.names("model") else None
+    out: dict[str, int] = {}
+    for d in (d for d in default_catalog_dirs() if d.name == "models"):
+        for f in sorted(d.rglob("*.toml")):
+            spec = load_spec(f)
+            if isinstance(spec, ModelSpec):
+                out[spec.name] = shape.total_params(spec)
+    return out
+
+
+def _model_params(name: str) -> int | None:
+    return _shipped_model_params().get(name)
 
 
 def _declared(quantity: str, **what: str) -> ev.Declared | None:
