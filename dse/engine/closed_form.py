@@ -72,7 +72,7 @@ def _grid(*axes: tuple[F64, F64]) -> tuple[list[F64], F64]:
     for i, (v, wt) in enumerate(axes):
         shape = [1] * n
         shape[i] = len(v)
-        vals.append(v.reshape(shape + [1, 1]))
+        vals.append(v.reshape([*shape, 1, 1]))
         w = w * wt.reshape(shape)
     return vals, w
 

@@ -21,7 +21,15 @@ from dse.engine.report import Report
 from dse.scenario import WorkloadSpec
 from dse.uncertainty import INTERVAL_METRICS, evaluate_at
 from dse.uncertainty.factors import Factor, design_factors
-from dse.uncertainty.propagate import F64, EvaluateAt, combine, evaluate_all, moves, points, shift_scale
+from dse.uncertainty.propagate import (
+    F64,
+    EvaluateAt,
+    combine,
+    evaluate_all,
+    moves,
+    points,
+    shift_scale,
+)
 
 
 def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: WorkloadSpec,
