@@ -107,9 +107,11 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
-# designs per batched closed form: the grid arrays of a few designs stay in cache; more do not
-# run faster (benchmarks/bench_engine.py)
+# designs per batched closed form: the grid arrays of a few designs stay in cache, more run no
+# faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the most that pays
+# (benchmarks/bench_engine.py: 4 designs run about twice as fast per design as 1 without it)
 BATCH = 4
+BATCH_STEP_AHEAD = 2
 
 
 def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
@@ -187,8 +189,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
-        for lo in range(0, len(batched), BATCH):
-            idx = batched[lo:lo + BATCH]
+        size = BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
+        for lo in range(0, len(batched), size):
+            idx = batched[lo:lo + size]
             vals = [points[i] for i in idx]
             rs = evaluate_batch(scale_design_batch(d, vals), [scale_design(d, v) for v in vals],
                                 w)
