@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from dse.cli.common import refuse_overwriting_inputs, table, write_file
@@ -20,15 +21,31 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
-    if a.markdown or a.html:  # a bad path is refused before minutes of computing
+    if a.markdown or a.html:  # a bad path is refused before half a minute of computing
+        import os
         from pathlib import Path
 
-        for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
-            if path and not Path(path).resolve().parent.is_dir():
-                from dse.errors import UsageError
+        from dse.errors import UsageError
 
+        for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
+            if not path:
+                continue
+            p = Path(path).resolve()
+            if not p.parent.is_dir():
                 raise UsageError(f"{flag}: {path}: its directory does not exist")
-    rs = coverage.paper_rows(cat)
+            if p.is_dir():
+                raise UsageError(f"{flag}: {path}: is a directory; give a file name")
+            if not os.access(p.parent, os.W_OK):
+                raise UsageError(f"{flag}: {path}: its directory is not writable")
+    show = sys.stderr.isatty() and not a.json
+
+    def progress(f: float) -> None:
+        if show:
+            print(f"\rreproduce: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    rs = coverage.paper_rows(cat, progress=progress)
+    if show:
+        print(file=sys.stderr)
     dev = calibrate.validation_rows(cat)
     summ: dict[str, Any] = dict(reproduce.summary(rs))
     summ["coverage"] = {"paper_rows": coverage.paper_coverage(rs).to_dict(),
