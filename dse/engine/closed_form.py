@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -89,23 +90,29 @@ class _Weights:
         self.w, self.lead, self.n = w, lead, w.ndim
         self._reduced: dict[tuple[bool, ...], F64] = {}
 
+    def _mean(self, v: Any) -> F64:
+        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes."""
+        v = np.asarray(v, dtype=float)
+        shape = (1,) * (self.n + 2 - v.ndim) + v.shape
+        grid = shape[:self.n]
+        wv = self._reduced.get(grid)
+        if wv is None:
+            red = tuple(a for a in range(self.n) if grid[a] == 1)
+            wv = (self.w.sum(axis=red) if red else self.w).reshape(-1)
+            self._reduced[grid] = wv
+        inner = shape[self.n:]
+        return (wv @ v.reshape(-1, inner[0] * inner[1])).reshape(inner)
+
     def mean(self, v: Any) -> F64:
         """E[v] over the quadrature axes -> [batch, t]."""
-        v = np.asarray(v, dtype=float)
-        v = v.reshape((1,) * (self.n + 2 - v.ndim) + v.shape)
-        keep = tuple(v.shape[a] != 1 for a in range(self.n))
-        wv = self._reduced.get(keep)
-        if wv is None:
-            red = tuple(a for a in range(self.n) if not keep[a])
-            wv = (self.w.sum(axis=red) if red else self.w).reshape(-1)
-            self._reduced[keep] = wv
-        inner = v.shape[self.n:]
-        e = wv @ v.reshape(-1, inner[0] * inner[1])
-        return np.broadcast_to(e.reshape(inner), self.lead)
+        return np.broadcast_to(self._mean(v), self.lead)
 
     def expect(self, at: Attempt) -> F64:
         """Expectations of the summed fields -> [fields, batch, t]."""
-        return np.stack([self.mean(getattr(at, f)) for f in SUMMED_FIELDS])
+        out = np.empty((len(SUMMED_FIELDS), *self.lead))
+        for i, f in enumerate(SUMMED_FIELDS):
+            out[i] = self._mean(getattr(at, f))
+        return out
 
 
 def closed_form_caveats(r: Report) -> list[str]:
@@ -346,6 +353,22 @@ class _Mass:
 
 def _masses(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
             max_bt: int, win: int, n_pos: int) -> _Mass:
+    """`_propagate`, remembered for the last designs' inputs: a pure function of the outcome
+    probabilities, the steps distribution and the backtracking budget, which a design's
+    perturbed timings (its intervals) and its schedules with the same flags share."""
+    return _masses_of(np.asarray(s_vals, dtype=np.int64).tobytes(),
+                      np.asarray(s_p, dtype=float).tobytes(), pa, pf, bt_on, max_bt, win, n_pos)
+
+
+@lru_cache(maxsize=64)
+def _masses_of(s_vals: bytes, s_p: bytes, pa: float, pf: float, bt_on: bool, max_bt: int,
+               win: int, n_pos: int) -> _Mass:
+    return _propagate(np.frombuffer(s_vals, dtype=np.int64), np.frombuffer(s_p), pa, pf, bt_on,
+                      max_bt, win, n_pos)
+
+
+def _propagate(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
+               max_bt: int, win: int, n_pos: int) -> _Mass:
     """Forward mass propagation over (S, t, b, prev).
 
     Per backtrack level b: the mass alive at position t (t < S) moves to t + 1 unless it
