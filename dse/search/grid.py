@@ -345,10 +345,21 @@ class Evaluator:
         from dse.uncertainty import intervals, scale_design
 
         def at(values: Mapping[str, float]) -> dict[str, F64]:
+            if set(metrics) <= {"accuracy"}:  # the models and knobs alone: no timing
+                return {"accuracy": self.accuracy(hw, values)}
             return self.metrics(hw, scale_design(d, values), values)
 
         return intervals(self.factors(d), {**central, "p_accept": self.p_accept(hw)}, at,
                          metrics)
+
+    def accuracy(self, hw: Hardware, values: Mapping[str, float]) -> F64:
+        """The accuracy over the grid [F, A, K] at the factor values (the space's workloads'
+        weighted mean, as `metrics` forms it): it depends on the models, the knobs and the
+        workload, not on the timings, so a robust accuracy floor costs no timing evaluation."""
+        acc: F64 | float = 0.0
+        for w0, weight in self.workloads:
+            acc = acc + weight * self._pair_at(w0, hw, values).accuracy[None, :, :]
+        return np.broadcast_to(np.asarray(acc, dtype=float), self.grid.shape)
 
     def p_accept(self, hw: Hardware) -> F64:
         """The accept probability over the grid [F, A, K], the space's workloads' weighted

@@ -120,14 +120,16 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     closed form's central report.
 
     moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
-    (about 30 ms each). "mean-value": the sweep's mean-value model (dse.symbolic, about 1 ms),
-    whose relative move of each timing and energy metric is applied to the closed form's
-    value (the two share every timing rule, dse.schedules.rules; for the paper's systems
-    their intervals agree within a few percent of the width, tests/test_uncertainty.py, but
-    where the mean-value model's overlaps differ, e.g. forward-only at a high threshold, an
-    end can differ by a third of the width), the accuracy from the closed form's
-    accuracy-only pass. Power factors alone move only the energy, linearly: they are computed
-    from the central report without another evaluation (`dynamic_energy_by_power_key`).
+    (10-40 ms each; `many` evaluates the points that move only placements' times and powers
+    a few designs per batched call). "mean-value": the sweep's mean-value model
+    (dse.symbolic, about 1 ms), whose relative move of each timing and energy metric is
+    applied to the closed form's value (the two share every timing rule,
+    dse.schedules.rules; for the paper's systems their intervals agree within a few percent
+    of the width, tests/test_uncertainty.py, but where the mean-value model's overlaps
+    differ, e.g. forward-only at a high threshold, an end can differ by a third of the
+    width), the accuracy from the closed form's accuracy-only pass. Power factors alone
+    move only the energy, linearly: they are computed from the central report without
+    another evaluation (`dynamic_energy_by_power_key`).
     central: the design's closed-form report, where the caller has it."""
     from dse.engine.closed_form import accuracy_only
     from dse.engine.evaluate import evaluate, evaluate_batch
@@ -206,8 +208,9 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
            at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
     factors, around the closed form's value, each factor's moves by the closed form (about
-    20 evaluations, 0.5-1 s) or, with moves="mean-value", by the sweep's mean-value model
-    (about 0.1 s once sympy is loaded; what the search's reported designs use). A simulated
+    12 evaluations, 0.1-0.4 s: what `dse evaluate` and the search's shown designs use) or,
+    with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
+    loaded: the dashboard's What-if headline). A simulated
     report gets the same relative interval around its own central value. at: the design's
     `evaluate_at` where the caller has one (its evaluations are remembered, so a joint
     interval of the same design reuses them); built here otherwise."""

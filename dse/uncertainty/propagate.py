@@ -91,11 +91,10 @@ def moves(f: Factor, f0: F64, at: Mapping[float, F64]) -> tuple[F64, F64, F64]:
     def value(v: float) -> F64:
         return f0 if v == f.central else at[v]
 
-    zero = np.zeros_like(f0)
     mid = f0 if _mirrored(f) else value(median(f))
     a, b = value(f.high) - mid, value(f.low) - mid
-    return (mid - f0, np.maximum.reduce([a, b, zero]),
-            np.maximum.reduce([-a, -b, zero]))
+    return (mid - f0, np.maximum(np.maximum(a, b), 0.0),
+            np.maximum(np.maximum(-a, -b), 0.0))
 
 
 def combine(central: F64 | float, up: Sequence[F64], down: Sequence[F64],
