@@ -9,7 +9,10 @@ then a forward propagation of probability mass over
 - reject, rewrite kept: t -> t + 1;
 - reject, rewrite fails the backtrack threshold, budget left, an anchor j steps back
   (P(j) = p_a (1 - p_a)^(j-1), j <= window): t -> t - j + 2, b -> b + 1.
-Expected metrics are the mass-weighted sums of the attempts' expected costs. The simulator
+Expected metrics are the mass-weighted sums of the attempts' expected costs. The grid is laid
+out [context point, x, z, nt, batch, t], the long axes innermost; the batch axis carries
+designs that differ only in their placements' cost multipliers (`closed_form_batch`: an
+uncertainty factor's ends, which share the probabilities and the mass). The simulator
 (dse.engine.simulator) replays sampled traces through the same `attempt` and is its referee.
 The Report and its assembly are in dse.engine.report; the one entry point, `evaluate`, in
 dse.engine.evaluate.
