@@ -235,8 +235,9 @@ def sweep(space: PathLike | Space | None = None, *,
     percent, max_latency_s per problem, max_power_w average system power; None: the space's
     defaults). Constraints are checked at the pessimistic end of each metric's interval at
     `confidence` in [0.5, 1) (0.9: the end of the 90% interval; 0.5: central values); designs
-    are ranked by central values. The best design is re-evaluated with the closed form
-    (`metrics["closed_form"]`); the reported ones carry `intervals` and `provenance`.
+    are ranked by central values. The designs returned (the best, the front) carry the
+    accurate closed form's metrics with their `intervals` and `provenance`, re-ranked by them
+    (dse.search.shown; the mean-value figures in `metrics["mean_value_diagnostic"]`).
     `by_family`: each family's best (target-only, gpu-speculative, fpga-speculative) beside
     the winner, with its margin and the joint 90% interval of the difference.
     measured_only: only hardware whose every device has a published measurement.

@@ -48,10 +48,11 @@ def test_sweep_chart_zooms_to_the_front_and_labels_axes_with_units(swept):
     assert front["error_x"]["array"] and t["front's 90% band"]["fill"] == "toself"
     lo, hi = lay["xaxis"]["range"]
     assert lo <= min(front["x"]) and hi >= max(front["x"])
-    cloud = t["sampled feasible designs"]["x"]
+    cloud = t["sampled feasible designs (mean-value screen)"]["x"]
     assert lo > min(cloud) or hi < max(cloud)  # the zoom leaves part of the cloud out
     assert lay["xaxis"]["title"]["text"].startswith("energy per token (J/token)")
-    assert "mean-value" in lay["yaxis"]["title"]["text"]
+    # the front's figures are the accurate closed form's: the axes carry no model's name
+    assert "mean-value" not in lay["yaxis"]["title"]["text"]
     at.radio(key="ds_view").set_value("log")
     lay = traces(ok(at.run()))["_layout"]
     assert lay["xaxis"]["type"] == "log" and lay["yaxis"]["type"] == "log"
@@ -74,16 +75,17 @@ def test_table_pick_moves_the_highlight_and_shows_the_closed_form(swept, cat):
     (picked,) = [v for k, v in t.items() if str(k).startswith("picked")]
     assert picked["x"] == [t["front"]["x"][2]]
     assert at.subheader[0].value == "Picked design #2"
-    # the closed form shown is What-if's (common.report of the design's state)
+    # the figures shown are What-if's (common.report of the design's state), to the digit
     cands = at.session_state["ds_result"]["candidates"]
     state = views.state_from_design(cat, cands[2].design)
     from dashboard import common
 
     rep = common.report(common.key(state))
     models = next(d for d in at.dataframe if "model" in d.value.columns).value
-    row = models[models["model"].str.startswith("closed form (What-if)")].iloc[0]
-    assert row["latency per problem"] == vs.fmt_metric("latency_s_per_problem",
-                                                       rep.latency_s_per_problem)
+    row = models[models["model"].str.startswith("accurate closed form")].iloc[0]
+    assert row["latency per problem"].startswith(vs.fmt_metric("latency_s_per_problem",
+                                                               rep.latency_s_per_problem))
+    assert "[" in row["latency per problem"]  # with its 90% interval
 
 
 def test_constraints_downloads_and_pin(swept, cat):

@@ -111,6 +111,40 @@ def test_reproduce_refuses_a_bad_path_before_computing(tmp_path, capsys):
     code = main(["reproduce", "--markdown", str(tmp_path / "no" / "such" / "v.md")])
     err = capsys.readouterr().err
     assert code == 2 and "--markdown" in err and err.count("\n") == 1
+    # a directory where the file should go: refused too, before computing
+    code = main(["reproduce", "--html", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--html" in err and "is a directory" in err
+
+
+def test_reproduce_shows_progress_on_a_terminal(monkeypatch):
+    """On a terminal, dse reproduce reports its progress on stderr (none when piped)."""
+    import io
+
+    from dse.cli import reproduce as cli_reproduce
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    seen: list[float] = []
+
+    def fake_rows(cat, progress=None):  # the slow part, replaced: its progress reports
+        for f in (0.5, 1.0):
+            progress(f)
+            seen.append(f)
+        raise SystemExit(0)
+
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    monkeypatch.setattr("dse.coverage.paper_rows", fake_rows)
+    import argparse
+
+    with pytest.raises(SystemExit):
+        cli_reproduce.run_reproduce(argparse.Namespace(markdown=None, html=None, json=False,
+                                                       catalog=[]), None)  # type: ignore[arg-type]
+    assert seen == [0.5, 1.0] and "reproduce:  50.0%" in err.getvalue()
+    assert "reproduce: 100.0%" in err.getvalue()
 
 
 def test_ratio_of_shared_hardware_is_narrower(cat, cli_run):

@@ -216,7 +216,8 @@ def test_paper_points_and_candidate_rows(cat):
     assert p["ratio"] == pytest.approx(1.1)
     spec = cat.get("system", "paper-config1-u280")
     cand = SimpleNamespace(design=DesignFile(spec, PRESETS["rsd"], "math500"),
-                           metrics={"j_per_token": 2.0, "closed_form": {"x": 1.0}}, toml="")
+                           metrics={"j_per_token": 2.0, "mean_value_diagnostic": {"x": 1.0}},
+                           toml="")
     (r,) = views.candidate_rows([cand])
-    assert r["j_per_token"] == 2.0 and "closed_form" not in r
+    assert r["j_per_token"] == 2.0 and "mean_value_diagnostic" not in r
     assert r["schedule"] == "rsd" and "u280" in r["design"]

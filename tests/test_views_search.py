@@ -67,7 +67,7 @@ def test_result_rows_put_the_objectives_first_with_units_and_intervals(cat):
     c = SimpleNamespace(design=_design(cat, "paper-config1-u280"),
                         metrics={"latency_s_per_problem": 2.0040272979611835,
                                  "j_per_token": 1.505295273907295, "accuracy": 71.7102,
-                                 "closed_form": {"latency_s_per_problem": 2.4}},
+                                 "mean_value_diagnostic": {"latency_s_per_problem": 2.4}},
                         intervals={"j_per_token": [1.330161958323872, 1.8421971478341403]})
     (row,) = vs.result_rows([c], ["j_per_token", "latency"])
     keys = list(row)

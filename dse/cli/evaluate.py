@@ -94,17 +94,23 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import closed_form_caveats
     from dse.engine.report import REPORT_COLUMNS
     from dse.resolve import report
+    from dse.uncertainty import attach, evaluate_at
 
     src = _source(a, cat)
     w = _scenario(a, cat, src)
     designs, skipped = _designs(a, cat, src, a.schedule or None)
     reports, caveats = {}, [f"note: {n}" for n in skipped]
+    last: tuple[Any, Any, Any] | None = None
     for d in designs:
-        rep = report(d, w)
+        rep = report(d, w, intervals=False)
+        at = evaluate_at(d, w, central=rep)  # remembered: the margin's joint interval reuses it
+        rep = attach(rep, d, w, at=at)
+        if d.is_speculative:
+            last = (d, rep, at)
         notes = closed_form_caveats(rep)
         reports[rep.schedule] = rep.to_dict() | {"caveats": notes}
         caveats += [f"note ({rep.schedule}): {c}" for c in notes]
-    alone, vs = _versus_target_alone(cat, designs, w)
+    alone, vs = _versus_target_alone(cat, last, w)
     if alone is not None:
         reports["target alone"] = alone.to_dict() | {"caveats": []}
     base = reports.get("brsd")
@@ -128,20 +134,20 @@ MARGINS = (("latency_s_per_problem", "s/problem"), ("j_per_token", "J/token"),
            ("accuracy", "accuracy pts"))
 
 
-def _versus_target_alone(cat: Catalog, designs: list[Any], w: Any) -> tuple[Any, Any]:
+def _versus_target_alone(cat: Catalog, last: tuple[Any, Any, Any] | None, w: Any
+                         ) -> tuple[Any, Any]:
     """The target alone (the same target placement) and the margin of the last speculative
-    design evaluated against it, with the joint 90% interval of the difference."""
-    from dse.engine.evaluate import evaluate
+    design evaluated (its design, report and `evaluate_at`) against it, with the joint 90%
+    interval of the difference."""
     from dse.resolve import report, target_alone
     from dse.uncertainty.joint import difference_interval
 
-    spec_designs = [d for d in designs if d.is_speculative]
-    if not spec_designs:
+    if last is None:
         return None, None
-    d = spec_designs[-1]
+    d, rd, at = last
     alone = build_design(cat, target_alone(d.system), d.schedule)
-    ra, rd = report(alone, w), evaluate(d, w)
-    iv = difference_interval((d, rd), (alone, ra), w, [m for m, _ in MARGINS])
+    ra = report(alone, w)
+    iv = difference_interval((d, rd), (alone, ra), w, [m for m, _ in MARGINS], at_a=at)
     margin = {m: float(getattr(rd, m)) - float(getattr(ra, m)) for m, _ in MARGINS}
     return ra, {"schedule": rd.schedule, "margin": margin,
                 "margin_interval": {m: list(v) for m, v in iv.items()},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from dse.cli.common import refuse_overwriting_inputs, table, write_file
@@ -22,9 +23,17 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)
     for flag, path in (("--markdown", a.markdown), ("--html", a.html)):
-        if path:  # a bad path is refused before minutes of computing
+        if path:  # a bad path is refused before half a minute of computing
             check_output_file(flag, path)
-    rs = coverage.paper_rows(cat)
+    show = sys.stderr.isatty() and not a.json
+
+    def progress(f: float) -> None:
+        if show:
+            print(f"\rreproduce: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    rs = coverage.paper_rows(cat, progress=progress)
+    if show:
+        print(file=sys.stderr)
     dev = calibrate.validation_rows(cat)
     summ: dict[str, Any] = dict(reproduce.summary(rs))
     summ["coverage"] = {"paper_rows": coverage.paper_coverage(rs).to_dict(),

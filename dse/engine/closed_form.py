@@ -9,7 +9,10 @@ then a forward propagation of probability mass over
 - reject, rewrite kept: t -> t + 1;
 - reject, rewrite fails the backtrack threshold, budget left, an anchor j steps back
   (P(j) = p_a (1 - p_a)^(j-1), j <= window): t -> t - j + 2, b -> b + 1.
-Expected metrics are the mass-weighted sums of the attempts' expected costs. The simulator
+Expected metrics are the mass-weighted sums of the attempts' expected costs. The grid is laid
+out [context point, x, z, nt, batch, t], the long axes innermost; the batch axis carries
+designs that differ only in their placements' cost multipliers (`closed_form_batch`: an
+uncertainty factor's ends, which share the probabilities and the mass). The simulator
 (dse.engine.simulator) replays sampled traces through the same `attempt` and is its referee.
 The Report and its assembly are in dse.engine.report; the one entry point, `evaluate`, in
 dse.engine.evaluate.
@@ -17,7 +20,9 @@ dse.engine.evaluate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -65,36 +70,53 @@ BUSY_RTOL = 1e-3
 
 
 def _grid(*axes: tuple[F64, F64]) -> tuple[list[F64], F64]:
-    """Outer product of quadrature axes: broadcastable values and joint weights."""
+    """Outer product of quadrature axes: values shaped for the grid layout (the quadrature
+    axes first, then the batch and position axes) and the joint weights [quadrature axes]."""
     n = len(axes)
     vals, w = [], np.ones([1] * n)
     for i, (v, wt) in enumerate(axes):
         shape = [1] * n
         shape[i] = len(v)
-        vals.append(v.reshape(shape))
+        vals.append(v.reshape([*shape, 1, 1]))
         w = w * wt.reshape(shape)
     return vals, w
 
 
-def _expect(at: Attempt, w: F64, lead: int) -> F64:
-    """Expectations of the summed fields over the trailing grid axes -> [lead..., fields].
+class _Weights:
+    """Expectations over the quadrature axes of arrays laid out [quadrature..., batch, t].
 
-    A field that does not vary along a grid axis (e.g. an accepted step's time along the
-    rewrite length) is multiplied by the weights already summed over that axis, so no field
-    is broadcast to the full grid."""
-    axes = tuple(range(lead, lead + w.ndim))
-    wl = w.reshape((1,) * lead + w.shape)
-    vals = [np.asarray(getattr(at, f), dtype=float) for f in SUMMED_FIELDS]
-    full = np.broadcast_shapes(*(v.shape for v in vals), wl.shape)
-    out = []
-    for v in vals:
-        v = v.reshape((1,) * (len(full) - v.ndim) + v.shape)
-        red = tuple(a for a in axes if v.shape[a] == 1)
-        wv = wl.sum(axis=red, keepdims=True) if red else wl
-        # weighted sum over the grid axes as one matrix-vector product
-        e = v.reshape((*v.shape[:lead], -1)) @ wv.reshape(-1)
-        out.append(np.broadcast_to(e, full[:lead]))
-    return np.stack(out, axis=-1)
+    A value that does not vary along a quadrature axis (e.g. an accepted step's time along the
+    rewrite length) is multiplied by the weights already summed over that axis, so no value is
+    broadcast to the full grid; the sum over the rest is one matrix product with the batch and
+    position axes innermost (contiguous)."""
+
+    def __init__(self, w: F64, lead: tuple[int, int]) -> None:
+        self.w, self.lead, self.n = w, lead, w.ndim
+        self._reduced: dict[tuple[bool, ...], F64] = {}
+
+    def _mean(self, v: Any) -> F64:
+        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes."""
+        v = np.asarray(v, dtype=float)
+        shape = (1,) * (self.n + 2 - v.ndim) + v.shape
+        grid = shape[:self.n]
+        wv = self._reduced.get(grid)
+        if wv is None:
+            red = tuple(a for a in range(self.n) if grid[a] == 1)
+            wv = (self.w.sum(axis=red) if red else self.w).reshape(-1)
+            self._reduced[grid] = wv
+        inner = shape[self.n:]
+        return (wv @ v.reshape(-1, inner[0] * inner[1])).reshape(inner)
+
+    def mean(self, v: Any) -> F64:
+        """E[v] over the quadrature axes -> [batch, t]."""
+        return np.broadcast_to(self._mean(v), self.lead)
+
+    def expect(self, at: Attempt) -> F64:
+        """Expectations of the summed fields -> [fields, batch, t]."""
+        out = np.empty((len(SUMMED_FIELDS), *self.lead))
+        for i, f in enumerate(SUMMED_FIELDS):
+            out[i] = self._mean(getattr(at, f))
+        return out
 
 
 def closed_form_caveats(r: Report) -> list[str]:
@@ -113,7 +135,19 @@ def closed_form_caveats(r: Report) -> list[str]:
 
 def closed_form(c: Costs) -> Report:
     """Closed-form expected metrics of the design on the workload."""
-    d, w, s = c.design, c.workload, c.design.schedule
+    return closed_form_batch(c, (c,))[0]
+
+
+def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
+    """Closed-form expected metrics of a batch of designs in one vectorised pass: designs that
+    differ only in their placements' cost multipliers (an uncertainty factor's ends, dse.
+    uncertainty.perturb), so they share the step probabilities, the steps distribution and the
+    propagated mass. `batch` is the design whose placements return arrays with a batch axis of
+    len(members) before the position axis (multipliers shaped [members, 1]); `members` are the
+    same designs one by one (their prompt prefills and reports). Each report equals
+    `closed_form(members[i])` (the head-start fixed point is iterated per member)."""
+    d, w, s = batch.design, batch.workload, batch.design.schedule
+    nb = len(members)
     pr = design_step_probabilities(d, w)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
@@ -143,8 +177,8 @@ def closed_form(c: Costs) -> Report:
             runs = r[:t - 1] if t > 1 else np.zeros(0)
             mass = pa ** runs * (1 - pa)
             if pa > 0:
-                u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + c.prompt)) / pa
-    u_a[0] = c.prompt
+                u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + batch.prompt)) / pa
+    u_a[0] = batch.prompt
 
     # the context at position t is a sum of t random step lengths: RESP_POINTS equal-probability
     # points of a gamma with that mean and variance (the step-length spread inside max())
@@ -154,38 +188,39 @@ def closed_form(c: Costs) -> Report:
     pts = special.gammaincinv(shape_t[:, None], qs[None, :]) * (m_c * cv2)  # gamma quantiles
     pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
         pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
+    # grid layout: [context point, x, z, nt, batch, t]: the long axes innermost
     (_, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),
                                qx, qx, qt)
-    lead = 1
-    R = pts[:, :, None, None, None]
-    e5 = (slice(None), None, None, None, None)
+    ew = _Weights(wgt, (nb, n_pos))
+    R = np.ascontiguousarray(pts.T).reshape(RESP_POINTS, 1, 1, 1, 1, n_pos)
 
     anchor = np.maximum(R - (j_mean - 1) * m_c, 0.0)
 
     def costs(u: F64, n_t: Any) -> StepCosts:
-        return step_costs(c, s, resp=R, x=x, z=z, nt=n_t, u=u[e5], n_alt=tbar,
+        return step_costs(batch, s, resp=R, x=x, z=z, nt=n_t, u=u, n_alt=tbar,
                           resp_anchor=anchor)
 
     def run(k: StepCosts, outcome: int, spec_ok: bool, ahead: Any) -> F64:
         at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
-        return _smooth_stall(c, at, k, spec_ok, _expect(at, wgt, lead), wgt, lead)
+        return _smooth_stall(batch, at, k, spec_ok, ew.expect(at), ew)
 
     # head start after an accept: min(D(x), W) of the previous attempt, W its verification: the
     # PRM read the whole context, problem + R (the previous step is the end of R), so the
     # previous step's length enters only through the link's microseconds and is taken at its
     # mean. None for the first attempt (t = 0: empty context, prompt uncached, u_a[0]).
+    ahead_a: F64
     if s.step_ahead:
         y = float(qx[0] @ qx[1])
-        w_prev = c.link_draft(y) + c.prm(0.0, R) + c.link_verdict()
-        ahead_a = np.minimum(c.draft_decode(x, R), w_prev)
-        ahead_a[0] = 0.0
+        w_prev = batch.link_draft(y) + batch.prm(0.0, R) + batch.link_verdict()
+        ahead_a = np.array(np.minimum(batch.draft_decode(x, R), w_prev))
+        ahead_a[..., 0] = 0.0
     else:
         ahead_a = np.zeros(1)
     outcomes = (ACCEPT, REFINE, BACKTRACK)
-    # M[prev, outcome, spec_ok] -> [t, fields]; prev 0 = accepted before, 1 = rejected before.
-    # An accepted step's prefetch is cut short; its length is the mean target step (as in the
-    # simulator, whose traces do not record it).
-    m = np.zeros((2, 3, 2, n_pos, len(SUMMED_FIELDS)))
+    # M[prev, outcome, spec_ok] -> [fields, batch, t]; prev 0 = accepted before, 1 = rejected
+    # before. An accepted step's prefetch is cut short; its length is the mean target step (as
+    # in the simulator, whose traces do not record it).
+    m = np.zeros((2, 3, 2, len(SUMMED_FIELDS), nb, n_pos))
     k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
@@ -193,33 +228,37 @@ def closed_form(c: Costs) -> Report:
     # head start after a reject: the expected next_ahead of the rejected attempt one step back,
     # which itself followed an accept (share p_accept; the first attempt counts as one) or a
     # reject, whose own head start depends on the one before. The head starts are therefore a
-    # fixed point, found by iteration: it matters when the draft cannot keep up with the
-    # rewrites and its lateness carries from attempt to attempt.
+    # fixed point, found by iteration (per member of the batch): it matters when the draft
+    # cannot keep up with the rewrites and its lateness carries from attempt to attempt.
     i_ahead = SUMMED_FIELDS.index("next_ahead_s")
     # the rejected attempt one step back backtracked with the share of rejects there that
     # do, over the backtrack levels the mass is at (none once the budget is spent)
     flow = _masses(s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
     p_bk_t = flow.backtrack_share()
 
-    def rejected_next_ahead(mp: F64) -> F64:  # [t], from M[prev] of one previous outcome
-        return (1 - p_bk_t) * mp[1, 1, :, i_ahead] + p_bk_t * mp[2, 1, :, i_ahead]
+    def rejected_next_ahead(mp: F64) -> F64:  # [batch, t], from M[prev] of one outcome
+        return (1 - p_bk_t) * mp[1, 1, i_ahead] + p_bk_t * mp[2, 1, i_ahead]
 
-    def one_step_on(a: F64) -> F64:  # [t] -> the head start one position later
-        return np.concatenate([[0.0], a[:-1]])[e5]
+    def one_step_on(a: F64) -> F64:  # [batch, t] -> the head start one position later
+        out = np.zeros_like(a)
+        out[:, 1:] = a[:, :-1]
+        return out
 
     after_acc = rejected_next_ahead(m[0])
     ahead_r = one_step_on(after_acc)
     k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
-    tol = AHEAD_REL_TOL * float(m[0, 0, 1, :, SUMMED_FIELDS.index("time_s")].mean())
+    tol = AHEAD_REL_TOL * m[0, 0, 1, SUMMED_FIELDS.index("time_s")].mean(axis=-1)  # [batch]
+    active = np.ones(nb, dtype=bool)
     for _ in range(n_pos):
         for oi in (1, 2):
             m[1, oi, 1] = run(k_rej, outcomes[oi], True, ahead_r)
         mix = pa * after_acc + (1 - pa) * rejected_next_ahead(m[1])
-        mix[0] = after_acc[0]
+        mix[:, 0] = after_acc[:, 0]
         new = one_step_on(mix)
-        step = float(np.abs(new - ahead_r).max())
-        ahead_r = new
-        if step <= tol:
+        step = np.abs(new - ahead_r).max(axis=-1)
+        ahead_r = np.where(active[:, None], new, ahead_r)
+        active &= step > tol
+        if not active.any():
             break
     for oi, o in enumerate(outcomes):
         for si, ok in enumerate((False, True)):
@@ -231,28 +270,31 @@ def closed_form(c: Costs) -> Report:
     if bt_on:
         pj_cum = np.cumsum(pj)[np.minimum(np.arange(n_pos), win) - 1]
         j1[1:] = pj[0] / np.maximum(pj_cum[1:], 1e-300)
-    m[:, 2, 0] = j1[:, None] * m[:, 2, 0] + (1 - j1[:, None]) * m[:, 2, 1]
+    m[:, 2, 0] = j1 * m[:, 2, 0] + (1 - j1) * m[:, 2, 1]
 
-    totals, counts = flow.totals(m), flow.counts
-    tv = dict(zip(SUMMED_FIELDS, totals, strict=True))
-    latency = tv["time_s"] + c.init_s()
-    crit = {r.value: tv[crit_field(r)] for r in PATH_ROLES}
+    totals, counts = flow.totals(m), flow.counts  # [fields, batch]
     tokens = float((s_vals * s_p).sum()) * m_c
     accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
-    return assemble(
-        c, "closed-form", latency=latency, crit=crit, init_s=c.init_s(),
-        busy={r.value: tv[busy_field(r)] for r in DEVICE_ROLES},
-        dyn_j={r.value: tv[dyn_field(r)] for r in DEVICE_ROLES},
-        stall=tv["stall_s"], stalled=tv["stalled"], wasted_s=tv["wasted_s"],
-        wasted_tokens=tv["wasted_tokens"],
-        wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
-        backtracks=counts["backtracks"], attempts=counts["attempts"], accuracy=accuracy,
-        p_accept=pa,
-    )
+    reports = []
+    for b, c in enumerate(members):
+        tv = {f: float(v) for f, v in zip(SUMMED_FIELDS, totals[:, b], strict=True)}
+        init_s = c.init_s()
+        reports.append(assemble(
+            c, "closed-form", latency=tv["time_s"] + init_s,
+            crit={r.value: tv[crit_field(r)] for r in PATH_ROLES}, init_s=init_s,
+            busy={r.value: tv[busy_field(r)] for r in DEVICE_ROLES},
+            dyn_j={r.value: tv[dyn_field(r)] for r in DEVICE_ROLES},
+            stall=tv["stall_s"], stalled=tv["stalled"], wasted_s=tv["wasted_s"],
+            wasted_tokens=tv["wasted_tokens"],
+            wasted_j=tv["wasted_j"], tokens=tokens, target_calls=tv["target_called"],
+            backtracks=counts["backtracks"], attempts=counts["attempts"], accuracy=accuracy,
+            p_accept=pa,
+        ))
+    return reports
 
 
-def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wgt: F64,
-                  lead: int) -> F64:
+def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64,
+                  ew: _Weights) -> F64:
     """Replace the expectation of `stalled` (an indicator over a few quadrature points of the
     next step's length z) by the exact probability over z's lognormal: the speculation of z
     tokens ends before the verdict when z < window / (time per token)."""
@@ -268,11 +310,8 @@ def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64, wg
             (np.log(np.maximum(z_star, 1e-300)) - mu) / sig), 0.0)
     else:
         p = (z_star > max(w.draft_step_tokens_mean, 1.0)).astype(float)
-    full = np.broadcast_shapes(p.shape, (1,) * lead + wgt.shape)
-    axes = tuple(range(lead, lead + wgt.ndim))
     out = e.copy()
-    out[..., SUMMED_FIELDS.index("stalled")] = (np.broadcast_to(p, full) * wgt.reshape(
-        (1,) * lead + wgt.shape)).sum(axis=axes)
+    out[SUMMED_FIELDS.index("stalled")] = ew.mean(p)
     return out
 
 
@@ -303,9 +342,10 @@ class _Mass:
     counts: dict[str, float]
 
     def totals(self, m: F64) -> F64:
-        """Expected field totals of attempt costs m[prev, outcome, spec_ok, t, field]."""
-        return (np.einsum("bpt,bto,potf->f", self.ok, self.probs, m[:, :, 1])
-                + np.einsum("bpt,bto,potf->f", self.last, self.probs, m[:, :, 0]))
+        """Expected field totals [field, batch] of attempt costs
+        m[prev, outcome, spec_ok, field, batch, t]."""
+        return (np.einsum("bpt,bto,pofst->fs", self.ok, self.probs, m[:, :, 1])
+                + np.einsum("bpt,bto,pofst->fs", self.last, self.probs, m[:, :, 0]))
 
     def backtrack_share(self) -> F64:
         """P(backtrack | reject) at each position, over the levels the attempts there are at:
@@ -318,6 +358,22 @@ class _Mass:
 
 def _masses(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
             max_bt: int, win: int, n_pos: int) -> _Mass:
+    """`_propagate`, remembered for the last designs' inputs: a pure function of the outcome
+    probabilities, the steps distribution and the backtracking budget, which a design's
+    perturbed timings (its intervals) and its schedules with the same flags share."""
+    return _masses_of(np.asarray(s_vals, dtype=np.int64).tobytes(),
+                      np.asarray(s_p, dtype=float).tobytes(), pa, pf, bt_on, max_bt, win, n_pos)
+
+
+@lru_cache(maxsize=64)
+def _masses_of(s_vals: bytes, s_p: bytes, pa: float, pf: float, bt_on: bool, max_bt: int,
+               win: int, n_pos: int) -> _Mass:
+    return _propagate(np.frombuffer(s_vals, dtype=np.int64), np.frombuffer(s_p), pa, pf, bt_on,
+                      max_bt, win, n_pos)
+
+
+def _propagate(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on: bool,
+               max_bt: int, win: int, n_pos: int) -> _Mass:
     """Forward mass propagation over (S, t, b, prev).
 
     Per backtrack level b: the mass alive at position t (t < S) moves to t + 1 unless it

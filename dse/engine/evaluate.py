@@ -8,6 +8,7 @@ and refuses a report with a NaN or an infinity (dse.engine.report.finite).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from dse.design import Design
@@ -40,3 +41,17 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
 
     return finite(report_from_replay(c, replay(c, synthetic_trace(c, problems, seed),
                                                 timeline_problem=None)))
+
+
+def evaluate_batch(batch: Design, members: Sequence[Design], workload: WorkloadSpec
+                   ) -> list[Report]:
+    """The closed-form reports of designs that differ only in their placements' cost
+    multipliers (an uncertainty factor's ends) in one vectorised pass: `batch` carries each
+    member's multipliers along a batch axis (dse.uncertainty.perturb.scale_design_batch),
+    `members` are the designs one by one. Equal to `evaluate` of each member."""
+    if not batch.is_speculative:
+        return [evaluate(m, workload) for m in members]
+    from dse.engine.closed_form import closed_form_batch
+
+    return [finite(r) for r in closed_form_batch(Costs(batch, workload),
+                                                 [Costs(m, workload) for m in members])]

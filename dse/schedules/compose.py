@@ -120,6 +120,7 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     bk = out == BACKTRACK
     rej = ~acc
     spec_on = spec_ok & sa  # the draft speculates the next step during the verification
+    speculates = bool(np.any(spec_on))
     lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
 
     # draft and verification
@@ -152,13 +153,15 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
                                ingest=sync2_work, lag=sync2_work / np.maximum(k.n_alt, 1),
                                shadow_sync=shadow)
         # speculation the draft did after re-synchronising, before the rewrite's verdict;
-        # wasted when that verdict sends the system back
-        spec_bt = _where(bk & spec_on, np.clip(commit_ref - sync_end, 0.0, k.d_next_ref), 0.0)
+        # wasted when that verdict sends the system back (none where nothing speculates)
+        spec_bt = (_where(bk & spec_on, np.minimum(np.maximum(commit_ref - sync_end, 0.0),
+                                                   k.d_next_ref), 0.0)
+                   if speculates else 0.0)
         # the verdict discards the rewrite: the draft stops ingesting it (rolls its KV pointer
         # back) and has done the share of the work that fits before the verdict
         start = verdict if shadow else ready + lk_t
-        sync1_work = k.sync_work * np.clip((commit_ref - start)
-                                           / np.maximum(sync_end - start, 1e-12), 0.0, 1.0)
+        sync1_work = k.sync_work * np.minimum(np.maximum(
+            (commit_ref - start) / np.maximum(sync_end - start, 1e-12), 0.0), 1.0)
         commit_bk = r.backtrack_commit_s(alternative_end=alt_end, to_draft=lk_a)
     else:  # no backtrack among the inputs: the backtrack-only terms are never selected
         t_alt = sync2_work = spec_bt = sync1_work = 0.0
@@ -170,8 +173,10 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     # commit (post > 0), or starts late (post < 0)
     if np.any(rej):
         gap = commit - sync_final
+        # the next step's decode matters only where the draft speculates (else a late start)
         post = r.head_start_after_reject_s(
-            o, gap=gap, next_decode=_where(bk, k.d_next_alt, k.d_next_ref), speculates=spec_on)
+            o, gap=gap, next_decode=_where(bk, k.d_next_alt, k.d_next_ref) if speculates
+            else 0.0, speculates=spec_on)
         next_ahead = _where(acc, spec, post)
         post_spec = _where(rej, np.maximum(post, 0.0), 0.0)
         # gap - min(gap, d) = max(gap - d, 0): waiting after the speculation of the next step

@@ -1,8 +1,10 @@
 """Search over a design space: the exhaustive vectorised sweep and the Optuna optimiser.
 
-Both rank designs with the mean-value model (grid.py over dse.symbolic: within ~15% of the
-accurate closed form, and exactly consistent between sweep and optimize); the single best
-design is re-evaluated with the accurate closed form (`closed_form` in its metrics).
+Both screen and rank designs with the mean-value model (grid.py over dse.symbolic: within ~15%
+of the accurate closed form, and exactly consistent between sweep and optimize); every design
+they show (the best, the front, each family's best) is re-evaluated by the accurate closed form
+with its 90% intervals and re-ranked by it (shown.py); the mean-value figures stay in
+`metrics["mean_value_diagnostic"]`.
 
 Modules, along the flow:
     objectives.py  metrics, objectives and constraints, one declared table each (no numpy)
@@ -11,6 +13,8 @@ Modules, along the flow:
                    the Candidate of one grid point
     candidates.py  Candidate: a reported design, its metrics and design-file text (light)
     pareto.py      exact Pareto fronts
+    families.py    each family's best against the winner, margins with joint intervals
+    shown.py       what a search shows: re-evaluated by the accurate closed form, re-ranked
     exhaustive.py  sweep: every design of the grid
     parameters.py  the study's parameters (Optuna distributions) built from the space
     optuna_study.py  optimize: the Optuna adapter (study, objective, constraints)

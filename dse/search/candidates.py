@@ -1,13 +1,13 @@
 """The designs a search reports: a Candidate (design, metrics, design-file text), read back from
-a stored trial, and the accurate closed form's metrics of the best one. (A Candidate of one
+a stored trial, and the accurate closed form's headline metrics of a design (the search shows
+them with intervals: dse.search.shown). (A Candidate of one
 point of a hardware choice's knob grid is built by dse.search.grid.candidate.) Light: no
 evaluator, so that reading studies does not load the mean-value model."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dse.design_files import DesignFile, parse_design_text
@@ -20,12 +20,18 @@ class Candidate:
     """A design the search reports, with its metrics and its design-file text."""
 
     design: DesignFile
-    metrics: dict[str, Any]  # metric -> value; "closed_form" -> its headline metrics
+    # metric -> value: the accurate closed form's once shown (dse.search.shown), the mean-value
+    # model's before, then kept under "mean_value_diagnostic"
+    metrics: dict[str, Any]
     toml: str
     # 90% intervals of the metrics (metric -> [low, high]) and the provenance of each
-    # component (dse.uncertainty); empty until `with_intervals`
+    # component (dse.uncertainty); empty until dse.search.shown.accurate
     intervals: dict[str, list[float]] = field(default_factory=dict)
     provenance: dict[str, dict[str, str]] = field(default_factory=dict)
+    # workload -> (the closed-form report, its `evaluate_at` with the evaluations its intervals
+    # made) once dse.search.shown.accurate has run: a joint interval of the design reuses them
+    evaluators: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False,
+                                                   repr=False)
 
     @property
     def label(self) -> str:
@@ -52,53 +58,6 @@ class Candidate:
                 "metrics": self.metrics,
                 **({"intervals": self.intervals, "provenance": self.provenance}
                    if self.intervals else {})}
-
-
-def with_intervals(cat: Catalog, workloads: Sequence[tuple[str, float]], c: Candidate
-                   ) -> Candidate:
-    """The candidate with 90% intervals and provenance. They come from the closed form of its
-    design on each workload of the mix, the factors' moves by the mean-value model the search
-    ranks with (dse.uncertainty.attach, moves="mean-value"); the mix's relative interval
-    is the weighted mean of the workloads' low and high ends over their central values (the
-    workloads share the device factors, so their errors move together), applied to each
-    metric the candidate shows. Its `closed_form` block gets the closed form's own interval
-    (the factors' moves by the closed form, as `dse evaluate` reports it)."""
-    from dse.engine.evaluate import evaluate
-    from dse.uncertainty import INTERVAL_METRICS, attach
-
-    sched = c.design.schedule
-    if sched is None:
-        return c
-    d = resolve_design(cat, c.design.system, schedule=sched)
-    rel: dict[str, list[float]] = {m: [0.0, 0.0, 0.0] for m in INTERVAL_METRICS}
-    prov: dict[str, dict[str, str]] = {}
-    total = sum(wt for _, wt in workloads)
-    for name, wt in workloads:
-        w = cat.workload(name)
-        r = attach(evaluate(d, w), d, w, moves="mean-value")
-        for m, (lo, hi) in r.intervals.items():
-            v = float(getattr(r, m))
-            rel[m][0] += wt * lo
-            rel[m][1] += wt * v
-            rel[m][2] += wt * hi
-        for comp, p in r.provenance.items():
-            prov.setdefault(comp, p)
-    out: dict[str, list[float]] = {}
-    for m, (lo, v, hi) in rel.items():
-        shown = c.metrics.get(m)
-        if v <= 0 or not isinstance(shown, float) or not math.isfinite(shown):
-            continue
-        if m == "accuracy":  # an additive shift: the same points around the value shown
-            out[m] = [max(shown - (v - lo) / total, 0.0), min(shown + (hi - v) / total, 100.0)]
-        else:
-            out[m] = [shown * lo / v, shown * hi / v]
-    metrics = dict(c.metrics)
-    cf = metrics.get("closed_form")
-    if isinstance(cf, dict) and len(workloads) == 1:  # its own interval: closed-form moves
-        w = cat.workload(workloads[0][0])
-        r = report(d, w)
-        metrics["closed_form"] = {**cf, "intervals": dict(r.intervals)}
-    return replace(c, metrics=metrics, intervals=out, provenance=prov)
 
 
 def closed_form_metrics(cat: Catalog, spec: Any, sched: Any, workload: str) -> dict[str, float]:

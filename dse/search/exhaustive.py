@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 
 from dse.arrays import F64
 from dse.errors import DseError
-from dse.search.candidates import Candidate, with_intervals
-from dse.search.families import FamilyBest, family_bests
+from dse.search.candidates import Candidate
+from dse.search.families import FamilyBest, family_bests, identity
 from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -31,6 +31,7 @@ from dse.search.objectives import (
     direction,
 )
 from dse.search.pareto import pareto_mask
+from dse.search.shown import FRONT_SHOWN, TOP_K, accurate, shown
 from dse.search.space import Hardware, Space, hardware
 from dse.specs import Catalog
 
@@ -104,7 +105,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     examples: dict[str, str] = {}
     front_vals: list[F64] = []
     front_ref: list[tuple[int, NDArray[np.int64]]] = []
-    best_val, best_ref = math.inf, None
+    tops: list[tuple[float, int, int]] = []  # one objective: the TOP_K best hardware choices
     fam_best: dict[str, tuple[float, int, int]] = {}
     samples: dict[str, list[F64]] = {k: [] for k in METRICS}
     fam_results: dict[tuple[str, int], HardwareResult] = {}
@@ -132,9 +133,10 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
             fam_results[(hw.family, i)] = r
         if len(objectives) == 1:
             j = int(np.argmin(vals[:, 0]))
-            if vals[j, 0] < best_val:
-                best_val, best_ref = float(vals[j, 0]), (i, int(idx[j]))
+            if len(tops) < TOP_K or vals[j, 0] < tops[-1][0]:
+                tops = sorted([*tops, (float(vals[j, 0]), i, int(idx[j]))])[:TOP_K]
                 results[i] = r
+                results = {t[1]: results[t[1]] for t in tops}
         else:
             mask = pareto_mask(vals)
             front_vals.append(vals[mask])
@@ -146,34 +148,44 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     shape = ev.grid.shape
     best: list[Candidate] = []
     front: list[Candidate] = []
-    if len(objectives) == 1 and best_ref is not None:
-        i, flat = best_ref
-        fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
-        best = [candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
-                          name=f"{space.name}-best", closed_form=True)]
-        front = best
+    family_of: dict[str, str] = {}  # a candidate's spec name -> its hardware's family
+    if len(objectives) == 1:
+        for n, (_, i, flat) in enumerate(tops):
+            fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+            best.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+                                  name=f"{space.name}-best" + (f"-{n}" if n else "")))
+            family_of[best[-1].design.system.name] = hws[i].family
     elif front_vals:
         allv = np.concatenate(front_vals)
         refs = [(i, int(j)) for i, js in front_ref for j in js]
         mask = pareto_mask(allv)
         order = np.flatnonzero(mask)[np.argsort(allv[mask, 0], kind="stable")]
+        order = order[np.unique(np.linspace(0, len(order) - 1, FRONT_SHOWN).astype(int))] \
+            if len(order) > FRONT_SHOWN else order
         for n, o in enumerate(order):
             i, flat = refs[o]
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
-            front.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
-                                   name=f"{space.name}-pareto-{n}", closed_form=n == 0))
-        best = front[:1]
+            best.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+                                  name=f"{space.name}-pareto-{n}"))
+            family_of[best[-1].design.system.name] = hws[i].family
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
-    front = [with_intervals(cat, space.workloads, c) for c in front]
-    best = front[:1] if front else [with_intervals(cat, space.workloads, c) for c in best]
+    # what is shown: re-evaluated by the accurate closed form and re-ranked (dse.search.shown)
+    front = shown(cat, space, objectives, best, cons, confidence)
+    best = front[:1]
     fams: list[FamilyBest] = []
     if best and families:
         bests: dict[str, Candidate | None] = {}
         for fam, (_, i, flat) in fam_best.items():
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
             c = candidate(ev, hws[i], fam_results[(fam, i)].metrics, fi, ai, ki,
-                          name=f"{space.name}-best-{fam}", closed_form=True)
-            bests[fam] = with_intervals(cat, space.workloads, c)
+                          name=f"{space.name}-best-{fam}")
+            # the family's best by the accurate closed form among its mean-value best and
+            # the shown designs of the family
+            mine = [b for b in front if family_of.get(b.design.system.name) == fam]
+            if not any(identity(b) == identity(c) for b in mine):
+                mine.append(accurate(cat, space, c))
+            bests[fam] = min(mine, key=lambda b: dirs[0] * float(
+                b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
         fams = family_bests(cat, space.workloads, best[0], bests)
     return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,

@@ -2,9 +2,10 @@
 
 A search's winner is shown with the best design of each family (`target-only`,
 `gpu-speculative`, `fpga-speculative`: dse.search.space.FAMILIES), each re-evaluated by the
-accurate closed form with its 90% intervals, its margin against the winner (family minus
-winner) and the joint 90% interval of that difference (dse.uncertainty.joint: errors the two
-designs share move both). A margin is *decided* when its interval excludes zero. Each design
+accurate closed form with its 90% intervals (dse.search.shown), its margin against the winner
+(family minus winner, closed form) and the joint 90% interval of that difference
+(dse.uncertainty.joint, the factors' moves by the closed form: errors the two designs share
+move both). A margin is *decided* when its interval excludes zero. Each design
 carries its evidence: the devices without a published measurement (projections) and the
 components whose numbers are extrapolated.
 """
@@ -72,7 +73,7 @@ def evidence(d: Design, provenance: Mapping[str, Mapping[str, str]],
     return tuple(out)
 
 
-def _identity(c: Candidate) -> tuple[Any, ...]:
+def identity(c: Candidate) -> tuple[Any, ...]:
     """What makes two candidates one design (not their names or descriptions)."""
     from dse.design_files import system_to_toml
 
@@ -87,6 +88,18 @@ def _design(cat: Catalog, c: Candidate) -> Design:
     return resolve_design(cat, c.design.system, schedule=c.design.schedule)
 
 
+def _report_and_at(c: Candidate, d: Design, w: Any) -> tuple[Any, Any]:
+    """The design's closed-form report on the workload and its `evaluate_at` (the factors'
+    moves by the closed form): the ones its shown intervals made (dse.search.shown), else
+    new."""
+    from dse.uncertainty import evaluate_at
+
+    if w.name in c.evaluators:
+        return c.evaluators[w.name]
+    r = evaluate(d, w)
+    return r, evaluate_at(d, w, central=r)
+
+
 def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: Candidate,
                  bests: Mapping[str, Candidate | None]) -> list[FamilyBest]:
     """Each family's best against the winner (bests: family -> its best candidate, already
@@ -96,7 +109,7 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
 
     measured = measured_devices()
     dw = _design(cat, winner)
-    reports_w = {n: evaluate(dw, cat.workload(n)) for n, _ in workloads}
+    reports_w = {n: _report_and_at(winner, dw, cat.workload(n)) for n, _ in workloads}
     out = []
     for fam in FAMILIES:
         c = bests.get(fam)
@@ -106,7 +119,7 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
             continue
         d = _design(cat, c)
         ev = evidence(d, c.provenance, measured)
-        same = _identity(c) == _identity(winner)
+        same = identity(c) == identity(winner)
         if same:
             out.append(FamilyBest(fam, c, {m: 0.0 for m in MARGIN_METRICS},
                                   {m: [0.0, 0.0] for m in MARGIN_METRICS}, ev, True))
@@ -115,9 +128,9 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
         lo_hi = {m: [0.0, 0.0] for m in MARGIN_METRICS}
         for n, wt in workloads:
             w = cat.workload(n)
-            rc, rw = evaluate(d, w), reports_w[n]
-            iv = difference_interval((d, rc), (dw, rw), w, MARGIN_METRICS,
-                                     moves_by="mean-value")
+            (rc, at_c), (rw, at_w) = _report_and_at(c, d, w), reports_w[n]
+            iv = difference_interval((d, rc), (dw, rw), w, MARGIN_METRICS, at_a=at_c,
+                                     at_b=at_w)
             for m in MARGIN_METRICS:
                 a, b = getattr(rc, m), getattr(rw, m)
                 if a is None or b is None:
@@ -138,13 +151,11 @@ def no_speculation_wins(fams: Sequence[FamilyBest], objective_metric: str, sign:
     base = by.get("target-only")
     if base is None or base.candidate is None:
         return False
-    cf = base.candidate.metrics.get("closed_form") or {}
-    v0 = cf.get(objective_metric, base.candidate.metrics.get(objective_metric))
+    v0 = base.candidate.metrics.get(objective_metric)
     for f in by.values():
         if f.family == "target-only" or f.candidate is None:
             continue
-        cf1 = f.candidate.metrics.get("closed_form") or {}
-        v1 = cf1.get(objective_metric, f.candidate.metrics.get(objective_metric))
+        v1 = f.candidate.metrics.get(objective_metric)
         if v0 is None or v1 is None or sign * float(v1) < sign * float(v0):
             return False
     return True

@@ -33,7 +33,7 @@ from dse.design_files import DesignFile, design_file_text
 from dse.errors import DseError
 from dse.scenario import SystemSpec, WorkloadSpec
 from dse.schedules import PRESETS, Costs
-from dse.search.candidates import Candidate, closed_form_metrics
+from dse.search.candidates import Candidate
 from dse.search.objectives import active
 from dse.search.space import Hardware, Space
 from dse.specs import Catalog, build_spec
@@ -352,10 +352,21 @@ class Evaluator:
         from dse.uncertainty import intervals, scale_design
 
         def at(values: Mapping[str, float]) -> dict[str, F64]:
+            if set(metrics) <= {"accuracy"}:  # the models and knobs alone: no timing
+                return {"accuracy": self.accuracy(hw, values)}
             return self.metrics(hw, scale_design(d, values), values)
 
         return intervals(self.factors(d), {**central, "p_accept": self.p_accept(hw)}, at,
                          metrics)
+
+    def accuracy(self, hw: Hardware, values: Mapping[str, float]) -> F64:
+        """The accuracy over the grid [F, A, K] at the factor values (the space's workloads'
+        weighted mean, as `metrics` forms it): it depends on the models, the knobs and the
+        workload, not on the timings, so a robust accuracy floor costs no timing evaluation."""
+        acc: F64 | float = 0.0
+        for w0, weight in self.workloads:
+            acc = acc + weight * self._pair_at(w0, hw, values).accuracy[None, :, :]
+        return np.broadcast_to(np.asarray(acc, dtype=float), self.grid.shape)
 
     def p_accept(self, hw: Hardware) -> F64:
         """The accept probability over the grid [F, A, K], the space's workloads' weighted
@@ -473,7 +484,9 @@ def spec_name(text: str) -> str:
 
 
 def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a: int, k: int,
-              name: str, closed_form: bool = False) -> Candidate:
+              name: str) -> Candidate:
+    """One point of a hardware choice's knob grid as a Candidate with the mean-value model's
+    metrics (the search shows it re-evaluated by the accurate closed form: dse.search.shown)."""
     kn = ev.knobs(f, a, k)
     spec = system_for(ev.space, hw, accept=kn["accept_threshold"],
                       backtrack=kn["backtrack_threshold"],
@@ -486,8 +499,6 @@ def candidate(ev: Evaluator, hw: Hardware, metrics: Mapping[str, F64], f: int, a
     m = {k_: float(v[f, a, k]) for k_, v in metrics.items()}
     m["capex_usd"] = ev.capex_usd(hw)
     out_metrics: dict[str, Any] = dict(m)
-    if closed_form and wl is not None:
-        out_metrics["closed_form"] = closed_form_metrics(ev.cat, spec, sched, wl)
     mix = ", ".join(f"{n} {w:.2f}" for n, w in ev.space.workloads)
     header = (f"# Chosen by hetero-dse over space {ev.space.name!r} (workloads: {mix}).\n"
               "# Metrics are the mean-value model's; `dse evaluate --design` gives the "

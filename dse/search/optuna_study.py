@@ -1,7 +1,7 @@
 """The Optuna adapter: a study over a space's hardware (and, with several objectives, its
 algorithm knobs), ranked by the mean-value model like the sweep, so the optimiser can be
-checked against the sweep's exact grid optimum. The best design is then re-evaluated with the
-accurate closed form (`closed_form` in its metrics).
+checked against the sweep's exact grid optimum. The designs it shows are then re-evaluated by
+the accurate closed form with their intervals and re-ranked (dse.search.shown).
 
 One Optuna trial picks the hardware (draft device, models, precisions, serving, FPGA build,
 PRM and target GPUs) with a seeded TPE sampler; with one objective the algorithm knobs and
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from dse.errors import UsageError
-from dse.search.candidates import Candidate, closed_form_metrics, trial_candidate, with_intervals
-from dse.search.families import FamilyBest, family_bests
+from dse.search.candidates import Candidate, trial_candidate
+from dse.search.families import FamilyBest, family_bests, identity
 from dse.search.grid import Evaluator, candidate, feasible_mask, violation
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -39,6 +39,7 @@ from dse.search.objectives import (
     direction,
 )
 from dse.search.parameters import ROLES, placement, sample, study_knobs
+from dse.search.shown import FRONT_SHOWN, TOP_K, accurate, shown
 from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange
 from dse.search.storage import IN_MEMORY, best_candidates, open_storage, study_trials
 from dse.specs import Catalog
@@ -216,12 +217,11 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     if remaining > 0:
         study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
                        show_progress_bar=progress, gc_after_trial=False)
-    best = best_candidates(study)
-    if best and best[0].design.workload is not None:
-        b = best[0]
-        b.metrics["closed_form"] = closed_form_metrics(cat, b.design.system, b.design.schedule,
-                                                       best[0].design.workload)
-    best = [with_intervals(cat, space.workloads, c) for c in best]
+    # what is shown: the study's best trials (one objective: its TOP_K best distinct designs;
+    # several: its non-dominated ones, at most FRONT_SHOWN) re-evaluated by the accurate closed
+    # form and re-ranked (dse.search.shown)
+    best = shown(cat, space, objectives, study_shortlist(study, len(objectives)), cons,
+                 confidence)
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
                            measured_only) if best else [])
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
@@ -255,12 +255,36 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
         if fam != "target-only" and v < chosen.get(fam, (math.inf, None))[0]:
             chosen[fam] = (v, t)
     for fam, (_, t) in chosen.items():
-        c = trial_candidate(t)
-        if c.design.workload is not None:
-            c.metrics["closed_form"] = closed_form_metrics(cat, c.design.system,
-                                                           c.design.schedule, c.design.workload)
-        bests[fam] = with_intervals(cat, space.workloads, c)
+        c = accurate(cat, space, trial_candidate(t))
+        if identity(c) == identity(winner):
+            c = winner
+        bests[fam] = c
     return family_bests(cat, space.workloads, winner, bests)
+
+
+def study_shortlist(study: Any, n_objectives: int) -> list[Candidate]:
+    """The study's designs a search shows before the accurate re-ranking: one objective, its
+    TOP_K best feasible completed trials of distinct designs; several, its non-dominated
+    feasible trials (at most FRONT_SHOWN, spread along the first objective)."""
+    if n_objectives > 1:
+        front = best_candidates(study)
+        if len(front) <= FRONT_SHOWN:
+            return front
+        keep = np.unique(np.linspace(0, len(front) - 1, FRONT_SHOWN).astype(int))
+        return [front[i] for i in keep]
+    sign = 1 if study.directions[0].name == "MINIMIZE" else -1
+    ok = [t for t in study_trials(study) if t.user_attrs.get("violation", 1.0) <= 0
+          and "design_toml" in t.user_attrs]
+    out: list[Candidate] = []
+    seen: list[Any] = []  # identities (their values may be lists: not hashable)
+    for t in sorted(ok, key=lambda t: sign * float(t.values[0])):
+        c = trial_candidate(t)
+        if identity(c) not in seen:
+            seen.append(identity(c))
+            out.append(c)
+        if len(out) == TOP_K:
+            break
+    return out
 
 
 def trial_family(cat: Catalog, c: Candidate) -> str:

@@ -16,8 +16,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dse.uncertainty.factors import Factor, accuracy_key, design_factors, provenance
-from dse.uncertainty.perturb import perturb_workload, scale_design
-from dse.uncertainty.propagate import EvaluateAt, intervals, monte_carlo
+from dse.uncertainty.perturb import (
+    is_time_only,
+    perturb_workload,
+    scale_design,
+    scale_design_batch,
+)
+from dse.uncertainty.propagate import BatchAt, EvaluateAt, Metrics, intervals, monte_carlo
 
 if TYPE_CHECKING:
     from dse.design import Design
@@ -102,6 +107,11 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
+# designs per batched closed form: the grid arrays of a few designs stay in cache, more run no
+# faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the most that pays
+# (benchmarks/bench_engine.py: 4 designs run about twice as fast per design as 1 without it)
+BATCH = 4
+BATCH_STEP_AHEAD = 2
 
 
 def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
@@ -110,17 +120,19 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     closed form's central report.
 
     moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
-    (about 30 ms each). "mean-value": the sweep's mean-value model (dse.symbolic, about 1 ms),
-    whose relative move of each timing and energy metric is applied to the closed form's
-    value (the two share every timing rule, dse.schedules.rules; for the paper's systems
-    their intervals agree within a few percent of the width, tests/test_uncertainty.py, but
-    where the mean-value model's overlaps differ, e.g. forward-only at a high threshold, an
-    end can differ by a third of the width), the accuracy from the closed form's
-    accuracy-only pass. Power factors alone move only the energy, linearly: they are computed
-    from the central report without another evaluation (`dynamic_energy_by_power_key`).
+    (10-40 ms each; `many` evaluates the points that move only placements' times and powers
+    a few designs per batched call). "mean-value": the sweep's mean-value model
+    (dse.symbolic, about 1 ms), whose relative move of each timing and energy metric is
+    applied to the closed form's value (the two share every timing rule,
+    dse.schedules.rules; for the paper's systems their intervals agree within a few percent
+    of the width, tests/test_uncertainty.py, but where the mean-value model's overlaps
+    differ, e.g. forward-only at a high threshold, an end can differ by a third of the
+    width), the accuracy from the closed form's accuracy-only pass. Power factors alone
+    move only the energy, linearly: they are computed from the central report without
+    another evaluation (`dynamic_energy_by_power_key`).
     central: the design's closed-form report, where the caller has it."""
     from dse.engine.closed_form import accuracy_only
-    from dse.engine.evaluate import evaluate
+    from dse.engine.evaluate import evaluate, evaluate_batch
 
     if moves not in MOVES:
         raise ValueError(f"moves: {moves!r}; valid: {', '.join(MOVES)}")
@@ -147,7 +159,15 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
             acc = accuracy_only(d2, w2)
         return replace(central, accuracy=acc, **out)
 
-    def at(values: Mapping[str, float]) -> dict[str, float]:
+    memo: dict[tuple[tuple[str, float], ...], Metrics] = {}
+
+    def at(values: Mapping[str, float]) -> Metrics:
+        key = tuple(sorted(values.items()))
+        if key not in memo:
+            memo[key] = evaluated(values)
+        return memo[key]
+
+    def evaluated(values: Mapping[str, float]) -> dict[str, float]:
         if not values:
             r = central
         elif all(k.startswith("power:") for k in values):
@@ -159,22 +179,46 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
             r = relative(values)
         else:
             r = evaluate(*perturbed(d, w, values))
+        return pick(r)
+
+    def pick(r: Report) -> dict[str, float]:
         return {m: float(getattr(r, m)) for m in (*metrics, "p_accept")}
 
-    return at
+    def many(points: Sequence[Mapping[str, float]]) -> list[Metrics]:
+        """`at` of each point; the closed form's points that move only placements' times and
+        powers evaluated together (dse.engine.evaluate.evaluate_batch), BATCH at a time."""
+        out: list[Metrics | None] = [None] * len(points)
+        batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
+                   and is_time_only(v) and not all(k.startswith("power:") for k in v)
+                   and tuple(sorted(v.items())) not in memo]
+        size = BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
+        for lo in range(0, len(batched), size):
+            idx = batched[lo:lo + size]
+            vals = [points[i] for i in idx]
+            rs = evaluate_batch(scale_design_batch(d, vals), [scale_design(d, v) for v in vals],
+                                w)
+            for i, r in zip(idx, rs, strict=True):
+                out[i] = memo[tuple(sorted(points[i].items()))] = pick(r)
+        return [o if o is not None else at(v) for o, v in zip(out, points, strict=True)]
+
+    return BatchAt(at, many)
 
 
-def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-form"
-           ) -> Report:
+def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-form",
+           at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
     factors, around the closed form's value, each factor's moves by the closed form (about
-    20 evaluations, 0.5-1 s) or, with moves="mean-value", by the sweep's mean-value model
-    (about 0.1 s once sympy is loaded; what the search's reported designs use). A simulated
-    report gets the same relative interval around its own central value."""
+    12 evaluations, 0.1-0.4 s: what `dse evaluate` and the search's shown designs use) or,
+    with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
+    loaded: the dashboard's What-if headline). A simulated
+    report gets the same relative interval around its own central value. at: the design's
+    `evaluate_at` where the caller has one (its evaluations are remembered, so a joint
+    interval of the same design reuses them); built here otherwise."""
     fs = design_factors(d, w)
     metrics = [m for m in INTERVAL_METRICS if getattr(report, m) is not None]
-    at = evaluate_at(d, w, metrics, moves=moves,
-                     central=report if report.evaluator == "closed-form" else None)
+    if at is None:
+        at = evaluate_at(d, w, metrics, moves=moves,
+                         central=report if report.evaluator == "closed-form" else None)
     central = at({}) if report.evaluator != "closed-form" else {
         m: float(getattr(report, m)) for m in (*metrics, "p_accept")}
     iv = intervals(fs, central, at, metrics)

@@ -80,11 +80,23 @@ def _log_range(half_width: float) -> tuple[float, float]:
 
 
 @cache
-def _model_params(name: str) -> int | None:
-    from dse.specs import Catalog
+def _shipped_model_params() -> dict[str, int]:
+    """Parameters of every shipped model by name (the residual rows name shipped models), read
+    once per process: the model files only, not the whole catalog."""
+    from dse.specs.catalog import default_catalog_dirs, load_spec
+    from dse.specs.model import ModelSpec
 
-    cat = Catalog.load()
-    return shape.total_params(cat.model(name)) if name in cat.names("model") else None
+    out: dict[str, int] = {}
+    for d in (d for d in default_catalog_dirs() if d.name == "models"):
+        for f in sorted(d.rglob("*.toml")):
+            spec = load_spec(f)
+            if isinstance(spec, ModelSpec):
+                out[spec.name] = shape.total_params(spec)
+    return out
+
+
+def _model_params(name: str) -> int | None:
+    return _shipped_model_params().get(name)
 
 
 def _declared(quantity: str, **what: str) -> ev.Declared | None:
@@ -93,14 +105,24 @@ def _declared(quantity: str, **what: str) -> ev.Declared | None:
 
 
 def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, str]:
+    """The GPU evidence of one operation of a placement (remembered: the search asks it for
+    every hardware choice, and it depends on the placement only through these names and the
+    model's size)."""
+    return _gpu_time_of(p.serving, p.device.name, p.model.name, p.precision.name,
+                        shape.total_params(p.model), op, generation)
+
+
+@cache
+def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: int, op: str,
+                 generation: str) -> tuple[float, Status, str]:
     s = ev.settings()
     res = ev.gpu_residuals()
-    own = [r for r in res if r.profile == p.serving]
+    own = [r for r in res if r.profile == serving]
     if not own:
         pool = [r for r in res if r.op == op]
         hw = ev.half_width([r.log_error for r in pool], s.level)
         return (hw * s.extrapolation_factor, "extrapolated",
-                f"serving {p.serving!r} has no measured point: all {len(pool)} GPU {op} "
+                f"serving {serving!r} has no measured point: all {len(pool)} GPU {op} "
                 f"residuals, widened x{s.extrapolation_factor:g}")
     family = own[0].family
     fam = [r for r in res if r.family == family]
@@ -115,15 +137,14 @@ def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, st
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
     sizes = [n for r in fam if (n := _model_params(r.model)) is not None]
-    size = shape.total_params(p.model)
     if sizes and not (min(sizes) / s.model_size_margin <= size <= max(sizes)
                       * s.model_size_margin):
-        why.append(f"{p.model.name} outside {family}'s measured sizes "
+        why.append(f"{model} outside {family}'s measured sizes "
                    f"({min(sizes) / 1e9:.2g}-{max(sizes) / 1e9:.2g} B parameters)")
     if why:
         return (hw * s.extrapolation_factor, "extrapolated",
                 "; ".join(why) + f"; widened x{s.extrapolation_factor:g}")
-    fitted = (p.serving, p.device.name, p.model.name, p.precision.name) in \
+    fitted = (serving, device, model, precision) in \
         ev.gpu_fitted_settings()
     basis = (f"{family} leave-one-out, {len(pool)} {op} points, 90% within "
              f"x{np.exp(hw):.3f}")

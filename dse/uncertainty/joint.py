@@ -21,31 +21,46 @@ from dse.engine.report import Report
 from dse.scenario import WorkloadSpec
 from dse.uncertainty import INTERVAL_METRICS, evaluate_at
 from dse.uncertainty.factors import Factor, design_factors
-from dse.uncertainty.propagate import F64, combine, moves, points, shift_scale
+from dse.uncertainty.propagate import (
+    F64,
+    EvaluateAt,
+    combine,
+    evaluate_all,
+    moves,
+    points,
+    shift_scale,
+)
 
 
 def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: WorkloadSpec,
                         metrics: Sequence[str] = INTERVAL_METRICS, *,
-                        moves_by: str = "closed-form") -> dict[str, tuple[float, float]]:
+                        moves_by: str = "closed-form", at_a: EvaluateAt | None = None,
+                        at_b: EvaluateAt | None = None) -> dict[str, tuple[float, float]]:
     """The 90% interval of (a's metric - b's metric) for each metric, both designs on the
     workload, around their closed-form reports' difference (module docstring). moves_by: what
     evaluates a factor's moves of a speculative design ("closed-form", or "mean-value": the
     sweep's model, relative to the closed form's value, as the search's intervals;
-    dse.uncertainty.evaluate_at); a target-only one is always the closed form's."""
+    dse.uncertainty.evaluate_at); a target-only one is always the closed form's. at_a, at_b:
+    each design's `evaluate_at` around its report where the caller has one (e.g. from its
+    intervals: the evaluations they made are reused)."""
     (da, ra), (db, rb) = a, b
     fa = {f.key: f for f in design_factors(da, w)}
     fb = {f.key: f for f in design_factors(db, w)}
     union: dict[str, Factor] = {**fb, **fa}
-    at_a = evaluate_at(da, w, metrics, central=ra, moves=moves_by)
-    at_b = evaluate_at(db, w, metrics, central=rb, moves=moves_by)
+    at_a = at_a or evaluate_at(da, w, metrics, central=ra, moves=moves_by)
+    at_b = at_b or evaluate_at(db, w, metrics, central=rb, moves=moves_by)
     f0 = {m: float(getattr(ra, m)) - float(getattr(rb, m)) for m in metrics}
     shifts: dict[str, list[F64]] = {m: [] for m in metrics}
     ups: dict[str, list[F64]] = {m: [] for m in metrics}
     downs: dict[str, list[F64]] = {m: [] for m in metrics}
-    for key, f in union.items():
+    moving = {key: f for key, f in union.items() if any(f.moves(m) for m in metrics)}
+    asked = [(key, v) for key, f in moving.items() if not f.additive for v in points(f)]
+    side_a = [(key, v) for key, v in asked if key in fa]
+    side_b = [(key, v) for key, v in asked if key in fb]
+    got_a = dict(zip(side_a, evaluate_all(at_a, [{k: v} for k, v in side_a]), strict=True))
+    got_b = dict(zip(side_b, evaluate_all(at_b, [{k: v} for k, v in side_b]), strict=True))
+    for key, f in moving.items():
         used = [m for m in metrics if f.moves(m)]
-        if not used:
-            continue
         vals: dict[float, Mapping[str, float]] = {}
         for v in points(f):
             if f.additive:  # an accuracy shift, on the side(s) that have it
@@ -53,8 +68,8 @@ def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: W
                 kb = float(shift_scale(f, rb.p_accept)) if key in fb else 0.0
                 vals[v] = {"accuracy": f0["accuracy"] + v * (ka - kb)}
                 continue
-            ma = at_a({key: v}) if key in fa else {m: float(getattr(ra, m)) for m in metrics}
-            mb = at_b({key: v}) if key in fb else {m: float(getattr(rb, m)) for m in metrics}
+            ma = got_a[key, v] if key in fa else {m: float(getattr(ra, m)) for m in metrics}
+            mb = got_b[key, v] if key in fb else {m: float(getattr(rb, m)) for m in metrics}
             vals[v] = {m: float(ma[m]) - float(mb[m]) for m in metrics}
         for m in used:
             s, u, d = moves(f, np.asarray(f0[m]),

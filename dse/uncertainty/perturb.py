@@ -8,7 +8,7 @@ mean-value model and the simulator see the same perturbed design.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +31,11 @@ class ScaledPlacement:
     are multiplied by the given factors; everything else is the inner placement's."""
 
     inner: Placement
-    decode_factor: float = 1.0
-    prefill_factor: float = 1.0
-    power_factor: float = 1.0
-    absorb_factor: float = 1.0  # the decode or the prefill factor, as the kind absorbs
+    # floats, or arrays shaped [batch, 1] for a batch of designs (dse.engine.closed_form_batch)
+    decode_factor: float | F64 = 1.0
+    prefill_factor: float | F64 = 1.0
+    power_factor: float | F64 = 1.0
+    absorb_factor: float | F64 = 1.0  # the decode or the prefill factor, as the kind absorbs
 
     def __getattr__(self, name: str) -> Any:  # the Placement attributes not scaled here
         return getattr(self.inner, name)
@@ -92,6 +93,35 @@ def scale_design(d: Design, values: Mapping[str, float]) -> Design:
         if (dec, pre, pw) != (1.0, 1.0, 1.0):
             absorb = dec if KINDS.get(p.kind).absorb_like == "decode" else pre
             changes[name] = ScaledPlacement(p, dec, pre, pw, absorb)
+    return replace(d, **changes) if changes else d
+
+
+def is_time_only(values: Mapping[str, float]) -> bool:
+    """Whether the factor values move only placements' operation times and powers (the
+    evaluations one batched closed form can share: `scale_design_batch`)."""
+    return all(k.startswith(("time:", "power:")) for k in values)
+
+
+def scale_design_batch(d: Design, points: Sequence[Mapping[str, float]]) -> Design:
+    """The design whose placements carry each point's multipliers along a batch axis: arrays
+    shaped [len(points), 1] (`scale_design` of each point, stacked; time and power factors
+    only: `is_time_only`)."""
+    designs = [scale_design(d, v) for v in points]
+    changes: dict[str, Any] = {}
+    for name in PLACEMENT_FIELDS:
+        p = getattr(d, name)
+        if p is None:
+            continue
+        scaled = [getattr(x, name) for x in designs]
+        if all(q is p for q in scaled):
+            continue
+
+        def column(attr: str, scaled: list[Any] = scaled) -> F64:
+            return np.array([[getattr(q, attr) if isinstance(q, ScaledPlacement) else 1.0]
+                             for q in scaled])
+
+        changes[name] = ScaledPlacement(p, column("decode_factor"), column("prefill_factor"),
+                                        column("power_factor"), column("absorb_factor"))
     return replace(d, **changes) if changes else d
 
 

@@ -21,6 +21,7 @@ point. `monte_carlo` draws the same distributions jointly, as the check.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +33,25 @@ Z90 = 1.6448536269514722  # the standard normal's 95th percentile
 Metrics = Mapping[str, "F64 | float"]
 EvaluateAt = Callable[[Mapping[str, float]], Metrics]
 ACCURACY = "accuracy"
+
+
+@dataclass(frozen=True)
+class BatchAt:
+    """An EvaluateAt that also evaluates many points in one go (`many`: a list of factor
+    values -> their metrics, in order; e.g. one batched closed form)."""
+
+    one: EvaluateAt
+    many: Callable[[Sequence[Mapping[str, float]]], list[Metrics]]
+
+    def __call__(self, values: Mapping[str, float]) -> Metrics:
+        return self.one(values)
+
+
+def evaluate_all(at: EvaluateAt, points: Sequence[Mapping[str, float]]) -> list[Metrics]:
+    """`at` of each point, together where `at` can (a BatchAt)."""
+    if isinstance(at, BatchAt):
+        return at.many(points)
+    return [at(v) for v in points]
 
 
 def shift_scale(f: Factor, p_accept: F64 | float | None) -> F64 | float:
@@ -71,11 +91,10 @@ def moves(f: Factor, f0: F64, at: Mapping[float, F64]) -> tuple[F64, F64, F64]:
     def value(v: float) -> F64:
         return f0 if v == f.central else at[v]
 
-    zero = np.zeros_like(f0)
     mid = f0 if _mirrored(f) else value(median(f))
     a, b = value(f.high) - mid, value(f.low) - mid
-    return (mid - f0, np.maximum.reduce([a, b, zero]),
-            np.maximum.reduce([-a, -b, zero]))
+    return (mid - f0, np.maximum(np.maximum(a, b), 0.0),
+            np.maximum(np.maximum(-a, -b), 0.0))
 
 
 def combine(central: F64 | float, up: Sequence[F64], down: Sequence[F64],
@@ -96,16 +115,17 @@ def intervals(factors: Sequence[Factor], central: Metrics, at: EvaluateAt,
     f0 = {m: np.asarray(central[m], dtype=float) for m in metrics}
     p_acc = central.get("p_accept")
     parts: dict[str, tuple[list[F64], list[F64], list[F64]]] = {m: ([], [], []) for m in metrics}
-    for f in factors:
+    moving = [f for f in factors if any(f.moves(m) for m in metrics)]
+    asked = [(f.key, v) for f in moving if not f.additive for v in points(f)]
+    done = dict(zip(asked, evaluate_all(at, [{k: v} for k, v in asked]), strict=True))
+    for f in moving:
         used = [m for m in metrics if f.moves(m)]
-        if not used:
-            continue
         evaluated: dict[float, Metrics]
         if f.additive:
             k = shift_scale(f, p_acc)
             evaluated = {v: {ACCURACY: f0[ACCURACY] + v * k} for v in points(f)}
         else:
-            evaluated = {v: at({f.key: v}) for v in points(f)}
+            evaluated = {v: done[f.key, v] for v in points(f)}
         for m in used:
             s, u, d = moves(f, f0[m], {v: np.asarray(r[m], dtype=float)
                                        for v, r in evaluated.items()})

@@ -23,11 +23,11 @@ FAMILY_LABELS = {"target-only": "target alone", "gpu-speculative": "GPU-draft sp
 
 
 def closed_form(f: FamilyBest) -> Mapping[str, Any]:
-    """The family best's closed-form metrics (with their "intervals"); empty without one."""
+    """The family best's metrics, the accurate closed form's as the search shows them
+    (dse.search.shown), with their "intervals"; empty without a design."""
     if f.candidate is None:
         return {}
-    cf = f.candidate.metrics.get("closed_form")
-    return cf if isinstance(cf, Mapping) else {}
+    return {**f.candidate.metrics, "intervals": f.candidate.intervals}
 
 
 def _with_interval(v: Any, iv: Sequence[float] | None, unit: str) -> str:
