@@ -146,11 +146,10 @@ def current_state() -> views.DesignState:
     if "design_params" not in ss:
         qp = {k: st.query_params[k] for k in st.query_params}
         state = views.default_state()
-        if qp:
-            try:
-                state = state_of(qp)
-            except DseError as e:
-                ss["design_params_warning"] = f"The link's design was not loaded: {e}"
+        if qp:  # a bad parameter is dropped with a warning naming it, the rest kept
+            state, warnings = views.url_state(catalog(), qp)
+            if warnings:
+                ss["design_params_warning"] = "The link: " + "; ".join(warnings)
         ss["design_params"] = state.params()
     try:
         return state_of(ss["design_params"])

@@ -15,6 +15,7 @@ st.title("Compare")
 ss = st.session_state
 cat = common.catalog()
 current = common.current_state()
+common.show_warning()  # a shared link's parameters that did not load
 common.set_state(current)  # the URL keeps the current design and the pinned set
 pinned = common.pins()
 if msg := ss.pop("pins_warning", None):

@@ -15,6 +15,7 @@ from dse.views.glossary import term_help
 st.title("Export")
 ss = st.session_state
 state = common.current_state()
+common.show_warning()  # a shared link's parameters that did not load
 common.set_state(state)
 try:
     from dse.exporters import render_bundle

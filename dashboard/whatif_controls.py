@@ -12,7 +12,6 @@ import streamlit as st
 from dashboard import common
 from dse import views
 from dse.design_files import system_to_toml
-from dse.errors import DseError
 from dse.scenario import SystemSpec
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
 from dse.specs import SCHEMAS
@@ -265,8 +264,4 @@ def widget_state(state: views.DesignState) -> views.DesignState:
     overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
                  and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
     sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
-    state = views.applicable(views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides))
-    try:
-        return state.with_device_software(cat)
-    except DseError:  # a combination the spec refuses: the page says why
-        return state
+    return views.applicable(views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides))

@@ -164,7 +164,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     ctx = s.max_context_tokens
     kinds: dict[str, DeviceKind] = {r: kind_of(cat, str(getattr(s, f"{r}_device")))
                                     for r in roles}
-    _check_software_keys(s, kinds)
+    s = _check_software_keys(s, kinds)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
                    software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
                    tp=s.target_tp)
@@ -212,16 +212,26 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
 SOFTWARE_KEYS = {"serving": "a GPU serving profile", "engine": "an FPGA engine"}
 
 
-def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> None:
+def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> SystemSpec:
     """A role's software key must be its device kind's: an FPGA engine named for a GPU draft
-    (or a serving profile for an FPGA one) would be ignored, so it is refused by name."""
+    (or a serving profile for an FPGA one) would be ignored, so it is refused by name. Where an
+    override moved the role to another kind of device and the other key came with the file, the
+    file's key goes with the old device (it is dropped, not refused)."""
+    drop: dict[str, None] = {}
     for role, kind in kinds.items():
         for key, what in SOFTWARE_KEYS.items():
-            value = getattr(s, f"{role}_{key}", None)
-            if key != kind.software_key and value is not None:
-                raise SpecError(s.path, f"{role}_{key}", f"{value!r} is {what}, but the "
-                                f"{role} runs on {kind.a_label} ({getattr(s, f'{role}_device')}"
-                                f"), which takes {role}_{kind.software_key}")
+            name = f"{role}_{key}"
+            value = getattr(s, name, None)
+            if key == kind.software_key or value is None:
+                continue
+            moved = s.sources.get(f"{role}_device", "").startswith("set by")
+            if moved and not s.sources.get(name, "").startswith("set by"):
+                drop[name] = None
+                continue
+            raise SpecError(s.path, name, f"{value!r} is {what}, but the {role} runs on "
+                            f"{kind.a_label} ({getattr(s, f'{role}_device')}), which takes "
+                            f"{role}_{kind.software_key}")
+    return replace(s, **drop) if drop else s
 
 
 def budget_misfit(d: Design, w: WorkloadSpec) -> str | None:

@@ -154,8 +154,7 @@ def test_preset_resets_knobs_and_gpu_draft_drops_the_fpga_engine(cat):
     assert at.query_params["draft_device"] == "rtx-4090"
     rep = at.session_state["wi_report"]
     want = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, "heteroreason",
-                    draft_device="rtx-4090", draft_serving=KINDS.get("gpu").default_software,
-                    draft_engine="")
+                    draft_device="rtx-4090", draft_serving=KINDS.get("gpu").default_software)
     assert rep["latency_s_per_problem"] == want.latency_s_per_problem
 
 

@@ -262,7 +262,9 @@ def test_old_draft_serving_conflicting_with_draft_engine(cat):
     data["draft_serving"] = "other-engine"
     spec = build_spec("x.toml", data)
     assert isinstance(spec, SystemSpec)
-    build_design(cat, spec, PRESETS["rsd"])  # not an engine name: a GPU profile, unused
+    # not an engine name: a GPU serving profile on an FPGA draft, refused (it was ignored)
+    with pytest.raises(SpecError, match="draft_serving: 'other-engine' is a GPU serving"):
+        build_design(cat, spec, PRESETS["rsd"])
     from dataclasses import replace
 
     fake = replace(spec, draft_engine="elsewhere", draft_serving="flexllm")

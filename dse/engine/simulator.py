@@ -279,9 +279,7 @@ def read_jsonl(path: str | Path) -> Trace:
     bto = np.full((n, k), -1, dtype=np.int64)
     correct = np.full(n, np.nan)
     nan = float("nan")
-    for problem, recs in by_problem.items():
-        _check_steps(p, problem, recs)
-    for pi, recs in enumerate(by_problem.values()):
+    for pi, (problem, recs) in enumerate(by_problem.items()):
         recs.sort(key=lambda r: (r["step"] or 0, r["_line"]))
         t = 0
         for ki, r in enumerate(recs):
@@ -308,6 +306,7 @@ def read_jsonl(path: str | Path) -> Trace:
             ok = _field(where, r, "correct", optional=True)
             if ok is not None:
                 correct[pi] = float(ok)
+        _check_steps(p, problem, recs)  # after each record's own fields
     return Trace(valid, tr["draft_tokens"], tr["draft_reward"], tr["target_tokens"],
                  tr["target_reward"], dec, bto, tr["alt_tokens"], correct)
 

@@ -97,6 +97,7 @@ from dse.views.state import (
     state_from_design,
     state_from_params,
     system_diff,
+    url_state,
 )
 
 __all__ = [
@@ -166,4 +167,5 @@ __all__ = [
     "state_from_params",
     "system_diff",
     "tornado",
+    "url_state",
 ]

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dse.design import SOFTWARE_KEYS, Design, build_design
-from dse.design_files import DesignFile, parse_set, system_to_toml
+from dse.design import Design, build_design
+from dse.design_files import ALIASES, DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, UnknownNameError
 from dse.resolve import override_spec, read_source
 from dse.scenario import PRM_KEYS, SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
-from dse.specs import Catalog
+from dse.specs import SCHEMAS, Catalog
 from dse.specs.emit import toml_value
 
 # The view a fresh dashboard opens on: the README's first example.
@@ -61,25 +61,6 @@ class DesignState:
         or SpecError with the reasons."""
         return build_design(cat, self.spec(cat), self.schedule)
 
-    def with_device_software(self, cat: Catalog) -> DesignState:
-        """The state with each role's software key of another device kind cleared (a draft
-        moved from an FPGA to a GPU drops the system's FPGA engine: `draft_engine` ""), which
-        the resolver would otherwise refuse. An unknown device is left to the resolver."""
-        spec = self.spec(cat)
-        over = dict(self.overrides)
-        for role in ("draft", "prm", "target"):
-            device = getattr(spec, f"{role}_device", None)
-            try:
-                kind = kind_of(cat, device) if device is not None else None
-            except DseError:
-                continue
-            for key in SOFTWARE_KEYS:
-                name = f"{role}_{key}"
-                if kind is not None and key != kind.software_key and getattr(
-                        spec, name, None) is not None:
-                    over[name] = ""
-        return DesignState(self.system, self.workload, self.schedule, over)
-
     def with_schedule(self, sched: Schedule) -> DesignState:
         return DesignState(self.system, self.workload, sched, dict(self.overrides))
 
@@ -110,8 +91,7 @@ class DesignState:
         if spec.prm_device is not None and spec.draft_device != spec.prm_device:
             gpu = kind_of(cat, spec.prm_device)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
-                     "draft_serving": gpu.default_software, "draft_engine": "",
-                     "fpga_clock_MHz": 0.0,
+                     "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
                      "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
         return DesignState(self.system, self.workload, PRESETS[name], over)
 
@@ -172,9 +152,86 @@ def state_from_params(cat: Catalog, params: Mapping[str, str]) -> DesignState:
     rest = [f"{k}={v}" for k, v in params.items()
             if k not in ("system", "workload", "schedule", PIN_PARAM)]
     overrides, flags = parse_set(rest)
+    for key, value in overrides.items():
+        _check_name(cat, key, value)
     state = DesignState(system, workload, PRESETS[sched_name].with_flags(**flags), overrides)
     state.spec(cat)  # validates the values with the catalog loader
     return state
+
+
+NAME_LOOKUPS = {"_device": "device", "_model": "model", "_serving": "gpu-serving",
+                "_engine": "fpga-engine"}
+
+
+def _check_name(cat: Catalog, key: str, value: Any) -> None:
+    """A catalog name in a `*_device`, `*_model`, `*_serving` or `*_engine` parameter must be
+    one of that kind ("" clears an optional name); an UnknownNameError lists the valid ones."""
+    for suffix, kind in NAME_LOOKUPS.items():
+        if key.endswith(suffix) and isinstance(value, str) and value:
+            if kind == "device":
+                kind_of(cat, value)
+            elif kind == "model":
+                cat.model(value)
+            else:
+                cat.get(kind, value)
+
+
+def _short(e: Exception, limit: int = 200) -> str:
+    """An error's message cut at a word boundary (a long list of valid names ends in '...')."""
+    text = str(e)
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def url_state(cat: Catalog, params: Mapping[str, str]) -> tuple[DesignState, list[str]]:
+    """A shared link's design, forgiving: each parameter that does not load (an unknown name, a
+    value out of range, a device of the wrong kind for its role) is dropped with one warning
+    naming it, the rest are kept; parameters that are no design key (a tracking `fbclid`,
+    `utm_*`) are ignored with one short note; if the kept ones do not combine, the system as
+    shipped is shown and the warning says why. Never raises for a bad link."""
+    d = default_state()
+    warnings: list[str] = []
+
+    def pick(name: str, default: str, valid: Sequence[str]) -> str:
+        value = params.get(name, default)
+        if value in valid:
+            return value
+        warnings.append(f"URL parameter {name}={str(value)[:40]!r}: unknown {name}; "
+                        f"showing {default}")
+        return default
+
+    system = pick("system", d.system, cat.names("system"))
+    workload = pick("workload", d.workload, cat.names("workload"))
+    sched_name = pick("schedule", d.schedule.name, list(PRESETS))
+    known = {k.toml for k in SCHEMAS["system"].keys} | set(ALIASES) | set(FLAGS)
+    rest = {k: v for k, v in params.items()
+            if k not in ("system", "workload", "schedule", PIN_PARAM)}
+    ignored = sorted(k for k in rest if k not in known)
+    if ignored:
+        warnings.append("ignored URL parameters that are no design key: "
+                        + ", ".join(k[:30] for k in ignored[:5])
+                        + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""))
+    overrides: dict[str, Any] = {}
+    flags: dict[str, bool] = {}
+    for k, v in rest.items():
+        if k not in known:
+            continue
+        try:
+            over, fl = parse_set([f"{k}={v}"])
+            for key, value in over.items():
+                _check_name(cat, key, value)
+        except DseError as e:
+            warnings.append(f"URL parameter {k}={str(v)[:40]!r} ignored: {_short(e)}")
+            continue
+        overrides |= over
+        flags |= fl
+    state = DesignState(system, workload, PRESETS[sched_name].with_flags(**flags), overrides)
+    try:
+        state.spec(cat)
+    except DseError as e:
+        warnings.append(f"the link's settings do not combine ({_short(e)}); showing {system} "
+                        "as shipped")
+        state = DesignState(system, workload, PRESETS[sched_name])
+    return state, warnings
 
 
 def encode_pin(state: DesignState) -> str:
@@ -184,18 +241,31 @@ def encode_pin(state: DesignState) -> str:
 
 def decode_pins(cat: Catalog, values: Sequence[str]) -> tuple[list[DesignState], list[str]]:
     """Pinned designs from the `pin` query-parameter values (at most MAX_PINS, duplicates
-    dropped); returns the states and one message per value that did not load."""
+    dropped); returns the states and at most two short messages: how many values did not load
+    (with the first), how many were beyond the limit."""
     states: list[DesignState] = []
-    errors: list[str] = []
+    bad: list[str] = []
+    beyond = 0
     for v in values:
         try:
             s = state_from_params(cat, dict(parse_qsl(v, keep_blank_values=True,
                                                      strict_parsing=True)))
         except (DseError, ValueError) as e:
-            errors.append(f"pinned design {v[:60]!r} was not loaded: {e}")
+            bad.append(f"{v[:40]!r} ({_short(e, 120)})")
             continue
-        if s not in states and len(states) < MAX_PINS:
+        if s in states:
+            continue
+        if len(states) < MAX_PINS:
             states.append(s)
+        else:
+            beyond += 1
+    errors = []
+    if bad:
+        errors.append(f"{len(bad)} pinned design{'s' if len(bad) > 1 else ''} did not load"
+                      f" (the first: {bad[0]})")
+    if beyond:
+        errors.append(f"{beyond} pinned design{'s' if beyond > 1 else ''} beyond the limit of "
+                      f"{MAX_PINS} dropped")
     return states, errors
 
 
