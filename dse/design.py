@@ -217,7 +217,7 @@ def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> SystemS
     (or a serving profile for an FPGA one) would be ignored, so it is refused by name. Where an
     override moved the role to another kind of device and the other key came with the file, the
     file's key goes with the old device (it is dropped, not refused)."""
-    drop: dict[str, None] = {}
+    drop: dict[str, Any] = {}
     for role, kind in kinds.items():
         for key, what in SOFTWARE_KEYS.items():
             name = f"{role}_{key}"
