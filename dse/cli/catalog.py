@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import positive_float, table, whole_number
+from dse.cli.common import clip_words, positive_float, table, whole_number
 from dse.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.specs import Catalog, spec_fields
 
@@ -107,7 +107,7 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         f"{r['power_w']:.1f} [{w_lo:.1f}-{w_hi:.1f}] W decoding, {r['idle_w']:.1f} W idle; "
         f"{r['j_per_token']:.3f} J/token",
         f"[low-high]: 90% intervals; {r['provenance']['status']}: "
-        + r["provenance"]["basis"].split(" | ")[0][:120],
+        + clip_words(r["provenance"]["basis"].split(" | ")[0], 120),
     ]
     if r["infeasible"]:
         lines.append("infeasible: " + "; ".join(r["infeasible"]))

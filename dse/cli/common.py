@@ -73,13 +73,26 @@ def with_interval(value: Any, interval: Sequence[float] | None) -> Any:
     return f"{value:.4g} [{lo:.4g}-{hi:.4g}]"
 
 
+def clip_words(text: str, limit: int) -> str:
+    """The text up to `limit` characters, cut at a word boundary with " ..." when cut (never
+    mid-word). E.g. clip_words("a 89% interval of x", 12) == "a 89% ..."."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit + 1].rsplit(" ", 1)[0].rstrip(",;:(")
+    return (head if head else text[:limit]) + " ..."
+
+
 def provenance_text(report: Mapping[str, Any]) -> str:
-    """One line per component of a report's provenance: its status, then what it rests on."""
+    """One line per component of a report's provenance: its status, then what it rests on
+    (the first part, cut at a word; `--json` has it whole)."""
     prov = report.get("provenance") or {}
     lines = ["provenance:"]
     for comp, p in prov.items():
-        lines.append(f"  {comp}: {p['status']} ({p['basis'].split(' | ')[0][:110]}"
-                     + (", ..." if " | " in p["basis"] else "") + ")")
+        first = p["basis"].split(" | ")
+        text = clip_words(first[0], 110)
+        if len(first) > 1 and not text.endswith(" ..."):
+            text += ", ..."
+        lines.append(f"  {comp}: {p['status']} ({text})")
     return "\n".join(lines) if prov else ""
 
 

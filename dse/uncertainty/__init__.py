@@ -211,7 +211,8 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
     12 evaluations, 0.1-0.4 s: what `dse evaluate` and the search's shown designs use) or,
     with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
     loaded: the dashboard's What-if headline). A simulated
-    report gets the same relative interval around its own central value. at: the design's
+    report gets the same relative interval around its own central value (its accuracy, an
+    additive shift, the same points either side of the simulated value). at: the design's
     `evaluate_at` where the caller has one (its evaluations are remembered, so a joint
     interval of the same design reuses them); built here otherwise."""
     fs = design_factors(d, w)
@@ -226,8 +227,11 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
     for m in metrics:
         lo, hi = (float(x) for x in iv[m])
         c0, v = float(central[m]), float(getattr(report, m))
-        if report.evaluator != "closed-form" and c0 != 0 and m != "accuracy":
-            lo, hi = lo * v / c0, hi * v / c0
+        if report.evaluator != "closed-form":  # around the simulated value, as wide
+            if m == "accuracy":  # an additive shift: the same points either side
+                lo, hi = max(lo + v - c0, 0.0), min(hi + v - c0, 100.0)
+            elif c0 != 0:
+                lo, hi = lo * v / c0, hi * v / c0
         out[m] = [lo, hi]
     prov = provenance(fs)
     return replace(report, intervals=out, provenance=prov)
