@@ -182,3 +182,28 @@ def test_a_read_only_study_database(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert db.read_bytes() == before
     with pytest.raises(dse.DseError, match="read-only database"):
         dse.optimize(trials=4, storage=url)
+
+
+def test_a_library_error_raised_while_a_signal_unwinds_is_the_signal(monkeypatch, capsys):
+    """Optuna's trial runner can fail in its own cleanup while Terminated unwinds it (an
+    UnboundLocalError whose context is the Terminated): still one line and exit 143; Ctrl-C
+    likewise 130; an error with no signal under it stays an error."""
+    import dse.cli as cli
+    from dse.errors import Terminated
+
+    def failing_cleanup(sig: BaseException):
+        def run(_args):
+            try:
+                raise sig
+            except BaseException:  # noqa: B904 - the implicit context is what is tested
+                raise UnboundLocalError("cannot access local variable 'updated_state'")
+        return run
+
+    for sig, code in ((Terminated(), 143), (KeyboardInterrupt(), 130)):
+        monkeypatch.setattr(cli, "_run", failing_cleanup(sig))
+        assert cli.main(["catalog", "boards"]) == code
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    monkeypatch.setattr(cli, "_run", failing_cleanup(ValueError("x")))
+    with pytest.raises(UnboundLocalError):
+        cli.main(["catalog", "boards"])

@@ -96,6 +96,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             return _stopped(name, "terminated (SIGTERM); nothing more was written",
                             EXIT_SIGTERM)
+        except Exception as e:  # a library's cleanup failing while the signal unwound it
+            sig = _signal_under(e)
+            if sig is None or debug:
+                raise
+            if isinstance(sig, KeyboardInterrupt):
+                return _stopped(name, "interrupted (Ctrl-C); nothing more was written",
+                                EXIT_SIGINT)
+            return _stopped(name, "terminated (SIGTERM); nothing more was written",
+                            EXIT_SIGTERM)
+
+
+def _signal_under(e: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM an exception was raised while handling, if any: e.g. Optuna's
+    trial runner referencing a state it had not set yet when Terminated arrived inside it
+    (UnboundLocalError, its context the Terminated)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, KeyboardInterrupt | Terminated):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _stopped(name: str, why: str, code: int) -> int:
