@@ -195,7 +195,7 @@ def test_a_library_error_raised_while_a_signal_unwinds_is_the_signal(monkeypatch
         def run(_args):
             try:
                 raise sig
-            except BaseException:  # noqa: B904 - the implicit context is what is tested
+            except BaseException:
                 raise UnboundLocalError("cannot access local variable 'updated_state'")
         return run
 
