@@ -195,8 +195,8 @@ def test_a_library_error_raised_while_a_signal_unwinds_is_the_signal(monkeypatch
         def run(_args):
             try:
                 raise sig
-            except BaseException:
-                raise UnboundLocalError("cannot access local variable 'updated_state'")
+            except BaseException:  # the implicit context (no `from`) is what is tested
+                raise UnboundLocalError("local 'updated_state'")  # noqa: B904
         return run
 
     for sig, code in ((Terminated(), 143), (KeyboardInterrupt(), 130)):
