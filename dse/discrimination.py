@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from dse.scenario import WorkloadSpec, solo_accuracy_pct
@@ -116,10 +117,12 @@ def shipped() -> AccuracyParams:
     return from_dict(doc["parameters"])
 
 
-def shipped_sources() -> dict[str, str]:
-    """What each shipped parameter rests on (the data file's [sources])."""
+@cache
+def shipped_sources() -> Mapping[str, str]:
+    """What each shipped parameter rests on (the data file's [sources], read once)."""
     with DATA.open("rb") as f:
-        return {str(k): str(v) for k, v in tomllib.load(f).get("sources", {}).items()}
+        return MappingProxyType({str(k): str(v)
+                                 for k, v in tomllib.load(f).get("sources", {}).items()})
 
 
 def prm_f1_pct(prm: ModelSpec | None, subset: str, p: AccuracyParams) -> tuple[float, bool]:

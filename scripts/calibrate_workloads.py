@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import dse.discrimination as discrimination
 from dse.discrimination import DATA as MODEL_PATH
 from dse.discrimination import SCHEMA_VERSION as MODEL_SCHEMA
 from dse.reproduce import reported
@@ -128,9 +129,8 @@ def main() -> int:
     if not model_current:
         MODEL_PATH.write_text(text, encoding="utf-8")
     # the threshold table of docs/model.md, from the shipped (just written) parameters
-    import dse.discrimination as discrimination
-
     discrimination.shipped.cache_clear()
+    discrimination.shipped_sources.cache_clear()
     old = MODEL_DOC.read_text(encoding="utf-8")
     new = acc.splice_curves(old, acc.threshold_curves(cat, acc.load()))
     if new != old:
