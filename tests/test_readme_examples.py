@@ -1,10 +1,11 @@
-"""The README's example outputs are what the commands print today.
+"""The README's and the command pages' example outputs are what the commands print today.
 
-Each ```-block in README.md that starts with `$ dse ...` is run (in-process, through dse.cli.main)
-and its output compared with the block's text, for the commands whose output is deterministic
-and quick (roofline, evaluate, simulate with a seed, export); a sweep's example is checked for
-its result lines (its timing varies). Regenerate a block by running its command and pasting the
-output."""
+Each ```-block in README.md and docs/commands/{catalog-roofline,evaluate-simulate,search}.md
+that starts with `$ dse ...` is run (in-process, through dse.cli.main) and its output compared
+with the block's text, exactly for the commands whose output is deterministic (roofline,
+evaluate, simulate with a seed, export); a search's example (a sweep, a seeded study) is
+checked for its result lines (its timing varies; a study runs in a fresh directory, which the
+page calls /tmp/ex). Regenerate a block by running its command and pasting the output."""
 
 from __future__ import annotations
 
@@ -23,10 +24,22 @@ BLOCK = re.compile(r"^```\n(\$ dse .*?)^```", re.S | re.M)
 EXACT = ("roofline", "evaluate", "simulate", "export")
 
 
-def examples() -> list[tuple[str, str]]:
-    """(command line, expected output) for every `$ dse` example of README.md."""
+PAGES = ("README.md", "docs/commands/catalog-roofline.md", "docs/commands/evaluate-simulate.md",
+         "docs/commands/search.md")
+STUDY_DIR = "/tmp/ex"  # where the search page's study ran
+
+
+def examples(pages: tuple[str, ...] = PAGES) -> list[tuple[str, str]]:
+    """(command line, expected output) for every `$ dse` example of the pages."""
     out = []
-    for block in BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8")):
+    for page in pages:
+        out += _page_examples(page)
+    return out
+
+
+def _page_examples(page: str) -> list[tuple[str, str]]:
+    out = []
+    for block in BLOCK.findall((ROOT / page).read_text(encoding="utf-8")):
         parts = re.split(r"^\$ ", block, flags=re.M)
         for part in parts[1:]:
             cmd, _, expected = part.partition("\n")
@@ -42,12 +55,18 @@ def run(argv: list[str]) -> str:
 
 
 def test_readme_has_examples() -> None:
-    assert {shlex.split(c)[1] for c, _ in examples()} >= {*EXACT, "sweep"}
+    assert {shlex.split(c)[1] for c, _ in examples(("README.md",))} >= {*EXACT, "sweep"}
+    assert {shlex.split(c)[1] for c, _ in _page_examples("docs/commands/search.md")} == {
+        "sweep", "optimize"}
 
 
 @pytest.mark.parametrize(("cmd", "expected"), examples(), ids=[c for c, _ in examples()])
-def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path) -> None:
+def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     argv = shlex.split(cmd)[1:]
+    if argv[0] == "optimize":  # a fresh study in a fresh directory, named as the page names it
+        monkeypatch.chdir(tmp_path)
+        expected = expected.replace(STUDY_DIR, str(tmp_path))
     if argv[0] == "export":  # write the bundle somewhere fresh; the text names the path
         out = argv[argv.index("--out") + 1]
         argv[argv.index("--out") + 1] = str(tmp_path / "bundle")
@@ -56,7 +75,10 @@ def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path) -> N
     if argv[0] in EXACT:
         assert [ln.rstrip() for ln in got.splitlines()] == [
             ln.rstrip() for ln in expected.splitlines()]
-    else:  # a search: the designs and metrics, not the seconds it took
+    else:  # a search: the designs and metrics, not the seconds it took (nor a study's
+        # storage line, which goes to standard error)
+        expected = "\n".join(ln for ln in expected.splitlines()
+                             if not ln.startswith("storage: "))
         strip = re.compile(r" in [0-9.]+ s;")
         assert [strip.sub("", ln).rstrip() for ln in got.splitlines()] == [
             strip.sub("", ln).rstrip() for ln in expected.splitlines()]
