@@ -56,7 +56,11 @@ def test_short_label_names_place_system_schedule_and_changes():
     assert views.short_label(state(), 0) == "#1 paper-config1-u280 · heteroreason"
     two = state(accept_threshold=0.8, max_backtracks=2)
     assert views.short_label(two, 2) == (
-        "#3 paper-config1-u280 · heteroreason · accept_threshold=0.8 (+1)")
+        "#3 paper-config1-u280 · heteroreason · accept_threshold=0.8, max_backtracks=2")
+    # a device change is named first, whatever else changes
+    moved = state(accept_threshold=0.8, draft_device="v80")
+    assert views.short_label(moved, 0) == (
+        "#1 paper-config1-u280 · heteroreason · draft_device=v80, accept_threshold=0.8")
 
 
 # ------------------------------------------------------------------------ rows, deltas

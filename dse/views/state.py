@@ -296,15 +296,21 @@ def _system(cat: Catalog, name: str) -> SystemSpec:
 
 
 def short_label(state: DesignState, index: int) -> str:
-    """A pinned design's short name: its place in the set, system, schedule and the first
-    key it changes (with how many more)."""
+    """A pinned design's name: its place in the set, system, schedule and every key it
+    changes, its devices and models first (two designs that differ only by a device must not
+    read alike), then its workflow, then the knobs."""
     how = "target alone" if state.is_target_only else state.schedule.name
     label = f"#{index + 1} {state.system} · {how}"
     p = state.params()
-    changes = [f"{k}={v}" for k, v in p.items() if k not in ("system", "workload", "schedule")]
-    if changes:
-        label += f" · {changes[0]}" + (f" (+{len(changes) - 1})" if len(changes) > 1 else "")
-    return label
+    keys = [k for k in p if k not in ("system", "workload", "schedule")]
+
+    def rank(k: str) -> int:
+        if k.endswith(("_device", "_model")):
+            return 0
+        return 1 if k in ("workflow", "verifier", "colocate") else 2
+
+    changes = [f"{k}={p[k]}" for k in sorted(keys, key=rank)]
+    return label + (" · " + ", ".join(changes) if changes else "")
 
 
 def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
