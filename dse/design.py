@@ -237,7 +237,7 @@ def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> SystemS
 def budget_misfit(d: Design, w: WorkloadSpec) -> str | None:
     """Why the design's generation budget cannot hold one problem of the workload (its prompt
     and one step, draft or target), or None. E.g. 1 token against MATH500's 98.9-token prompt
-    and 53-token steps: 'max_context_tokens 1 cannot hold ...'."""
+    and 53-token steps: '1 tokens cannot hold ...: at least 152 needed'."""
     step = w.target_step_tokens_mean
     if d.is_speculative:
         step = max(step, w.draft_step_tokens_mean)

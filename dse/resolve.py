@@ -93,7 +93,7 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
             raise SpecError(source, str(key)[:60], f"unknown key; valid: {valid}")
         k = by_name[key]
-        # None, or "" for a name, clears an optional key (`--set draft_engine=""`)
+        # None, or "" for a name, clears an optional key (`--set draft_engine=`)
         clear = k.optional and (value is None or (k.kind is str and value == ""))
         changes[k.attr] = None if clear else check_value(source, k, value)
     values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
