@@ -28,6 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -144,8 +146,11 @@ def choose(drv: Any, label: str, option: str) -> None:
 
 def cases(drv: Any, cat: Any, repeats: int) -> Iterator[tuple[str, Callable[[], None]]]:
     def slider_step() -> None:
-        sidebar_widget(drv, "stSlider", "Accept threshold").find_element(
-            By.CSS_SELECTOR, 'input[type="range"]').send_keys(Keys.ARROW_LEFT)
+        # the range input is visually hidden (1 px): focus it and type to the focused element
+        thumb = sidebar_widget(drv, "stSlider", "Accept threshold").find_element(
+            By.CSS_SELECTOR, 'input[type="range"]')
+        drv.execute_script("arguments[0].focus();", thumb)
+        ActionChains(drv).send_keys(Keys.ARROW_LEFT).perform()
 
     def flag() -> None:
         sidebar_widget(drv, "stCheckbox", "Shadow sync (T1)").find_element(
@@ -185,11 +190,16 @@ def main() -> int:
         for _ in range(a.repeats):
             results.setdefault("fresh session", []).append(fresh(drv, url))
         for name, act in cases(drv, cat, a.repeats):
-            results.setdefault(name, []).append(measure(drv, act))
+            try:
+                results.setdefault(name, []).append(measure(drv, act))
+            except TimeoutException:  # no new value within TIMEOUT_S: say so, go on
+                print(f"  {name}: no new latency value within {TIMEOUT_S} s", flush=True)
     print(f"What-if in headless Chromium, median of {a.repeats} (min-max of the first), on the "
           "page's clock: action -> new latency metric | -> every metric (baselines' speed-ups "
           "and gains) | -> page settled (charts)")
     for k, v in results.items():
+        if not v:
+            continue
         shown, every, done = ([x[i] for x in v] for i in range(3))
         med, target = statistics.median(shown), TARGETS_S[k]
         print(f"  {k:28s} latency {med * 1e3:5.0f} ms ({min(shown) * 1e3:.0f}-"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import time
+
+from _timing import wall_s
 
 DSE = "import sys; from dse.cli import main; sys.exit(main())"
 CASES: tuple[tuple[str, list[str], float | None], ...] = (  # (label, argv, target ratio)
@@ -26,14 +26,6 @@ CASES: tuple[tuple[str, list[str], float | None], ...] = (  # (label, argv, targ
     ("dse evaluate --system paper-config1-u280 --scenario math500",
      ["-c", DSE, "evaluate", "--system", "paper-config1-u280", "--scenario", "math500"], 6.0),
 )
-
-
-def wall_s(argv: list[str]) -> float:
-    """Seconds from spawn to exit of one fresh interpreter; output discarded."""
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                   check=True)
-    return time.perf_counter() - t0
 
 
 def main() -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _timing import wall_s
 
 DSE = "import sys; from dse.cli import main; sys.exit(main())"
 NUMPY = 'python -c "import numpy"'
@@ -30,14 +30,6 @@ CASES: dict[str, list[str]] = {
     "reproduce": ["reproduce"],
 }
 TARGETS = {"sweep 0.9": 40.0, "optimize": 100.0, "reproduce": 100.0}  # x the numpy import
-
-
-def wall_s(argv: list[str]) -> float:
-    """Seconds from spawn to exit of one fresh interpreter; output discarded."""
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                   check=True)
-    return time.perf_counter() - t0
 
 
 def main() -> int:

@@ -234,11 +234,9 @@ pick = cands[pick_i]
 state = views.state_from_design(cat, pick.design)
 st.subheader(f"Picked design #{pick_i}")
 st.caption(rows[pick_i]["design"])
-st.dataframe([{"model": "accurate closed form, the space's workloads", **{
-    vs.label(m).words: vs.fmt_metric(m, pick.metrics.get(m)) + (
-        f" [{vs.fmt(pick.intervals[m][0], '')}-{vs.fmt(pick.intervals[m][1], '')}]"
-        if m in pick.intervals else "") for m in vs.CLOSED_FORM_METRICS}}],
-    key="ds_models", hide_index=True)
+st.dataframe([vs.closed_form_row("accurate closed form, the space's workloads",
+                                 pick.metrics, pick.intervals)],
+             key="ds_models", hide_index=True)
 st.caption("The search screened the grid with the mean-value model (dse.symbolic) and "
            "re-evaluated every design it shows with the accurate closed form, as `dse "
            "evaluate` and What-if do; `--json` keeps the screen's figures as "

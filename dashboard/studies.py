@@ -178,15 +178,14 @@ try:
 except DseError as e:
     st.warning(f"No closed form for this design: {e}")
 else:
-    st.dataframe([{"model": f"closed form (What-if), {state.workload}", **{
-        vs.label(m).words: vs.fmt_metric(m, getattr(cf, m)) + (
-            f" [{vs.fmt(cf.intervals[m][0], '')}-{vs.fmt(cf.intervals[m][1], '')}]"
-            if m in cf.intervals else "") for m in vs.CLOSED_FORM_METRICS}}],
-        key="st_closed_form", hide_index=True)
+    st.dataframe([vs.closed_form_row(f"closed form (What-if), {state.workload}",
+                                     cf.to_dict(), cf.intervals)],
+                 key="st_closed_form", hide_index=True)
     st.caption("The trials' values are the mean-value model's (what the study optimises); "
                "this is the chosen design's accurate closed form, as What-if shows it, with "
-               "its 90% interval (factor moves by the mean-value model, as `dse optimize` "
-               "reports its best designs).")
+               "its 90% interval (factor moves by the mean-value model, as What-if's "
+               "headline; `dse optimize` and `dse evaluate` move them by the closed form, "
+               "which can differ in the third digit).")
 c1, c2 = st.columns(2)
 if c1.button("Open in What-if", key="st_open", type="primary"):
     common.open_in_whatif(state)

@@ -263,5 +263,18 @@ def widget_state(state: views.DesignState) -> views.DesignState:
     # optional keys (prm_tp) may be absent from both: no override
     overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
                  and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
+    # a role's software and build knobs follow its device: switching to a preset whose draft is
+    # on a GPU must not carry the FPGA preset's engine and knobs along as overrides
+    for role in ("draft", "prm", "target"):
+        device = overrides.get(f"{role}_device", base.get(f"{role}_device"))
+        if not isinstance(device, str):
+            continue
+        opts = views.role_options(cat, role, device)
+        for key in ("serving", "engine"):
+            if key != opts.software_key:
+                overrides.pop(f"{role}_{key}", None)
+        if role == "draft" and not opts.build_knobs:
+            for k in DEFAULT_KNOBS:
+                overrides.pop(k, None)
     sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
     return views.applicable(views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides))

@@ -281,7 +281,7 @@ def extreme_values(rng: Any, d: Path) -> Case:
     return Case("extreme valid values", argv, frozenset({0, 1, 2, 4}), detail=" ".join(sets))
 
 
-def _unwritable_dir(d: Path) -> Path | None:
+def unwritable_dir(d: Path) -> Path | None:
     """A directory in which this process cannot create files (a mode-0555 one, or as root a
     kernel file system that refuses even root), or None."""
     import os
@@ -365,7 +365,7 @@ def unusable_output_paths(rng: Any, d: Path) -> Case:
     """An output path no command can write, refused before computing (exit 2, the flag)."""
     f = d / "a-file"
     f.write_text("x\n", encoding="utf-8")
-    ro = _unwritable_dir(d)
+    ro = unwritable_dir(d)
     command, flag = rng.choice([*FILE_OUTPUT_FLAGS, *DIR_OUTPUT_FLAGS])
     is_file = (command, flag) in FILE_OUTPUT_FLAGS
     kinds = ["under a file", "missing parent" if is_file else "a file",

@@ -251,3 +251,17 @@ def test_export_bundle_is_the_exporters(cat):
     assert at.download_button(key="ex_download").proto.url.endswith(".zip")
     with zipfile.ZipFile(io.BytesIO(views.bundle_zip(files))) as z:
         assert sorted(z.namelist()) == sorted(files)
+
+
+def test_preset_switch_between_fpga_and_gpu_drafts_shows_the_presets_numbers(cat):
+    """From the U280 preset to the Jetson one (a GPU draft) and back: the FPGA preset's engine
+    and clock do not ride along as overrides (the resolver would refuse an FPGA engine on a GPU
+    draft and show no numbers); each preset shows its own closed form and a clean URL."""
+    at = ok(run_app())
+    for system in ("paper-config1-jetson", "paper-config2-u280", "paper-config1-3090"):
+        at.selectbox(key="wi_system").set_value(system)
+        ok(at.run())
+        want = expected(cat, system, views.DEFAULT_WORKLOAD, "heteroreason")
+        assert metric(at, "Latency per problem") == f"{want.latency_s_per_problem:.3f} s"
+        assert dict(at.query_params) == {"system": system, "workload": views.DEFAULT_WORKLOAD,
+                                         "schedule": "heteroreason"}

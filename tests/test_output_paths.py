@@ -7,13 +7,13 @@ one that fails the test)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dse.cli import main
+from tests.hostile import unwritable_dir as hostile_unwritable_dir
 
 
 class Computed(Exception):
@@ -21,19 +21,12 @@ class Computed(Exception):
 
 
 def unwritable_dir(tmp_path: Path) -> Path:
-    """A directory in which this process cannot create files: a mode-0555 one, or (as root,
-    which ignores the bits) a kernel file system that refuses even root."""
-    d = tmp_path / "read-only"
-    d.mkdir()
-    d.chmod(0o555)
-    for c in (d, Path("/sys"), Path("/proc")):
-        probe = c / ".dse-test-probe"
-        try:
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except OSError:
-            return c
-        probe.unlink()
-    pytest.skip("no directory here refuses new files")
+    """A directory in which this process cannot create files (tests.hostile.unwritable_dir: a
+    mode-0555 one, or as root a kernel file system that refuses even root); skip if none."""
+    d = hostile_unwritable_dir(tmp_path)
+    if d is None:
+        pytest.skip("no directory here refuses new files")
+    return d
 
 
 def _file(tmp_path: Path) -> Path:

@@ -90,6 +90,18 @@ def fmt_metric(metric: str, v: Any) -> str:
     return fmt(v, label(metric).unit)
 
 
+def closed_form_row(model: str, values: Mapping[str, Any],
+                    intervals: Mapping[str, Sequence[float]]) -> dict[str, str]:
+    """One table row of a design's closed-form metrics in words, each with its 90% interval
+    where it has one: {"model": model, "<metric words>": "value [low-high]", ...}."""
+    row = {"model": model}
+    for m in CLOSED_FORM_METRICS:
+        iv = intervals.get(m)
+        row[label(m).words] = fmt_metric(m, values.get(m)) + (
+            f" [{fmt(iv[0], '')}-{fmt(iv[1], '')}]" if iv is not None else "")
+    return row
+
+
 # ------------------------------------------------------------------------------ results table
 
 def workflow_text(s: Any) -> str:
