@@ -143,6 +143,45 @@ def with_current(options: list[str], current: str) -> list[str]:
     return options if current in options else [*options, current]
 
 
+# ------------------------------------------------------------------------------ the widgets
+
+# Every widget is drawn with its session value as its default (index / value), not only under
+# its key. A widget's value reaches the browser with `set_value` only on the run that set it;
+# a browser that draws the widget afresh from a later run's message (an early click during the
+# session's first runs) otherwise shows, and sends back, the default: the first preset, which
+# its callback then loads over the user's choice. Streamlit keys a widget by its `key` alone,
+# so a changing default does not make it a new widget.
+
+def select(box: Any, label: str, options: list[Any], key: str, **kw: Any) -> Any:
+    cur = ss.get(key)
+    return box.selectbox(label, options, key=key,
+                         index=options.index(cur) if cur in options else 0, **kw)
+
+
+def radio(box: Any, label: str, options: list[str], key: str, **kw: Any) -> Any:
+    cur = ss.get(key)
+    return box.radio(label, options, key=key,
+                     index=options.index(cur) if cur in options else 0, **kw)
+
+
+def toggle(box: Any, label: str, key: str, **kw: Any) -> Any:
+    return box.toggle(label, key=key, value=bool(ss.get(key)), **kw)
+
+
+def slider(box: Any, label: str, key: str, **kw: Any) -> Any:
+    return box.slider(label, 0.0, 1.0, float(ss[key]), step=0.01, key=key, **kw)
+
+
+def number(box: Any, label: str, key: str, *, min_value: float, step: float, **kw: Any) -> Any:
+    """A number input of min_value's type (int or float), its value the session's (min_value
+    while the session has none: a knob the preset leaves at its default)."""
+    kind = type(min_value)
+    cur = ss.get(key)
+    return box.number_input(label, min_value=min_value,
+                            value=kind(min_value if cur is None else cur), step=kind(step),
+                            key=key, **kw)
+
+
 # ------------------------------------------------------------------------------ the sidebar
 
 def controls() -> None:
@@ -153,20 +192,20 @@ def controls() -> None:
     placement forbids (with the reason)."""
     cat = common.catalog()
     sb = st.sidebar
-    sb.selectbox("System preset", cat.names("system"), key="wi_system", on_change=on_system,
-                 help="A named system from scenarios/systems; changing it resets the knobs below")
-    sb.selectbox("Scenario (workload)", cat.names("workload"), key="wi_workload")
+    select(sb, "System preset", cat.names("system"), "wi_system", on_change=on_system,
+           help="A named system from scenarios/systems; changing it resets the knobs below")
+    select(sb, "Scenario (workload)", cat.names("workload"), "wi_workload")
     alone = target_alone()
-    sb.radio("Workflow", list(views.WORKFLOW_LABELS), key=wkey("workflow"),
-             format_func=views.WORKFLOW_LABELS.get, on_change=on_workflow,
-             help=common.tip("workflow"))
-    sb.radio("Verifier", list(views.VERIFIER_LABELS), key=wkey("verifier"),
-             format_func=views.VERIFIER_LABELS.get, on_change=on_verifier, disabled=alone,
-             help=common.tip("verifier"))
-    sb.selectbox("Placement", with_current(views.colocate_options(ss[wkey("verifier")]),
-                                           ss[wkey("colocate")]),
-                 key=wkey("colocate"), format_func=lambda c: views.COLOCATE_LABELS.get(c, c),
-                 on_change=on_colocate, disabled=alone, help=common.tip("colocate"))
+    radio(sb, "Workflow", list(views.WORKFLOW_LABELS), wkey("workflow"),
+          format_func=views.WORKFLOW_LABELS.get, on_change=on_workflow,
+          help=common.tip("workflow"))
+    radio(sb, "Verifier", list(views.VERIFIER_LABELS), wkey("verifier"),
+          format_func=views.VERIFIER_LABELS.get, on_change=on_verifier, disabled=alone,
+          help=common.tip("verifier"))
+    select(sb, "Placement", with_current(views.colocate_options(ss[wkey("verifier")]),
+                                         ss[wkey("colocate")]),
+           wkey("colocate"), format_func=lambda c: views.COLOCATE_LABELS.get(c, c),
+           on_change=on_colocate, disabled=alone, help=common.tip("colocate"))
     if alone:
         sb.caption("The target alone writes every step: no draft, verifier, schedule or "
                    "thresholds (their controls keep their values for a return to "
@@ -174,34 +213,32 @@ def controls() -> None:
     spec = arrangement_spec()
     runnable, why_not = views.schedule_choices(spec)
     banned = views.flag_conflicts(spec)
-    sb.selectbox("Schedule", with_current(runnable, ss.wi_schedule), key="wi_schedule",
-                 on_change=on_schedule, disabled=alone,
-                 format_func=lambda p: f"{p} (unavailable here)" if p in why_not else p,
-                 help="; ".join(f"{p}: {common.tip(p)}" for p in PRESETS))
+    select(sb, "Schedule", with_current(runnable, ss.wi_schedule), "wi_schedule",
+           on_change=on_schedule, disabled=alone,
+           format_func=lambda p: f"{p} (unavailable here)" if p in why_not else p,
+           help="; ".join(f"{p}: {common.tip(p)}" for p in PRESETS))
     for f, label in (("backtracking", "Backtracking"),
                      ("step_ahead", "Step-ahead speculation (T2)"),
                      ("shadow_sync", "Shadow sync (T1)")):
-        sb.toggle(label, key=wkey(f), disabled=alone or (f in banned and not ss[wkey(f)]),
-                  help=common.tip(f) + (f" Unavailable with this placement: {banned[f]}."
-                                        if f in banned else ""))
+        toggle(sb, label, wkey(f), disabled=alone or (f in banned and not ss[wkey(f)]),
+               help=common.tip(f) + (f" Unavailable with this placement: {banned[f]}."
+                                     if f in banned else ""))
     if why_not and not alone:
         sb.caption(f"Not offered on shared devices: {', '.join(why_not)} ("
                    + "; ".join(dict.fromkeys(banned.values())) + ").")
     sb.subheader("Thresholds and backtracking")
-    sb.slider("Accept threshold", 0.0, 1.0, step=0.01, key=wkey("accept_threshold"),
-              disabled=alone, help=common.tip("accept_threshold"))
-    sb.slider("Backtrack threshold", 0.0, 1.0, step=0.01, key=wkey("backtrack_threshold"),
-              disabled=alone, help=common.tip("backtrack threshold"))
-    sb.number_input("Max backtracks", min_value=0, step=1, key=wkey("max_backtracks"),
-                    disabled=alone, help=common.tip("max backtracks"))
-    sb.number_input("Backtrack window (steps)", min_value=1, step=1,
-                    key=wkey("backtrack_window"), disabled=alone,
-                    help=common.tip("backtrack window"))
+    slider(sb, "Accept threshold", wkey("accept_threshold"), disabled=alone,
+           help=common.tip("accept_threshold"))
+    slider(sb, "Backtrack threshold", wkey("backtrack_threshold"), disabled=alone,
+           help=common.tip("backtrack threshold"))
+    number(sb, "Max backtracks", wkey("max_backtracks"), min_value=0, step=1, disabled=alone,
+           help=common.tip("max backtracks"))
+    number(sb, "Backtrack window (steps)", wkey("backtrack_window"), min_value=1, step=1,
+           disabled=alone, help=common.tip("backtrack window"))
     with sb.expander("Hardware and models", expanded=False):
         for role in DEVICE_ROLES:
             role_controls(role, spec)
-        st.number_input("Max context (tokens)", min_value=1, step=256,
-                        key=wkey("max_context_tokens"))
+        number(st, "Max context (tokens)", wkey("max_context_tokens"), min_value=1, step=256)
     sb.button("Reset to preset", key="wi_reset", on_click=on_system)
 
 
@@ -220,33 +257,32 @@ def role_controls(role: str, spec: SystemSpec) -> None:
     group = next((g for g in spec.colocated if role in g), ())
     shared = [r for r in group if own_device(r)]
     devices = views.shared_devices(cat, shared) if len(shared) > 1 else opts.devices
-    st.selectbox("Device", with_current(devices, dev), key=wkey(f"{role}_device"),
-                 on_change=on_device, args=(role,), disabled=off,
-                 help=(f"shared with the {' and '.join(r for r in shared if r != role)}"
-                       if len(shared) > 1 else None))
-    st.selectbox("Model", with_current(opts.models, ss[wkey(f"{role}_model")]),
-                 key=wkey(f"{role}_model"), disabled=off)
+    select(st, "Device", with_current(devices, dev), wkey(f"{role}_device"),
+           on_change=on_device, args=(role,), disabled=off,
+           help=(f"shared with the {' and '.join(r for r in shared if r != role)}"
+                 if len(shared) > 1 else None))
+    select(st, "Model", with_current(opts.models, ss[wkey(f"{role}_model")]),
+           wkey(f"{role}_model"), disabled=off)
     # full width: the sidebar is too narrow for two selectboxes side by side
-    st.selectbox("Precision", with_current(opts.precisions, ss[wkey(f"{role}_precision")]),
-                 key=wkey(f"{role}_precision"), disabled=off)
+    select(st, "Precision", with_current(opts.precisions, ss[wkey(f"{role}_precision")]),
+           wkey(f"{role}_precision"), disabled=off)
     serving = wkey(f"{role}_{opts.software_key}")
     if serving not in ss:  # a key the preset leaves at its default
         ss[serving] = opts.default_serving
-    st.selectbox(opts.serving_label, with_current(opts.servings, ss[serving]), key=serving,
-                 disabled=off)
+    select(st, opts.serving_label, with_current(opts.servings, ss[serving]), serving,
+           disabled=off)
     if role == "target":
-        st.number_input("Tensor parallel GPUs", min_value=1, step=1, key=wkey("target_tp"))
+        number(st, "Tensor parallel GPUs", wkey("target_tp"), min_value=1, step=1)
     if role == "draft" and opts.build_knobs:  # the system's fpga_* knob keys
         r = views.build_knob_ranges(cat, dev)
-        st.number_input("FPGA clock (MHz, 0 = board default)", min_value=0.0, step=25.0,
-                        key=wkey("fpga_clock_MHz"), disabled=off,
-                        help=f"{dev}: {r['clock_min_mhz']:g}-{r['clock_max_mhz']:g} MHz, "
-                        f"default {r['clock_default_mhz']:g}")
-        st.number_input("Memory channels (0 = all)", min_value=0, step=1,
-                        key=wkey("fpga_memory_channels"), disabled=off,
-                        help=f"{dev} has {r['channels_max']:g}")
-        st.number_input("MAC lanes (0 = default)", min_value=0, step=256,
-                        key=wkey("fpga_mac_lanes"), disabled=off)
+        number(st, "FPGA clock (MHz, 0 = board default)", wkey("fpga_clock_MHz"), min_value=0.0,
+               step=25.0, disabled=off,
+               help=f"{dev}: {r['clock_min_mhz']:g}-{r['clock_max_mhz']:g} MHz, "
+               f"default {r['clock_default_mhz']:g}")
+        number(st, "Memory channels (0 = all)", wkey("fpga_memory_channels"), min_value=0,
+               step=1, disabled=off, help=f"{dev} has {r['channels_max']:g}")
+        number(st, "MAC lanes (0 = default)", wkey("fpga_mac_lanes"), min_value=0, step=256,
+               disabled=off)
 
 
 def widget_state(state: views.DesignState) -> views.DesignState:

@@ -265,3 +265,32 @@ def test_preset_switch_between_fpga_and_gpu_drafts_shows_the_presets_numbers(cat
         assert metric(at, "Latency per problem") == f"{want.latency_s_per_problem:.3f} s"
         assert dict(at.query_params) == {"system": system, "workload": views.DEFAULT_WORKLOAD,
                                          "schedule": "heteroreason"}
+
+
+def test_whatif_widgets_are_drawn_with_their_session_values_as_defaults():
+    """A browser that draws a What-if widget afresh from a later run's message (a click during
+    the session's first runs: CI's early-click test caught it) uses the widget's default, not
+    the value it was given by the session state on an earlier run. Each widget's default is
+    its current value, so such a widget shows, and sends back, the design's value: a default
+    of the first preset made its callback load that preset over the user's click."""
+    at = ok(run_app(system="paper-config1-jetson", workload="gsm8k", schedule="brsd",
+                    accept_threshold="0.85", max_backtracks="3"))
+    ok(at.run())  # a later run: the widgets' values now come from the session, not set anew
+    widgets = [*at.selectbox, *at.radio, *at.slider, *at.number_input, *at.toggle]
+    checked = 0
+    for w in widgets:
+        if not str(w.key).startswith("wi_"):
+            continue
+        p = w.proto
+        if w in at.selectbox or w in at.radio:
+            shown = p.options[p.default]
+            want = w.format_func(w.value) if w.format_func else str(w.value)
+            assert shown == want, (w.key, shown, want)
+        elif w in at.slider:
+            assert list(p.default) == [w.value], (w.key, list(p.default), w.value)
+        else:
+            assert p.default == w.value, (w.key, p.default, w.value)
+        checked += 1
+    assert checked >= 20  # the sidebar's widgets and the roles' device, model, precision...
+    assert at.selectbox(key="wi_system").value == "paper-config1-jetson"
+    assert at.slider(key="wi_accept_threshold").value == 0.85
