@@ -305,33 +305,38 @@ def _completed(url: str, name: str) -> dict[int, str]:
     return {t.number: t.user_attrs["design_toml"] for t in done}
 
 
-def _run_workers(url: str, n_workers: int, trials: int, tmp_path: Path) -> None:
+def _run_workers(url: str, n_workers: int, trials: int, tmp_path: Path) -> list[int]:
+    """Run workers on one study at once; each one's count of the trials it added."""
     cmd = _dse("optimize", "--space", TINY, "--trials", str(trials), "--storage", url,
                "--study-name", "shared", "--json")
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL,
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(n_workers)]
+    added = []
     for p in procs:
-        _, err = p.communicate(timeout=300)
+        out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
+        added.append(json.loads(out)["n_new_trials"])
+    return added
 
 
-def _check_shared_study(url: str, trials: int) -> None:
+def _check_shared_study(url: str, trials: int, added: list[int]) -> None:
     import optuna
 
     study = optuna.load_study(study_name="shared", storage=url)
     numbers = [t.number for t in study.trials]
     assert len(numbers) == len(set(numbers))  # no trial recorded twice
     done = _completed(url, "shared")
-    # MaxTrialsCallback stops each worker at the total; concurrent workers may finish the
-    # trials they had started when the total was reached (at most one each)
-    assert trials <= len(done) <= trials + 2
-    assert all(t.state.name == "COMPLETE" for t in study.trials)
+    # each worker claims a trial's place before evaluating it (storage.within_budget): the
+    # study holds exactly `trials` completed trials, the workers' reports add up to them, and
+    # a trial that found the study full was pruned, not evaluated
+    assert len(done) == trials and sum(added) == trials, (len(done), added)
+    others = [t for t in study.trials if t.state.name != "COMPLETE"]
+    assert all(t.state.name == "PRUNED" and "budget" in t.user_attrs for t in others)
 
 
 def test_three_processes_share_an_embedded_study(tmp_path):
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    _run_workers(url, 3, 24, tmp_path)
-    _check_shared_study(url, 24)
+    _check_shared_study(url, 24, _run_workers(url, 3, 24, tmp_path))
 
 
 @pytest.mark.skipif(not os.environ.get("DSE_TEST_POSTGRES_URL"),
@@ -344,8 +349,7 @@ def test_three_processes_share_a_postgresql_study(tmp_path):
         optuna.delete_study(study_name="shared", storage=url)
     except KeyError:
         pass
-    _run_workers(url, 3, 24, tmp_path)
-    _check_shared_study(url, 24)
+    _check_shared_study(url, 24, _run_workers(url, 3, 24, tmp_path))
 
 
 def test_sigkill_then_restart_keeps_every_completed_trial(tmp_path):

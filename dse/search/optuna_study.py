@@ -41,7 +41,14 @@ from dse.search.objectives import (
 from dse.search.parameters import ROLES, placement, sample, study_knobs
 from dse.search.shown import FRONT_SHOWN, TOP_K, accurate, shown
 from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange
-from dse.search.storage import IN_MEMORY, best_candidates, open_storage, study_trials
+from dse.search.storage import (
+    IN_MEMORY,
+    best_candidates,
+    mark_worker,
+    open_storage,
+    study_trials,
+    within_budget,
+)
 from dse.specs import Catalog
 
 
@@ -52,7 +59,7 @@ class OptimizeResult:
     study_name: str
     storage: str
     n_trials: int  # finished trials in the study
-    n_new: int  # trials this call ran
+    n_new: int  # trials this call evaluated that completed (not another worker's)
     best: list[Candidate]
     seconds: float
     confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
@@ -143,7 +150,17 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     g = ev.grid
     knobs = study_knobs(cat, space, algorithm=not single)
 
+    mine: list[int] = []  # the trials this call evaluated (n_new: those that completed)
+
     def objective(trial: Any) -> Any:
+        mark_worker(trial)
+        if not within_budget(study, trial.number, trials):
+            # other workers' trials have filled the study: this one is not evaluated, and
+            # this worker stops (so that together they never finish more than `trials`)
+            trial.set_user_attr("budget", f"the study already holds {trials} trials")
+            study.stop()
+            raise optuna.TrialPruned()
+        mine.append(trial.number)
         values = sample(trial, knobs)
         parts = [placement(cat, r, opts, values) for r, opts in
                  zip(ROLES, (space.drafts, space.prms, space.targets), strict=True)]
@@ -213,7 +230,6 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         trials, states=(optuna.trial.TrialState.COMPLETE,))]
     if callback is not None:
         cbs.append(lambda st, tr: callback(len(study_trials(st)), trials))
-    n_before = len(study.trials)
     if remaining > 0:
         study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
                        show_progress_bar=progress, gc_after_trial=False)
@@ -224,8 +240,10 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                  confidence)
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
                            measured_only) if best else [])
+    ran = set(mine)
+    n_new = sum(t.number in ran for t in study_trials(study))
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
-                          len(study.trials) - n_before, best, time.perf_counter() - t0,
+                          n_new, best, time.perf_counter() - t0,
                           confidence, fams, measured_only)
 
 

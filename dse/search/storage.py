@@ -5,6 +5,7 @@ The only part of the search that touches files (the SQLite database)."""
 from __future__ import annotations
 
 import os
+import socket
 import time
 import warnings
 from typing import Any
@@ -27,6 +28,7 @@ SQLITE_BUSY_S = 300
 HEARTBEAT_S = 2
 GRACE_S = 8
 OPEN_TRIES = 8
+UNMARKED_WAIT_S = 3.0  # a trial's sampling (before its worker marks it) takes milliseconds
 
 
 # Tables every Optuna RDB storage has; a database without them is not one.
@@ -132,6 +134,56 @@ def _fast_sqlite(engine: Any) -> None:
 
     sqlalchemy.event.listen(engine, "connect", on_connect)
     engine.dispose()  # connections opened before the listener get replaced
+
+
+WORKER_ATTRS = ("dse_host", "dse_pid")  # who runs a trial: a dead local worker's is no claim
+
+
+def mark_worker(trial: Any) -> None:
+    """Record the process running `trial` (host name, pid), so that a trial left RUNNING by
+    a killed process on this host is not counted as a claim on the study's budget."""
+    trial.set_user_attr(WORKER_ATTRS[0], socket.gethostname())
+    trial.set_user_attr(WORKER_ATTRS[1], os.getpid())
+
+
+def _alive(t: Any) -> bool:
+    """Whether a marked RUNNING trial's process may still be running it: True unless it ran
+    on this host under a pid that no longer exists (another host's counts)."""
+    host, pid = (t.user_attrs.get(k) for k in WORKER_ATTRS)
+    if host != socket.gethostname() or not isinstance(pid, int):
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def within_budget(study: Any, number: int, trials: int) -> bool:
+    """Whether trial `number` is among the first `trials` that count: the completed and
+    running trials numbered before it leave room for it. Workers sharing a study each ask
+    before evaluating, so together they never finish more than `trials` (a trial in flight
+    elsewhere holds its place; a failed one, or one a killed local process left, frees it).
+    A running trial not yet marked (its worker still sampling it, milliseconds) is waited for
+    when it decides, up to UNMARKED_WAIT_S; one still unmarked was left by a killed worker."""
+    import optuna
+
+    S = optuna.trial.TrialState
+    deadline = time.monotonic() + UNMARKED_WAIT_S
+    while True:
+        before = [t for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING))
+                  if t.number < number]
+        held = sum(t.state == S.COMPLETE or (WORKER_ATTRS[0] in t.user_attrs and _alive(t))
+                   for t in before)
+        unmarked = sum(t.state == S.RUNNING and WORKER_ATTRS[0] not in t.user_attrs
+                       for t in before)
+        if held >= trials:
+            return False
+        if held + unmarked < trials or time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
 
 
 def study_trials(study: Any) -> list[Any]:
