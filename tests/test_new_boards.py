@@ -150,3 +150,13 @@ def test_every_number_of_a_new_board_has_a_source(cat, name):
     spec = cat.device(name)
     assert spec.sources
     assert all(v.strip() for v in spec.sources.values())
+
+
+def test_catalog_page_lists_every_board(cat):
+    """docs/commands/catalog-roofline.md names every shipped GPU and FPGA board, and no other."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs/commands/catalog-roofline.md").read_text()
+    listed = set(re.findall(r"`([a-z0-9.-]+)`", page[page.index("- FPGAs"):page.index("- links")]))
+    assert listed == set(cat.names("gpu")) | set(cat.names("fpga"))
