@@ -22,7 +22,7 @@ def cat() -> Catalog:
     return Catalog.load()
 
 
-def test_new_boards_are_in_the_catalog(cat):
+def test_new_boards_are_in_the_catalog(cat: Catalog) -> None:
     assert set(NEW_GPUS) <= set(cat.names("gpu"))
     assert set(NEW_FPGAS) <= set(cat.names("fpga"))
 
@@ -34,7 +34,8 @@ def test_new_boards_are_in_the_catalog(cat):
     ("rtx-4070-ti-super", 256, 21.0),  # 256 x 21 / 8 = 672 GB/s
     ("jetson-orin-nx-16gb", 128, 6.4),  # LPDDR5 128 x 6.4 / 8 = 102.4 GB/s
 ])
-def test_gpu_bandwidth_is_bus_width_times_data_rate(cat, name, bus_bits, gbps):
+def test_gpu_bandwidth_is_bus_width_times_data_rate(cat: Catalog, name: str, bus_bits: int,
+                                                   gbps: float) -> None:
     assert cat.gpu(name).mem_bw_bytes_per_s == pytest.approx(bus_bits * gbps * 1e9 / 8, rel=1e-12)
 
 
@@ -45,8 +46,8 @@ def test_gpu_bandwidth_is_bus_width_times_data_rate(cat, name, bus_bits, gbps):
     ("rtx-5090", 680, 2.407, 128),          # 209.5 (419.0 with FP16 accumulate)
     ("jetson-orin-nx-16gb", 32, 0.918, 512),  # 15.04 (Ampere: FP16 = INT8 / 2 = 512 FLOP/clk/TC)
 ])
-def test_tensor_peak_is_cores_times_clock_times_rate(cat, name, tensor_cores, boost_ghz,
-                                                     flop_per_clk):
+def test_tensor_peak_is_cores_times_clock_times_rate(cat: Catalog, name: str, tensor_cores: int,
+                                                     boost_ghz: float, flop_per_clk: int) -> None:
     """Dense BF16 peak = tensor cores x boost clock x FLOP per clock per core, within the
     rounding of the published figure (0.1 TFLOPS)."""
     g = cat.gpu(name)
@@ -55,7 +56,7 @@ def test_tensor_peak_is_cores_times_clock_times_rate(cat, name, tensor_cores, bo
     assert g.fp16_flops_per_s == g.bf16_flops_per_s
 
 
-def test_geforce_fp16_accumulate_runs_twice_as_fast(cat):
+def test_geforce_fp16_accumulate_runs_twice_as_fast(cat: Catalog) -> None:
     """GeForce Ada and Blackwell run FP16-accumulate tensor math at twice the FP32-accumulate rate
     (RTX 4090: 330.3 vs 165.2); INT8 is 4x the FP32-accumulate FP16 rate (RTX 4090: 660.6)."""
     for name in ("rtx-5090", "rtx-4080", "rtx-4070", "rtx-4070-ti-super"):
@@ -66,7 +67,7 @@ def test_geforce_fp16_accumulate_runs_twice_as_fast(cat):
     assert cat.gpu("rtx-5090").int8_ops_per_s == 3352e12 / 4
 
 
-def test_rtx_5090_decode_floor_for_a_7b_bf16_model(cat):
+def test_rtx_5090_decode_floor_for_a_7b_bf16_model(cat: Catalog) -> None:
     """Qwen2.5-Math-7B streams, per decoded token, its 28 layers, the final norm and the untied
     LM head (the token table is a row lookup):
       per layer  q 3584*3584 + 3584 (bias) = 12,848,640;  k, v 3584*512 + 512 = 1,835,520 each;
@@ -90,7 +91,7 @@ def test_rtx_5090_decode_floor_for_a_7b_bf16_model(cat):
     assert t < 2 * floor_s  # memory-bound at batch 1: the bandwidth term dominates
 
 
-def test_blackwell_takes_the_nearest_fitted_generation(cat):
+def test_blackwell_takes_the_nearest_fitted_generation(cat: Catalog) -> None:
     """No serving profile has Blackwell points: a Blackwell GPU gets the Ada values where a
     profile has them, and the profile's base values otherwise."""
     assert NEAREST_FITTED_GENERATION["blackwell"] == "ada"
@@ -103,7 +104,7 @@ def test_blackwell_takes_the_nearest_fitted_generation(cat):
         assert s.for_generation("blackwell") == expect, n
 
 
-def test_orin_nx_host_slowdown_scales_the_nano_fit_by_cpu_clock(cat):
+def test_orin_nx_host_slowdown_scales_the_nano_fit_by_cpu_clock(cat: Catalog) -> None:
     """The Orin Nano's fitted host slowdown (Cortex-A78AE at 1.5 GHz) times 1.5 / 2.0 for the
     Orin NX 16GB's 2.0 GHz cores: 21.1252 * 0.75 = 15.8439."""
     nano = cat.gpu("jetson-orin-nano-8gb").host_cpu_slowdown
@@ -115,7 +116,7 @@ def test_orin_nx_host_slowdown_scales_the_nano_fit_by_cpu_clock(cat):
     assert nx.unified_memory and nx.generation == "ampere"
 
 
-def test_u250_streams_from_four_ddr4_2400_channels(cat):
+def test_u250_streams_from_four_ddr4_2400_channels(cat: Catalog) -> None:
     """U250: no HBM; 4 x DDR4-2400 x 64 bit = 4 x 19.2 GB/s = 76.8 GB/s over 64 GB. At the
     300 MHz default clock the 512-bit AXI ports carry 4 x 64 B x 300 MHz = 76.8 GB/s too, so the
     decoder's bandwidth is the DDR's times the engine's achieved share."""
@@ -132,7 +133,7 @@ def test_u250_streams_from_four_ddr4_2400_channels(cat):
     assert fpga.knob_ranges(b)["mac_lanes_max"] == 24_576
 
 
-def test_zcu104_and_vck190_memories(cat):
+def test_zcu104_and_vck190_memories(cat: Catalog) -> None:
     """ZCU104: 2 GB PS DDR4, one 64-bit channel at 2400 MT/s = 19.2 GB/s (4 HP ports x 128 bit).
     VCK190: DDR4-3200 DIMM (25.6 GB/s) + 2 LPDDR4 x 32 bit x 4266 MT/s (2 x 17.06 GB/s)
     = 59.7 GB/s over 16 GB in three controllers; DSP58 x 3 INT8 MACs = 5,904 lanes."""
@@ -146,13 +147,13 @@ def test_zcu104_and_vck190_memories(cat):
 
 
 @pytest.mark.parametrize("name", NEW_GPUS + NEW_FPGAS)
-def test_every_number_of_a_new_board_has_a_source(cat, name):
-    spec = cat.device(name)
+def test_every_number_of_a_new_board_has_a_source(cat: Catalog, name: str) -> None:
+    spec = cat.gpu(name) if name in NEW_GPUS else cat.fpga(name)
     assert spec.sources
     assert all(v.strip() for v in spec.sources.values())
 
 
-def test_catalog_page_lists_every_board(cat):
+def test_catalog_page_lists_every_board(cat: Catalog) -> None:
     """docs/commands/catalog-roofline.md names every shipped GPU and FPGA board, and no other."""
     import re
     from pathlib import Path
