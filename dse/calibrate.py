@@ -112,9 +112,11 @@ def fit_jetson_host(cat: Catalog, serving: GpuServingSpec | None = None) -> dict
 JETSON_CPU_GHZ = 1.5
 JETSON_SUPER_CPU_GHZ = 1.7
 JETSON_AGX_CPU_GHZ = 2.2  # Jetson AGX Orin 64GB: 12 Cortex-A78AE cores at 2.2 GHz (DS-10662)
+JETSON_NX_CPU_GHZ = 2.0  # Jetson Orin NX 16GB: 8 Cortex-A78AE cores at 2.0 GHz (DS-10712)
 # The other Orin modules, whose host slowdown is derived from the Orin Nano's: their CPU clock.
 JETSON_DERIVED_HOSTS = {"jetson-orin-nano-8gb-super": JETSON_SUPER_CPU_GHZ,
-                        "jetson-agx-orin-64gb": JETSON_AGX_CPU_GHZ}
+                        "jetson-agx-orin-64gb": JETSON_AGX_CPU_GHZ,
+                        "jetson-orin-nx-16gb": JETSON_NX_CPU_GHZ}
 
 
 def derive_jetson_host(original: dict[str, float], cpu_ghz: float) -> dict[str, float]:

@@ -15,6 +15,11 @@ from dse.errors import SpecError
 from dse.specs.schema import Spec, frac, nonneg, pos, register_kind, spec_field
 
 GPU_GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell")
+# A generation no serving profile has published points for takes the per-generation values of
+# the nearest fitted one. Assumption: GeForce Blackwell (sm_120, GDDR7; the only Blackwell board
+# shipped, rtx-5090) keeps Ada's register-fed HMMA tensor path and GDDR memory system rather than
+# datacenter Blackwell's TMEM/tcgen05 path, so Ada's fitted bandwidth share and overheads stand in.
+NEAREST_FITTED_GENERATION = {"blackwell": "ada"}
 
 
 @dataclass(frozen=True)
@@ -162,8 +167,11 @@ class GpuServingSpec(Spec):
     kind = "gpu-serving"
 
     def for_generation(self, generation: str) -> GpuServingSpec:
-        """This profile with its values for one GPU generation applied."""
+        """This profile with its values for one GPU generation applied (a generation without
+        values of its own takes those of NEAREST_FITTED_GENERATION, if it names one)."""
         over = self.variants.get(generation)
+        if over is None and generation in NEAREST_FITTED_GENERATION:
+            over = self.variants.get(NEAREST_FITTED_GENERATION[generation])
         return replace(self, **over) if over else self
 
 
