@@ -56,6 +56,19 @@ def _placements() -> list[object]:
                                context_tokens=CONTEXT)
                     if not pl.infeasibility():
                         out.append(pytest.param(pl, id=f"{kind.name}-{board}-{model}-{prec}"))
+            # every other software of the kind (FPGA engines: flightllm, hls-stream, ...) on
+            # each board, with the small draft at the kind's default precision and at the
+            # lowest-bit one it runs: a new engine file is picked up here
+            low = min(kind.precisions, key=lambda p: shape.precision(p).weight_bits)
+            for sw in CAT.names(kind.software_kind):
+                if sw == kind.default_software or kind.name != "fpga":
+                    continue
+                for prec in dict.fromkeys((kind.default_precision, low)):
+                    pl = place(CAT, CAT.model(MODELS[0][0]), board, precision_name=prec,
+                               software=sw, context_tokens=CONTEXT)
+                    if not pl.infeasibility():
+                        out.append(pytest.param(
+                            pl, id=f"{kind.name}-{board}-{MODELS[0][0]}-{prec}-{sw}"))
     return out
 
 

@@ -40,7 +40,7 @@ def test_boards_load_with_key_numbers(cat):
 
 def test_engines_load_and_flexllm_unchanged(cat):
     """FlexLLM names none of the new fields: its builds are exactly today's."""
-    assert {"flexllm", "flightllm", "streamtensor", "dfx", "membw-edge"} <= set(
+    assert {"flexllm", "flightllm", "streamtensor", "dfx", "membw-edge", "hls-stream"} <= set(
         cat.names("fpga-engine"))
     fx = cat.engine("flexllm")
     assert (fx.weight_bits_per_param, fx.attention_density, fx.mac_lanes, fx.clock_hz) == (
@@ -134,7 +134,7 @@ def test_shipped_fits_are_current(wide):
     """The engines' fitted keys are what dse.validation.fpga gives on published_fpga.toml."""
     data = v.load()
     pts = v.points(data)
-    for name in ("flightllm", "streamtensor", "dfx", "membw-edge"):
+    for name in ("flightllm", "streamtensor", "dfx", "membw-edge", "hls-stream"):
         r = v.engine_report(wide, pts, name)
         for key, val in r.fitted.items():
             assert getattr(wide.engine(name), key) == pytest.approx(val, rel=1e-5), (name, key)
@@ -184,3 +184,83 @@ def test_streamtensor_prefill_is_cross_validated(cat):
     assert max(abs(x.rel_error) for x in r.prefill_loo) < 0.10
     assert r.fitted["prefill_efficiency"] == pytest.approx(
         cat.engine("streamtensor").prefill_efficiency, rel=1e-5)
+
+
+# ------------------------------------------------------------------ HLS engine, sub-4-bit
+
+
+def test_hls_stream_decode_by_hand(wide):
+    """stories15M (6 layers, dim 288, FFN 768, 6 heads x 48, vocab 32,000, tied head) at fp32 on
+    a ZCU106 with the hls-stream engine (128 MAC lanes, the board's 300 MHz, KV 8 bit), ctx 0:
+      layer params = 4 x 288^2 + 3 x 288 x 768 + 2 x 288 = 995,904; body = 6 x 995,904 + 288
+                   = 5,975,712; head = 32,000 x 288 = 9,216,000
+      weight bytes = (5,975,712 + 9,216,000) x 4 = 60,766,848; KV = 2 x 6 x 6 x 48 x 1 B = 3,456
+      bandwidth = min(19.2 GB/s x 0.923913, 1 port x 64 B x 300 MHz) = 17.739 GB/s (DDR: the
+                  engine's memory efficiency)
+      t_mem = 60,770,304 / 17.739e9 = 3.4258 ms; t_mac = (6 x 995,328 + 9,216,000 + 3,456) /
+              (128 x 300e6) = 0.396 ms -> memory-bound
+      t = t_mem / eta + (6 x 500 + 500) / 300e6; at the fitted eta this is the measured
+      8.71 tokens/s (the one point the engine rests on)."""
+    m = wide.model("stories15m")
+    e = wide.engine("hls-stream")
+    b = fpga.default_build(wide.fpga("zcu106"), e, weight_bits=32, activation_bits=32)
+    c = fpga.fpga_cost(m, b)
+    assert shape.layer_params(m) == 995_904 and shape.body_params(m) == 5_975_712
+    bw = 19.2e9 * 0.923913
+    t_mem = (60_766_848 + 3_456) / bw
+    t_mac = (6 * 995_328 + 9_216_000 + 3_456) / (128 * 300e6)
+    assert t_mem > t_mac
+    expect = t_mem / e.achieved_efficiency + (6 * 500 + 500) / 300e6
+    assert float(fpga.decode_token_s(c, 0)) == pytest.approx(expect, rel=1e-12)
+    assert 1 / expect == pytest.approx(8.71, rel=1e-5)
+    # ~3% of the memory roofline: the default (FlexLLM) engine predicts this design 9x too fast
+    assert 0.02 < e.achieved_efficiency < 0.04
+    flex = fpga.fpga_cost(m, fpga.default_build(wide.fpga("zcu106"), wide.engine("flexllm"),
+                                                weight_bits=32, activation_bits=32))
+    assert 1 / float(fpga.decode_token_s(flex, 0)) / 8.71 > 5
+
+
+def test_ternary_weights_stream_158_bits(wide):
+    """w1.58a8: Qwen2.5-0.5B body weights at 1.58 bits per parameter, a fifth of w8a8's bytes
+    (1.58 / 8); the build and its placement report 1.58 bits."""
+    from dse.devices.registry import place
+
+    m = wide.model("qwen2.5-0.5b-instruct")
+    eng = wide.engine("hls-stream")
+    t = fpga.fpga_cost(m, fpga.default_build(wide.fpga("kv260"), eng, weight_bits=1.58))
+    i8 = fpga.fpga_cost(m, fpga.default_build(wide.fpga("kv260"), eng, weight_bits=8))
+    assert float(t.body_weight_bytes) == pytest.approx(shape.body_params(m) * 1.58 / 8)
+    assert float(t.body_weight_bytes) / float(i8.body_weight_bytes) == pytest.approx(1.58 / 8)
+    pl = place(wide, m, "kv260", precision_name="w1.58a8", software="hls-stream",
+               context_tokens=2048)
+    assert pl.weight_bits == 1.58 and pl.fpga_build.activation_bits == 8
+    assert not pl.infeasibility()
+
+
+@pytest.mark.parametrize("bits", [0.5, 0.99, 33.0])
+def test_weight_bits_outside_range_are_infeasible(wide, bits):
+    """Weights are streamed at 1..32 bits per parameter (fpga.WEIGHT_BITS_RANGE); outside it the
+    build says why."""
+    b = fpga.default_build(wide.fpga("u280"), wide.engine("flexllm"), weight_bits=bits)
+    why = fpga.infeasibility(wide.model("qwen2.5-0.5b-instruct"), b)
+    assert any(w.startswith(f"weight_bits {bits:g} outside 1..32") for w in why)
+    ok = fpga.default_build(wide.fpga("u280"), wide.engine("flexllm"), weight_bits=1)
+    assert not fpga.bit_width_infeasibility(ok)
+
+
+def test_fpga_only_precisions_stay_off_gpus():
+    from dse.devices.registry import KINDS
+
+    assert set(shape.FPGA_ONLY_PRECISIONS) <= set(KINDS.get("fpga").precisions)
+    assert not set(shape.FPGA_ONLY_PRECISIONS) & set(KINDS.get("gpu").precisions)
+    assert {"w1.58a8", "w2a8", "w3a8"} <= set(fpga.FPGA_PRECISIONS)
+    assert fpga.FPGA_PRECISIONS["w1.58a8"] == (1.58, 8)
+
+
+def test_exporter_refuses_fractional_weight_bits(wide):
+    from dse.errors import InfeasibleError
+    from dse.exporters.memory import draft_engine
+
+    b = fpga.default_build(wide.fpga("u280"), wide.engine("flexllm"), weight_bits=1.58)
+    with pytest.raises(InfeasibleError, match="whole-bit weights"):
+        draft_engine(wide.model("qwen2.5-0.5b-instruct"), b)

@@ -41,11 +41,18 @@ from dse.devices.protocol import (
 from dse.devices.shape import Precision, precision
 from dse.specs import Catalog, FpgaEngineSpec, FpgaSpec, ModelSpec
 
-VALID_BITS = (4, 8, 16)
+VALID_BITS = (4, 8, 16, 32)  # activation and KV widths a build may use
+# Weight bits per parameter a build may stream: one bit (binary weights) is the least a dense
+# weight can be stored in (sparse designs that go below it say so in their engine's
+# weight_bits_per_param); 32 is float32. Non-integer widths are averages: ternary 1.58,
+# llama.cpp-style block scales (4.5).
+WEIGHT_BITS_RANGE = (1.0, 32.0)
 
-# Which precisions an FPGA build supports: (weight bits, activation bits).
-FPGA_PRECISIONS = {"w8a8": (8, 8), "w4a16": (4, 16), "w8a16": (8, 16), "bf16": (16, 16),
-                   "fp16": (16, 16)}
+# Which precisions an FPGA build supports: (weight bits, activation bits). The sub-4-bit ones
+# are how most published FPGA decoders run (FlightLLM ~3.5, TeLLMe ternary 1.58).
+FPGA_PRECISIONS: dict[str, tuple[float, int]] = {
+    "w8a8": (8, 8), "w4a16": (4, 16), "w8a16": (8, 16), "bf16": (16, 16), "fp16": (16, 16),
+    "fp32": (32, 32), "w3a8": (3, 8), "w2a8": (2, 8), "w1.58a8": (1.58, 8)}
 # The build knobs a system may set (FpgaBuild fields; the rest follow from the precision).
 BUILD_KNOBS = ("clock_hz", "memory_channels", "mac_lanes")
 
@@ -59,7 +66,7 @@ class FpgaBuild:
     clock_hz: float
     memory_channels: int  # HBM pseudo-channels (or DDR channels) the decoder streams from
     mac_lanes: int  # INT8 MACs per cycle of the decode GEMV engine
-    weight_bits: int = 8
+    weight_bits: float = 8  # per parameter, in WEIGHT_BITS_RANGE (1.58: ternary)
     activation_bits: int = 8
     kv_bits: int = 8  # FlexLLM computes attention with int8 K and V (MHA_i8xi8 kernels)
     max_seq_len: int = 4096
@@ -266,6 +273,23 @@ def memory_infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
             f"{board.weight_memory_bytes / 1e9:.0f} GB"]
 
 
+def bit_width_infeasibility(b: FpgaBuild) -> list[str]:
+    """Why the build's bit widths are out of range: weights (and the engine's effective
+    weight_bits_per_param, where it has one) in WEIGHT_BITS_RANGE, activations and KV in
+    VALID_BITS; empty when they are in range."""
+    lo, hi = WEIGHT_BITS_RANGE
+    why = []
+    if not lo <= b.weight_bits <= hi:
+        why.append(f"weight_bits {b.weight_bits:g} outside {lo:g}..{hi:g}")
+    e = b.engine.weight_bits_per_param
+    if e is not None and not 0 < e <= hi:
+        why.append(f"engine {b.engine.name} weight_bits_per_param {e:g} outside (0, {hi:g}]")
+    for attr in ("activation_bits", "kv_bits"):
+        if getattr(b, attr) not in VALID_BITS:
+            why.append(f"{attr} {getattr(b, attr)} not in {VALID_BITS}")
+    return why
+
+
 def infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
     """Reasons the build cannot run the model on the board; empty when it can."""
     board = b.board
@@ -279,9 +303,7 @@ def infeasibility(model: ModelSpec, b: FpgaBuild) -> list[str]:
         )
     if b.mac_lanes < 1:
         why.append("mac_lanes must be >= 1")
-    for attr in ("weight_bits", "activation_bits", "kv_bits"):
-        if getattr(b, attr) not in VALID_BITS:
-            why.append(f"{attr} {getattr(b, attr)} not in {VALID_BITS}")
+    why += bit_width_infeasibility(b)
     if b.max_seq_len > model.max_position_embeddings:
         why.append(
             f"max_seq_len {b.max_seq_len} beyond {model.name} max positions "

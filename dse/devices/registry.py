@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from dse.devices import fpga, gpu
 from dse.devices.protocol import Placement
-from dse.devices.shape import PRECISIONS
+from dse.devices.shape import FPGA_ONLY_PRECISIONS, PRECISIONS
 from dse.errors import SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES, Role
 from dse.specs import Catalog, ModelSpec, Spec
@@ -122,7 +122,8 @@ KINDS = DeviceRegistry()
 
 KINDS.register(DeviceKind(
     name="gpu", catalog_kind="gpu", label="GPU", article="a", roles=DEVICE_ROLES,
-    precisions=tuple(PRECISIONS), default_precision="bf16", software_kind="gpu-serving",
+    precisions=tuple(p for p in PRECISIONS if p not in FPGA_ONLY_PRECISIONS),
+    default_precision="bf16", software_kind="gpu-serving",
     software_key="serving", software_label="Serving",
     default_software="vllm-cudagraph",  # the serving profile when a system names none
     prompt_prefill_on_gpu=False,

@@ -61,8 +61,20 @@ PRECISIONS: dict[str, Precision] = {
         # its CUDA kernels dequantise to fp16 for prompt GEMMs.
         Precision("q8_0", 8.5, 16, 16, "fp16"),
         Precision("q4_0", 4.5, 16, 16, "fp16"),
+        # FPGA-only schemes (FPGA_ONLY_PRECISIONS): most published FPGA decoders stream
+        # weights below 4 bits. Ternary weights {-1, 0, +1} carry log2(3) = 1.58 bits (BitNet
+        # b1.58, TeLLMe on a KV260); 2- and 3-bit integer weights with 8-bit activations; and
+        # float32 for HLS ports of llama2.c, whose checkpoints are float32. A design whose
+        # packing or sparsity gives another average says so in its engine's
+        # weight_bits_per_param.
+        Precision("fp32", 32, 32, 32, "fp32"),
+        Precision("w3a8", 3, 8, 16, "int8"),
+        Precision("w2a8", 2, 8, 16, "int8"),
+        Precision("w1.58a8", 1.58, 8, 16, "int8"),
     )
 }
+# Schemes only the FPGA kind runs (no GPU serving profile in the catalog models them).
+FPGA_ONLY_PRECISIONS = ("fp32", "w3a8", "w2a8", "w1.58a8")
 
 
 def precision(name: str) -> Precision:

@@ -96,6 +96,11 @@ def draft_engine(model: ModelSpec, build: FpgaBuild) -> DraftEngine:
     board = build.board
     why: list[str] = []
     wbits, kvbits = build.weight_bits, build.kv_bits
+    if wbits != int(wbits):
+        raise InfeasibleError(f"the FlexLLM-style export packs whole-bit weights; "
+                              f"{wbits:g}-bit weights (a sub-bit average such as ternary 1.58) "
+                              "need a packing the exporter does not generate")
+    wbits = int(wbits)
     if board.axi_port_bits % wbits:
         why.append(f"{wbits}-bit weights do not pack a {board.axi_port_bits}-bit port word")
     w_par = max(board.axi_port_bits // wbits, 1)

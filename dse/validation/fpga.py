@@ -35,7 +35,8 @@ P = TypeVar("P")
 DATA_FILE = "published_fpga.toml"
 # The build precision a measurement runs at: the engine's weight_bits_per_param, where it has one,
 # overrides the streamed weight bits; this picks the rest (activation and KV widths).
-PRECISION_OF = {"fp16": "fp16", "bf16": "bf16", "w4a16": "w4a16", "w8a16": "w8a16"}
+PRECISION_OF = {"fp16": "fp16", "bf16": "bf16", "w4a16": "w4a16", "w8a16": "w8a16",
+                "fp32": "fp32", "w3a8": "w3a8", "w2a8": "w2a8", "w1.58a8": "w1.58a8"}
 DEFAULT_PRECISION = "w8a8"
 ETA_BOUNDS = (1e-3, 1.0)
 
