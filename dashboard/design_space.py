@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import common, families
 from dse import views
 from dse.errors import DseError
+from dse.search.families import ties_sentence
 from dse.views import search as vs
 
 st.title("Design space")
@@ -72,7 +73,7 @@ if run:
                 "candidates": res.pareto, "points": res.points,
                 "constraints": dict(res.constraints), "confidence": res.confidence,
                 "typed": dict(cons.bounds), "families": list(res.by_family),
-                "measured_only": res.measured_only,
+                "measured_only": res.measured_only, "ties": list(res.ties),
                 "summary": f"{res.n_designs:,} designs, {res.n_feasible:,} feasible, "
                 f"{len(res.pareto)} on the front, {res.seconds:.1f} s"
                 + (" (measured devices only)" if res.measured_only else "")}
@@ -94,7 +95,7 @@ if run:
                 "candidates": res.best, "points": {},
                 "constraints": dict(res.constraints), "confidence": res.confidence,
                 "typed": dict(cons.bounds), "families": list(res.by_family),
-                "measured_only": res.measured_only,
+                "measured_only": res.measured_only, "ties": list(res.ties),
                 "summary": f"study {res.study_name} in {res.storage}: {res.n_trials} trials "
                 f"({res.n_new} new), {len(res.best)} best, {res.seconds:.1f} s"
                 + (" (measured devices only)" if res.measured_only else "")}
@@ -170,10 +171,10 @@ ivs = {m: [c.intervals.get(m) for c in cands] for m in (x_m, y_m)}
 iv = {m: (v if all(e is not None for e in v) else None) for m, v in ivs.items()}
 xs = [r[x_m] for r in rows]
 ys = [r[y_m] for r in rows]
-band = vs.front_band(xs, ys, x_iv=iv[x_m], y_iv=iv[y_m])
-if band is not None:
-    fig.add_scatter(x=band[0], y=band[1], mode="lines", fill="toself", hoverinfo="skip",
-                    name="front's 90% band", line={"width": 0},
+boxes = vs.interval_boxes(xs, ys, x_iv=iv[x_m], y_iv=iv[y_m])
+if boxes is not None:  # each design's 90% box: boxes that overlap are close calls
+    fig.add_scatter(x=boxes[0], y=boxes[1], mode="lines", fill="toself", hoverinfo="skip",
+                    name="90% intervals", line={"width": 0},
                     fillcolor="rgba(231,111,81,0.15)")
 
 
@@ -216,6 +217,9 @@ fig.update_layout(xaxis_title=xt, yaxis_title=yt,
 common.chart(fig, key="ds_chart", on_select=chart_pick, selection_mode="points")
 
 table = vs.result_rows(cands, objectives)
+tie_line = ties_sentence(result.get("ties", []), first=0)  # the table counts from 0
+if tie_line:
+    st.info(tie_line)
 st.caption(f"{len(cands)} {'front' if result['method'] == 'sweep' else 'best'} design(s); "
            "the accurate closed form's figures with their 90% intervals, as `dse evaluate` "
            "gives them (the mean-value model only screened the grid: the grey cloud). Select a "

@@ -112,6 +112,12 @@ for col, (name, g) in zip(c, gains.items(), strict=False):
                "plus its dynamic power while busy; the paper's accounting (below the value) "
                "charges each device its operating power over the whole latency, as its "
                "reported energy gains do.")
+if gains:
+    st.caption("Two energy accountings: the **energy gain** charges each device its idle "
+               "power plus its dynamic power only while it is busy (a device that waits "
+               "draws idle power); the **paper's accounting**, under each gain, charges "
+               "every device its operating power for the whole latency, as the paper's "
+               "reported energy gains do. They part where devices wait on each other.")
 why = {b: common.explain(params, common.key(base_states[b]), b) for b in base}
 worse = [b for b, lines in why.items() if lines]
 if worse:

@@ -45,7 +45,7 @@ def test_sweep_chart_zooms_to_the_front_and_labels_axes_with_units(swept):
     t = traces(ok(at.run()))
     front, lay = t["front"], t["_layout"]
     assert front["customdata"] == list(range(len(front["x"])))
-    assert front["error_x"]["array"] and t["front's 90% band"]["fill"] == "toself"
+    assert front["error_x"]["array"] and t["90% intervals"]["fill"] == "toself"
     lo, hi = lay["xaxis"]["range"]
     assert lo <= min(front["x"]) and hi >= max(front["x"])
     cloud = t["sampled feasible designs (mean-value screen)"]["x"]

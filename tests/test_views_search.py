@@ -99,15 +99,17 @@ def test_zoom_range_covers_the_front_and_its_intervals_with_a_margin():
     assert vs.zoom_range([math.inf, math.nan]) is None
 
 
-def test_front_band_runs_along_the_low_ends_then_back_along_the_high_ends():
-    xs, ys = [2.0, 1.0], [10.0, 20.0]  # sorted by x: (1, 20), (2, 10)
+def test_interval_boxes_are_each_designs_90_percent_box():
+    xs, ys = [2.0, 1.0], [10.0, 20.0]
     x_iv, y_iv = [[1.8, 2.4], [0.9, 1.2]], [[9.0, 12.0], [18.0, 25.0]]
-    bx, by = vs.front_band(xs, ys, x_iv=x_iv, y_iv=y_iv)
-    assert bx == [0.9, 1.8, 2.4, 1.2, 0.9] and by == [18.0, 9.0, 12.0, 25.0, 18.0]
-    bx, by = vs.front_band(xs, ys, x_iv=None, y_iv=y_iv)  # x without intervals keeps its values
-    assert bx == [1.0, 2.0, 2.0, 1.0, 1.0]
-    assert vs.front_band(xs, ys, x_iv=None, y_iv=None) is None
-    assert vs.front_band([1.0], [2.0], x_iv=[[0.5, 1.5]], y_iv=None) is None
+    bx, by = vs.interval_boxes(xs, ys, x_iv=x_iv, y_iv=y_iv)
+    assert bx == [1.8, 2.4, 2.4, 1.8, 1.8, None, 0.9, 1.2, 1.2, 0.9, 0.9, None]
+    assert by == [9.0, 9.0, 12.0, 12.0, 9.0, None, 18.0, 18.0, 25.0, 25.0, 18.0, None]
+    bx, by = vs.interval_boxes(xs, ys, x_iv=None, y_iv=y_iv)  # x keeps its values: a bar
+    assert bx[:5] == [2.0, 2.0, 2.0, 2.0, 2.0]
+    assert vs.interval_boxes(xs, ys, x_iv=None, y_iv=None) is None
+    assert vs.interval_boxes([1.0], [2.0], x_iv=[[0.5, 1.5]], y_iv=None) == (
+        [0.5, 1.5, 1.5, 0.5, 0.5, None], [2.0, 2.0, 2.0, 2.0, 2.0, None])
 
 
 def test_chosen_index_maps_a_click_by_customdata_and_keeps_the_highlighted_pick():
@@ -219,3 +221,15 @@ def test_study_rows_and_trial_choice_format_values_with_units():
     assert row["best (feasible)"] == "3.299 J/token, 3.463 s"
     assert row["objectives"] == "energy per token (minimize), latency per problem (minimize)"
     assert vs.trial_choice(12, ["goodput"], [195.70586]) == "trial 12: 195.7 tokens/s"
+
+
+def test_front_ties_name_the_neighbours_a_front_cannot_tell_apart():
+    from dse.search.families import FrontTie, ties_sentence
+
+    ties = [FrontTie(1, 2, {"j_per_token": [-0.1, 0.2]}),  # holds zero: tied
+            FrontTie(2, 3, {"j_per_token": [0.05, 0.3]}),  # excludes zero: told apart
+            FrontTie(3, 4, {"j_per_token": [-0.2, 0.1], "accuracy": [0.5, 2.0]})]
+    assert [t.tied for t in ties] == [True, False, False]  # every objective must hold zero
+    assert ties_sentence(ties).endswith(": #1 and #2.")
+    assert ties_sentence(ties, first=0).endswith(": #0 and #1.")
+    assert ties_sentence(ties[1:]) == ""

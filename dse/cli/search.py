@@ -90,6 +90,14 @@ def _best_table(objectives: list[str], best: list[Any]) -> str:
     return table(["#", *metrics, "design"], rows) + more
 
 
+def _ties_text(ties: list[Any]) -> str:
+    """The line naming the shown designs that cannot be told apart at 90% ("" if none)."""
+    from dse.search.families import ties_sentence
+
+    line = ties_sentence(ties)
+    return f"\n{line}" if line else ""
+
+
 def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
                   cloud: Any, title: str, trials_csv: str | None = None) -> list[str]:
     from dse.search.files import candidate_row, csv_text, pareto_html, write_outputs
@@ -211,7 +219,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               f"{_constraint_text(r.constraints)}); relax the constraints")
     payload["by_family"] = [f.to_dict() for f in r.by_family]
     payload["measured_only"] = r.measured_only
-    text = (head + "\n" + _best_table(objectives, r.pareto) + SHOWN_NOTE
+    payload["ties"] = [t.to_dict() for t in r.ties]
+    text = (head + "\n" + _best_table(objectives, r.pareto) + _ties_text(r.ties) + SHOWN_NOTE
             + _families_text(objectives, r.by_family))
     if files:
         text += "\nwrote " + ", ".join(files)
@@ -274,7 +283,8 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                               "the constraints or run more trials")
     payload["by_family"] = [f.to_dict() for f in r.by_family]
     payload["measured_only"] = r.measured_only
-    text = (head + "\n" + _best_table(objectives, r.best) + SHOWN_NOTE
+    payload["ties"] = [t.to_dict() for t in r.ties]
+    text = (head + "\n" + _best_table(objectives, r.best) + _ties_text(r.ties) + SHOWN_NOTE
             + _families_text(objectives, r.by_family))
     if files:
         text += "\nwrote " + ", ".join(files)

@@ -17,7 +17,13 @@ from numpy.typing import NDArray
 from dse.arrays import F64
 from dse.errors import DseError
 from dse.search.candidates import Candidate
-from dse.search.families import FamilyBest, family_bests, identity
+from dse.search.families import (
+    FamilyBest,
+    FrontTie,
+    family_bests,
+    front_ties,
+    identity,
+)
 from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -52,6 +58,7 @@ class SweepResult:
     confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
     by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
     measured_only: bool = False
+    ties: list[FrontTie] = field(default_factory=list)  # the shown front's neighbours
 
 
 _REASON_KINDS = (("together they need", "roles sharing a device do not fit together"),
@@ -187,9 +194,10 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
             bests[fam] = min(mine, key=lambda b: dirs[0] * float(
                 b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
         fams = family_bests(cat, space.workloads, best[0], bests)
+    ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives])
     return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,
-                       confidence, fams, measured_only)
+                       confidence, fams, measured_only, ties)
 
 
 def measured_hardware(hws: Sequence[Hardware]) -> list[Hardware]:

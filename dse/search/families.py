@@ -12,6 +12,7 @@ components whose numbers are extrapolated.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,16 +101,41 @@ def _report_and_at(c: Candidate, d: Design, w: Any) -> tuple[Any, Any]:
     return r, evaluate_at(d, w, central=r)
 
 
+def difference(cat: Catalog, workloads: Sequence[tuple[str, float]], a: Candidate,
+               b: Candidate, metrics: Sequence[str] = MARGIN_METRICS
+               ) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """a minus b on each metric, weighted over the workloads as the search weighs them (closed
+    form), and the joint 90% interval of that difference (dse.uncertainty.joint: the factors
+    the two designs share move both; their evaluations reused where the candidates carry
+    them). A metric either design lacks is left out."""
+    from dse.uncertainty.joint import difference_interval
+
+    da, db = _design(cat, a), _design(cat, b)
+    margin = {m: 0.0 for m in metrics}
+    lo_hi = {m: [0.0, 0.0] for m in metrics}
+    for n, wt in workloads:
+        w = cat.workload(n)
+        (ra, at_a), (rb, at_b) = _report_and_at(a, da, w), _report_and_at(b, db, w)
+        iv = difference_interval((da, ra), (db, rb), w, metrics, at_a=at_a, at_b=at_b)
+        for m in metrics:
+            x, y = getattr(ra, m), getattr(rb, m)
+            if x is None or y is None:
+                margin[m] = math.nan
+                continue
+            margin[m] += wt * (float(x) - float(y))
+            lo_hi[m][0] += wt * iv[m][0]
+            lo_hi[m][1] += wt * iv[m][1]
+    keep = [m for m in metrics if math.isfinite(margin[m])]
+    return {m: margin[m] for m in keep}, {m: lo_hi[m] for m in keep}
+
+
 def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: Candidate,
                  bests: Mapping[str, Candidate | None]) -> list[FamilyBest]:
     """Each family's best against the winner (bests: family -> its best candidate, already
     carrying the closed form's metrics and intervals)."""
     from dse.uncertainty.evidence import measured_devices
-    from dse.uncertainty.joint import difference_interval
 
     measured = measured_devices()
-    dw = _design(cat, winner)
-    reports_w = {n: _report_and_at(winner, dw, cat.workload(n)) for n, _ in workloads}
     out = []
     for fam in FAMILIES:
         c = bests.get(fam)
@@ -117,30 +143,60 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
             out.append(FamilyBest(fam, None, note="no feasible design of this family in the "
                                   "space"))
             continue
-        d = _design(cat, c)
-        ev = evidence(d, c.provenance, measured)
-        same = identity(c) == identity(winner)
-        if same:
+        ev = evidence(_design(cat, c), c.provenance, measured)
+        if identity(c) == identity(winner):
             out.append(FamilyBest(fam, c, {m: 0.0 for m in MARGIN_METRICS},
                                   {m: [0.0, 0.0] for m in MARGIN_METRICS}, ev, True))
             continue
-        margin = {m: 0.0 for m in MARGIN_METRICS}
-        lo_hi = {m: [0.0, 0.0] for m in MARGIN_METRICS}
-        for n, wt in workloads:
-            w = cat.workload(n)
-            (rc, at_c), (rw, at_w) = _report_and_at(c, d, w), reports_w[n]
-            iv = difference_interval((d, rc), (dw, rw), w, MARGIN_METRICS, at_a=at_c,
-                                     at_b=at_w)
-            for m in MARGIN_METRICS:
-                a, b = getattr(rc, m), getattr(rw, m)
-                if a is None or b is None:
-                    continue
-                margin[m] += wt * (float(a) - float(b))
-                lo_hi[m][0] += wt * iv[m][0]
-                lo_hi[m][1] += wt * iv[m][1]
-        margin = {m: v for m, v in margin.items() if math.isfinite(v)}
+        margin, lo_hi = difference(cat, workloads, c, winner)
         out.append(FamilyBest(fam, c, margin, lo_hi, ev))
     return out
+
+
+@dataclass(frozen=True)
+class FrontTie:
+    """Two neighbouring designs of a shown front (positions as shown, from 1) and the joint
+    90% interval of their difference on each objective: `tied` when every interval holds
+    zero (the front cannot tell them apart at 90%)."""
+
+    a: int
+    b: int
+    interval: dict[str, list[float]]
+
+    @property
+    def tied(self) -> bool:
+        return bool(self.interval) and all(lo <= 0.0 <= hi
+                                           for lo, hi in self.interval.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "interval": self.interval, "tied": self.tied}
+
+
+def front_ties(cat: Catalog, workloads: Sequence[tuple[str, float]],
+               front: Sequence[Candidate], metrics: Sequence[str], *, shown: int = 20
+               ) -> list[FrontTie]:
+    """Each pair of neighbours among the first `shown` designs of a front, in its order,
+    with the joint 90% interval of their difference on `metrics` (the objectives); none when
+    an objective has no joint interval (cost and power are derived from the metrics that do,
+    by the search, not by the report)."""
+    from dse.uncertainty import INTERVAL_METRICS
+
+    if not set(metrics) <= set(INTERVAL_METRICS):
+        return []
+    top = list(front[:shown])
+    return [FrontTie(i + 1, i + 2, difference(cat, workloads, x, y, metrics)[1])
+            for i, (x, y) in enumerate(itertools.pairwise(top))]
+
+
+def ties_sentence(ties: Sequence[FrontTie], *, first: int = 1) -> str:
+    """One line naming the neighbouring designs a front cannot tell apart at 90% ("" when it
+    tells every neighbour apart); first: the number the table gives its first design (the
+    CLI's 1, the dashboard's 0)."""
+    tied = [f"#{t.a - 1 + first} and #{t.b - 1 + first}" for t in ties if t.tied]
+    if not tied:
+        return ""
+    return ("Indistinguishable at 90% (the joint interval of their difference holds zero on "
+            "every objective): " + ", ".join(tied) + ".")
 
 
 def no_speculation_wins(fams: Sequence[FamilyBest], objective_metric: str, sign: float

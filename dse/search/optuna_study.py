@@ -26,7 +26,13 @@ import numpy as np
 
 from dse.errors import UsageError
 from dse.search.candidates import Candidate, trial_candidate
-from dse.search.families import FamilyBest, family_bests, identity
+from dse.search.families import (
+    FamilyBest,
+    FrontTie,
+    family_bests,
+    front_ties,
+    identity,
+)
 from dse.search.grid import Evaluator, candidate, feasible_mask, violation
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
@@ -65,6 +71,7 @@ class OptimizeResult:
     confidence: float = DEFAULT_CONFIDENCE  # constraints checked at this interval end
     by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
     measured_only: bool = False
+    ties: list[FrontTie] = field(default_factory=list)  # the shown designs' neighbours
 
 
 def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float],
@@ -244,7 +251,9 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     n_new = sum(t.number in ran for t in study_trials(study))
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
                           n_new, best, time.perf_counter() - t0,
-                          confidence, fams, measured_only)
+                          confidence, fams, measured_only,
+                          front_ties(cat, space.workloads, best,
+                                     [OBJECTIVES[o] for o in objectives]))
 
 
 def study_families(cat: Catalog, space: Space, objectives: Sequence[str],

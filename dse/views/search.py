@@ -1,6 +1,6 @@
 """The Design space and Studies pages' data: metric labels with units, number formatting, the
 results table's columns (metrics, hardware, models, precisions, serving, schedule, thresholds),
-the front's zoom and 90% band, chart picks, the constraints a search applied, CSV text, and a
+the front's zoom and 90% boxes, chart picks, the constraints a search applied, CSV text, and a
 study's trial history (best so far in the objective's direction, infeasible trials apart) and
 parameter importances.
 
@@ -222,23 +222,24 @@ def zoom_range(values: Iterable[float], *, lows: Iterable[float] = (),
     return [lo - pad, hi + pad]
 
 
-def front_band(xs: Sequence[float], ys: Sequence[float], *,
-               x_iv: Sequence[Sequence[float]] | None,
-               y_iv: Sequence[Sequence[float]] | None) -> tuple[list[float], list[float]] | None:
-    """The closed outline of the front's 90% band: the front with every point at the low ends
-    of its intervals, then back along the front at the high ends (an axis without intervals
-    keeps its values). Points sorted by x; None when neither axis has intervals or fewer than
-    two points."""
-    if (x_iv is None and y_iv is None) or len(xs) < 2:
+def interval_boxes(xs: Sequence[float], ys: Sequence[float], *,
+                   x_iv: Sequence[Sequence[float]] | None,
+                   y_iv: Sequence[Sequence[float]] | None
+                   ) -> tuple[list[float | None], list[float | None]] | None:
+    """Each design's 90% box (its x interval by its y interval; an axis without intervals
+    keeps the design's value), as closed outlines separated by None, one trace's worth: boxes
+    that overlap mark designs the intervals hardly separate. None when neither axis has
+    intervals."""
+    if x_iv is None and y_iv is None:
         return None
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-
-    def end(i: int, iv: Sequence[Sequence[float]] | None, v: Sequence[float], k: int) -> float:
-        return float(iv[i][k]) if iv is not None else float(v[i])
-
-    bx = [end(i, x_iv, xs, 0) for i in order] + [end(i, x_iv, xs, 1) for i in reversed(order)]
-    by = [end(i, y_iv, ys, 0) for i in order] + [end(i, y_iv, ys, 1) for i in reversed(order)]
-    return [*bx, bx[0]], [*by, by[0]]
+    bx: list[float | None] = []
+    by: list[float | None] = []
+    for i in range(len(xs)):
+        x0, x1 = (float(x_iv[i][0]), float(x_iv[i][1])) if x_iv is not None else (xs[i],) * 2
+        y0, y1 = (float(y_iv[i][0]), float(y_iv[i][1])) if y_iv is not None else (ys[i],) * 2
+        bx += [x0, x1, x1, x0, x0, None]
+        by += [y0, y0, y1, y1, y0, None]
+    return bx, by
 
 
 def chosen_index(points: Sequence[Mapping[str, Any]], current: int | None) -> int | None:
