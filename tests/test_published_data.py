@@ -20,8 +20,9 @@ REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precisi
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
             "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
             "tp": int, "gpus": int, "simulated": bool, "served": str}
-# A kind's allowed units: decode as a rate, prefill as a time or a prompt-token rate.
-KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token"}, "fpga_decode": {"tokens/s", "ms/token"},
+# A kind's allowed units: decode as a rate (or, timed end to end, the whole call's time), prefill
+# as a time or a prompt-token rate.
+KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token", "s"}, "fpga_decode": {"tokens/s", "ms/token"},
               "gpu_prefill": {"s", "tokens/s"}, "fpga_prefill": {"s", "tokens/s"},
               "power": {"W", "J/token"}}
 
@@ -156,3 +157,14 @@ def test_a_vllm_run_without_cuda_graphs_maps_to_eager_vllm(entries):
         if "enforce_eager=False" in e["setting"]:
             assert profile != "vllm-eager", (i, e["framework"])
     assert named >= 7
+
+
+def test_a_decode_time_in_seconds_is_timed_end_to_end(entries):
+    """A gpu_decode figure in s is the whole timed call (prefill plus every generated token), so
+    its setting says so and names the output length the time is divided by."""
+    from dse.validation.measurements import END_TO_END
+
+    for i, e in enumerate(entries):
+        if e["kind"] == "gpu_decode" and e["unit"] == "s":
+            assert END_TO_END in e["setting"], i
+            assert re.search(r"generat\w* (\d+) tokens", e["setting"]), i

@@ -147,6 +147,19 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("exllamav2", (_by_gen(E_MEM), STEP),
             "ExLlamaV2 4-bit: llm-perf-bench on RTX 3090 Ti/4090, and its layer split of "
             "Llama-2-70B over 2/4/8 A100 PCIe and 2 RTX 4090"),
+    FitSpec("tinychat", (_by_gen(E_MEM), GAP, LAUNCH),
+            "TinyChat W4A16 (llm-awq tinychat/README.md): per-token generation latency of "
+            "LLaMA-2 7B/13B, LLaMA-3-8B and Vicuna 7B/13B on RTX A6000, RTX 4090 and Jetson Orin"),
+    FitSpec("autoawq", (E_MEM, LAUNCH, COMPUTE),
+            "AutoAWQ 0.1.6 fused modules (its README's benchmark): Vicuna 7B GEMV and Llama 2 13B "
+            "GEMM on an RTX 4090, decode and prefill at 64 and 2048 tokens"),
+    FitSpec("lmdeploy-turbomind", (E_MEM, STEP, COMPUTE, PREFILL, ALLREDUCE),
+            "LMDeploy 0.1.0a1 TurboMind FP16 (docs/en/benchmark/a100_fp16.md): Llama-2 7B/13B "
+            "(TP 1) and 70B (TP 4) on A100-80G, end-to-end throughput at prompts 1-2048 and "
+            "outputs 128/2048, and first-token latencies"),
+    FitSpec("fastertransformer", (E_MEM, GAP, COMPUTE),
+            "FasterTransformer FP16 GPT (docs/gpt_guide.md): whole-call latency of GPT-350M, "
+            "1.3B and 6.7B (TP 1) on A100-SXM4-80GB, input 128/output 8 and input 512/output 32"),
 )}
 
 
@@ -174,12 +187,19 @@ DERIVED: dict[tuple[str, str], str] = {
     ("mlc-llm-jetson", "pcie_allreduce_latency_us"): "mlc-llm",
     ("mlc-llm-jetson", "pcie_allreduce_fixed_us"): "mlc-llm",
     ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
+    **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
+       for p in ("tinychat", "autoawq", "lmdeploy-turbomind", "fastertransformer")},
+    **{(p, "layer_gap_us"): "vllm-cudagraph" for p in ("autoawq", "lmdeploy-turbomind")},
+    ("lmdeploy-turbomind", "quantized_layer_overhead_us"): "vllm-cudagraph",
+    ("fastertransformer", "quantized_layer_overhead_us"): "vllm-cudagraph",
+    ("fastertransformer", "allreduce_latency_us"): "tensorrt-llm",
     ("tensorrt-llm", "mem_bw_efficiency"): "torch-compile",
     ("tensorrt-llm", "layer_gap_us"): "torch-compile",
 }
 FIT_ORDER = ("vllm-cudagraph", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38", "hf-4.51",
              "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
-             "mlc-llm-jetson", "exllamav2")
+             "mlc-llm-jetson", "exllamav2", "tinychat", "autoawq", "lmdeploy-turbomind",
+             "fastertransformer")
 
 
 # ------------------------------------------------------------------------------ fitting

@@ -7,7 +7,9 @@ and precision, and the measured time in seconds of what the benchmark timed:
 
 - `decode`: seconds per generated token while decoding `generated_tokens` after `context`;
 - `end_to_end`: (prefill of `context` + decode of `generated_tokens`) / generated_tokens, the
-  Qwen speed benchmark's tokens/s (it times the whole generate call);
+  Qwen speed benchmark's tokens/s (it times the whole generate call), LMDeploy's
+  profile_generation throughput and FasterTransformer's whole-call latency (unit s, divided by
+  the generated tokens);
 - `prefill`: seconds to prefill `context` prompt tokens (time to first token, or the prompt
   length over llama-bench's pp rate).
 
@@ -53,6 +55,13 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^mlc-llm", "mlc-llm"),
     (r"^gpt-fast|torch\.compile", "torch-compile"),
     (r"^exllamav2", "exllamav2"),
+    (r"^tinychat", "tinychat"),  # MIT Han lab llm-awq's TinyChat (its own W4A16 kernels)
+    (r"^autoawq", "autoawq"),  # AutoAWQ's fused modules and GEMV/GEMM kernels
+    (r"^lmdeploy", "lmdeploy-turbomind"),  # LMDeploy's TurboMind C++ engine
+    (r"^fastertransformer", "fastertransformer"),
+    # Ollama runs llama.cpp's ggml CUDA backend as its model runner (its repository vendors
+    # llama.cpp under llama/), so its decode is llama.cpp's
+    (r"^ollama", "llama.cpp"),
 )
 
 # Precision as the source names it -> the catalog precision.
@@ -67,6 +76,9 @@ _GENERATED: tuple[tuple[re.Pattern[str], Timed | None], ...] = (
     (re.compile(r"decode (\d+) tokens"), "decode"),
     (re.compile(r"max_new_tokens=(\d+)"), "decode"),
 )
+# A decode figure that times prefill and decode together (generated tokens / total time, or the
+# total time of the call), as LMDeploy's profile_generation and FasterTransformer's tables do.
+END_TO_END = "timed end to end (prefill included)"
 NO_NVLINK = re.compile(r"not NVLink|no NVLink|without NVLink", re.I)
 DEFAULT_GENERATED_TOKENS = 128  # assumption: a decode figure with no stated output length
 QWEN_BENCH_GENERATED_TOKENS = 2048  # the Qwen speed benchmarks generate 2048 tokens
@@ -130,6 +142,11 @@ def _timing(entry: dict[str, Any]) -> tuple[Timed, int]:
     if "speed = (prompt + generated tokens) / time" in setting or (
             "generate 2048 tokens after an input" in setting):
         return "end_to_end", QWEN_BENCH_GENERATED_TOKENS
+    if END_TO_END in setting:
+        m = _GENERATED[0][0].search(setting)
+        if m is None:
+            raise ValueError(f"an end-to-end figure without its output length: {setting!r}")
+        return "end_to_end", int(m.group(1))
     for rx, timed in _GENERATED:
         m = rx.search(setting)
         if m:
@@ -204,6 +221,13 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 seconds = (1.0 if e["kind"] == "gpu_decode" else n) / float(value)
             elif e["unit"] == "ms/token":
                 seconds = float(value) * 1e-3
+            elif e["unit"] == "s" and e["kind"] == "gpu_decode":
+                # the whole timed call (its setting says timed end to end): per generated token
+                if timed != "end_to_end":
+                    skipped.append(Skipped(f"{tag}:{ctx}", "a decode time in s that is not "
+                                           "timed end to end"))
+                    continue
+                seconds = float(value) / generated
             elif e["unit"] == "s":
                 seconds = float(value)
             else:
