@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dse.devices.shape import KV_PRECISIONS
 from dse.errors import SpecError
 from dse.limits import (
     MAX_BACKTRACK_WINDOW,
@@ -24,7 +23,7 @@ from dse.limits import (
     MAX_CV,
     MAX_TP,
 )
-from dse.specs.model import PROCESSBENCH_SUBSETS
+from dse.specs.model import KV_PRECISIONS, PROCESSBENCH_SUBSETS
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
 
 

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dse.errors import SpecError, UnknownNameError
 from dse.specs import ModelSpec
+from dse.specs.model import KV_PRECISIONS as SPEC_KV_PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,9 @@ def precision(name: str) -> Precision:
     raise UnknownNameError("precision", name, [*PRECISIONS, *PRECISION_FAMILIES.values()])
 
 
-# KV-cache precisions a GPU role may set (system key <role>_kv_precision): bits per cached value,
-# scales included. vLLM --kv-cache-dtype fp8 (E4M3/E5M2, per-tensor scale); int8 as
-# TensorRT-LLM's INT8 KV cache; llama.cpp --cache-type-k/-v q8_0 and q4_0 are the GGUF blocks
-# (34 and 18 bytes per 32 values). "16": the model dtype (vLLM's kv_cache_dtype=auto).
-KV_PRECISIONS: dict[str, float] = {"16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "q4_0": 4.5}
+# KV-cache precisions a GPU role may set (system key <role>_kv_precision), bits per cached value:
+# defined beside the specs (dse.specs.model.KV_PRECISIONS, numpy-free for the system schema).
+KV_PRECISIONS = SPEC_KV_PRECISIONS
 
 
 def with_kv_precision(p: Precision, kv: str | None) -> Precision:

@@ -28,6 +28,11 @@ ARCHITECTURES = ("qwen2", "llama", "mistral", "qwen3", "gpt2", "opt", "gptj", "p
 MLP_KINDS = ("gated", "plain")
 NORM_KINDS = ("rmsnorm", "layernorm")
 POSITION_KINDS = ("rope", "learned", "alibi")
+# KV-cache precisions a GPU role may set (system key <role>_kv_precision): bits per cached value,
+# scales included. vLLM --kv-cache-dtype fp8 (E4M3/E5M2, per-tensor scale); int8 as
+# TensorRT-LLM's INT8 KV cache; llama.cpp --cache-type-k/-v q8_0 and q4_0 are the GGUF blocks
+# (34 and 18 bytes per 32 values). "16": the model dtype (vLLM's kv_cache_dtype=auto).
+KV_PRECISIONS: dict[str, float] = {"16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "q4_0": 4.5}
 # ProcessBench (arXiv:2412.06559) subsets, easiest to hardest: GSM8K, MATH, OlympiadBench,
 # Omni-MATH. A PRM's F1 on each is how well it finds the first wrong step at that difficulty.
 PROCESSBENCH_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
