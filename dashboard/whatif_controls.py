@@ -86,7 +86,8 @@ def on_schedule() -> None:
 def fit_software(role: str) -> None:
     """Keep a role's precision and software valid on its (new) device."""
     opts = views.role_options(common.catalog(), role, ss[wkey(f"{role}_device")])
-    if ss.get(wkey(f"{role}_precision")) not in opts.precisions:
+    if not views.runs_precision(common.catalog(), ss[wkey(f"{role}_device")],
+                                ss.get(wkey(f"{role}_precision"))):
         ss[wkey(f"{role}_precision")] = opts.default_precision
     serving = wkey(f"{role}_{opts.software_key}")
     if ss.get(serving) not in opts.servings:

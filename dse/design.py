@@ -126,6 +126,13 @@ def software_of(s: SystemSpec, role: str, kind: DeviceKind) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def memory_options(s: SystemSpec, role: str) -> dict[str, Any]:
+    """The role's KV-cache precision and weight offload from the system's keys
+    (`<role>_kv_precision`, `<role>_offload_fraction`; absent: 16-bit KV, no offload)."""
+    return {"kv_precision": getattr(s, f"{role}_kv_precision"),
+            "offload_fraction": getattr(s, f"{role}_offload_fraction") or 0.0}
+
+
 def placed_roles(s: SystemSpec) -> tuple[str, ...]:
     """The roles with a placement of their own in the system's workflow: the draft and a PRM
     (not a target verifier: that is the target) of a speculative design, and the target."""
@@ -167,7 +174,7 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     s = _check_software_keys(s, kinds)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
                    software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
-                   tp=s.target_tp)
+                   tp=s.target_tp, **memory_options(s, "target"))
     target_link = cat.link(board(cat, s.target_device).host_link)
     if s.workflow_name == "target-only":
         d = Design(s, sched, target, target_link, target_link, 1.0, 1.0, 0, 1, ctx,
@@ -180,14 +187,15 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
                                ("mac_lanes", s.fpga_mac_lanes)) if v is not None}
     draft = place(cat, models["draft"], draft_device, precision_name=s.draft_precision,
                   software=software_of(s, "draft", kinds["draft"]), context_tokens=ctx,
-                  knobs={k: v for k, v in knobs.items() if k in kinds["draft"].build_knobs})
+                  knobs={k: v for k, v in knobs.items() if k in kinds["draft"].build_knobs},
+                  **memory_options(s, "draft"))
     prm = None
     verifier_device = s.target_device
     if "prm" in roles:
         verifier_device = str(s.prm_device)
         prm = place(cat, models["prm"], verifier_device, precision_name=s.prm_precision,
                     software=software_of(s, "prm", kinds["prm"]), context_tokens=ctx,
-                    tp=s.prm_tp or 1)
+                    tp=s.prm_tp or 1, **memory_options(s, "prm"))
     links = {d: cat.link(board(cat, d).host_link) for d in
              (draft_device, verifier_device, s.target_device)}
     slower = min(links[verifier_device], links[s.target_device],
@@ -311,6 +319,7 @@ def _check_names(cat: Catalog, s: SystemSpec, roles: tuple[str, ...]) -> None:
     for role, kind in kinds.items():
         check(f"{role}_precision", lambda name, k=kind, r=role: k.check_precision(
             name, where=s.path, key=f"{r}_precision"))
+        kind.check_memory_options(**memory_options(s, role), where=s.path, role=role)
     for role, kind in kinds.items():  # the serving profile, or the engine, of the role's kind
         check(f"{role}_{kind.software_key}", lambda name, k=kind: cat.get(k.software_kind, name))
 

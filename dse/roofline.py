@@ -43,6 +43,8 @@ def roofline(
     engine: str | None = None,
     mac_lanes: int | None = None,
     channels: int | None = None,
+    kv_precision: str | None = None,
+    offload_fraction: float = 0.0,
 ) -> dict[str, Any]:
     """Decode time per token at `context`, prefill time of `prompt_tokens`, bound, memory, power.
 
@@ -54,6 +56,10 @@ def roofline(
     fpga-engine name; default the kind's, flexllm), `clock_mhz` (the board's range), `mac_lanes`
     (1 .. DSPs x INT8 MACs per DSP), `channels` (HBM pseudo-channels, or DDR channels on a board
     without HBM: 1 .. the board's). A value outside its range raises InfeasibleError.
+
+    GPU memory options (a SpecError on a kind without them): `kv_precision` (16, fp8, int8,
+    q8_0, q4_0) and `offload_fraction` (the share of the streamed weights in host memory,
+    streamed over the board's host link every forward pass).
     """
     m = cat.model(model)
     dev, kind = resolve(cat, device)
@@ -80,7 +86,8 @@ def roofline(
     else:
         software = engine  # None: the kind's default engine
     pl = place(cat, m, device, precision_name=precision_name, software=software,
-               context_tokens=hold, tp=tp, knobs=knobs or None)
+               context_tokens=hold, tp=tp, knobs=knobs or None, kv_precision=kv_precision,
+               offload_fraction=offload_fraction)
     decode_s = float(pl.decode_token_s(context))
     prefill_s = float(pl.prefill_s(prompt_tokens, 0))
     roof, bound = pl.decode_bound(context)
@@ -118,6 +125,8 @@ def roofline(
         "prefill_bound": prefill_bound,
         "weights_bytes": pl.weights_bytes,
         "kv_bytes_per_token": pl.kv_bytes_per_token,
+        "kv_bits": pl.kv_bits,
+        "offload_fraction": offload_fraction,
         "memory_needed_bytes": pl.memory_needed_bytes,
         "memory_bytes": pl.memory_bytes,
         "fits": not infeasible,

@@ -23,7 +23,7 @@ from dse.limits import (
     MAX_CV,
     MAX_TP,
 )
-from dse.specs.model import PROCESSBENCH_SUBSETS
+from dse.specs.model import KV_PRECISIONS, PROCESSBENCH_SUBSETS
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
 
 
@@ -94,6 +94,19 @@ class SystemSpec(Spec):
         help="the draft's FPGA engine (an FPGA draft; absent: flexllm)")
     prm_serving: str | None = spec_field()
     target_serving: str = spec_field()
+    draft_kv_precision: str | None = spec_field(
+        choices=tuple(KV_PRECISIONS), help="the draft's KV-cache precision on a GPU: 16 (the "
+        "model dtype), fp8 or int8 (8 bits), q8_0 (8.5 bits), q4_0 (4.5 bits; vLLM "
+        "--kv-cache-dtype, llama.cpp --cache-type-k/-v); absent: 16")
+    prm_kv_precision: str | None = spec_field(choices=tuple(KV_PRECISIONS),
+                                              help="the PRM's KV-cache precision (as draft's)")
+    target_kv_precision: str | None = spec_field(
+        choices=tuple(KV_PRECISIONS), help="the target's KV-cache precision (as draft's)")
+    draft_offload_fraction: float | None = nonneg(
+        hi=1.0, help="share of a GPU draft's streamed weights held in host memory and copied "
+        "over its host link every forward pass (vLLM --cpu-offload-gb), in [0, 1); absent: 0")
+    prm_offload_fraction: float | None = nonneg(hi=1.0, help="the PRM's (as draft's)")
+    target_offload_fraction: float | None = nonneg(hi=1.0, help="the target's (as draft's)")
     fpga_clock_hz: float | None = pos("fpga_clock_MHz", legacy_zero=True,
                                       help="FPGA build clock; absent: the board's default")
     fpga_memory_channels: int | None = pos(legacy_zero=True,
@@ -155,6 +168,10 @@ def _check_system(path: object, v: dict[str, Any]) -> None:
     """What a workflow needs: a speculative design names its draft, its verifier's placement
     (a PRM's; a target verifier is the target) and its thresholds; a target-only design has no
     verifier; colocated roles name one device."""
+    for role in ("draft", "prm", "target"):
+        if (v[f"{role}_offload_fraction"] or 0.0) >= 1.0:
+            raise SpecError(path, f"{role}_offload_fraction", "must be below 1: the GPU keeps "
+                            "the activations and the KV cache, and some weights with them")
     workflow = v["workflow"] or "speculative"
     if workflow == "target-only":
         if v["verifier"] is not None:

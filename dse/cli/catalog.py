@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import clip_words, positive_float, table, whole_number
+from dse.cli.common import (
+    clip_words,
+    offload_fraction_type,
+    positive_float,
+    table,
+    whole_number,
+)
+from dse.devices.shape import KV_PRECISIONS
 from dse.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.specs import Catalog, spec_fields
 
@@ -55,8 +62,14 @@ def run_catalog(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 def roofline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="catalog name, model TOML or HF config.json")
     p.add_argument("--device", required=True, help="GPU or FPGA board name")
-    p.add_argument("--precision", help="bf16, fp16, w8a16, w8a8, w4a16 (default: bf16 on GPUs, "
-                   "w8a8 on FPGAs)")
+    p.add_argument("--precision", help="bf16, fp16, w8a16, w8a8, w4a16, fp8, GGUF q8_0, q4_0, "
+                   "q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k, EXL2 exl2-<bpw 2.0-8.0> (default: bf16 "
+                   "on GPUs, w8a8 on FPGAs)")
+    p.add_argument("--kv-precision", choices=tuple(KV_PRECISIONS),
+                   help="GPU KV-cache precision: 16, fp8, int8, q8_0, q4_0 (default 16)")
+    p.add_argument("--offload-fraction", type=offload_fraction_type, default=0.0,
+                   help="share of a GPU's streamed weights held in host memory and copied over "
+                   "its host link every forward pass, in [0, 1) (default 0)")
     p.add_argument("--serving", default="vllm-cudagraph", help="GPU serving profile")
     p.add_argument("--context", type=whole_number(0, MAX_CONTEXT_TOKENS), default=1024,
                    help="tokens already in context when decoding (default 1024)")
@@ -82,7 +95,8 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
                  serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
                  clock_mhz=a.clock_mhz, tp=a.tp, engine=a.engine, mac_lanes=a.mac_lanes,
-                 channels=a.channels)
+                 channels=a.channels, kv_precision=a.kv_precision,
+                 offload_fraction=a.offload_fraction)
     d_lo, d_hi = (x * 1e3 for x in r["decode_s_per_token_interval"])
     p_lo, p_hi = (x * 1e3 for x in r["prefill_s_interval"])
     w_lo, w_hi = r["power_w_interval"]
@@ -100,9 +114,12 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         f"context {a.context}",
         table(["phase", "time", "rate", "bound"], rows),
         "",
-        f"weights {r['weights_bytes'] / 1e9:.3f} GB, KV {r['kv_bytes_per_token'] / 1e3:.2f} "
-        f"kB/token, needs {r['memory_needed_bytes'] / 1e9:.2f} GB of "
-        f"{r['memory_bytes'] / 1e9:.1f} GB: {'fits' if r['fits'] else 'DOES NOT FIT'}",
+        f"weights {r['weights_bytes'] / 1e9:.3f} GB"
+        + (f" ({r['offload_fraction']:g} of the streamed weights in host memory)"
+           if r["offload_fraction"] else "")
+        + f", KV {r['kv_bytes_per_token'] / 1e3:.2f} kB/token, needs "
+        + f"{r['memory_needed_bytes'] / 1e9:.2f} GB of {r['memory_bytes'] / 1e9:.1f} GB: "
+        + ("fits" if r["fits"] else "DOES NOT FIT"),
         f"roofline floor {r['roofline_s_per_token'] * 1e3:.3f} ms/token; power "
         f"{r['power_w']:.1f} [{w_lo:.1f}-{w_hi:.1f}] W decoding, {r['idle_w']:.1f} W idle; "
         f"{r['j_per_token']:.3f} J/token",

@@ -108,6 +108,18 @@ def confidence_type(s: str) -> float:
     return v
 
 
+def offload_fraction_type(s: str) -> float:
+    """An argparse type for --offload-fraction: a number in [0, 1)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {s[:40]!r}"
+                                         ) from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {s[:40]!r}")
+    return v
+
+
 def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:
     """An argparse type: a whole number in lo..hi (hi: a cap of dse.limits)."""
 

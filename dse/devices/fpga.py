@@ -132,7 +132,7 @@ class FpgaCost:
     """Coefficients of one (model, build) pair; fields may be arrays (see `stack`)."""
 
     layers: Num
-    body_weight_bytes: Num  # layers + final norm
+    body_weight_bytes: Num  # layers (their active experts) + final norm, streamed per token
     head_weight_bytes: Num
     kv_bytes_per_token: Num
     body_macs_per_token: Num
@@ -153,7 +153,7 @@ class FpgaCost:
 def fpga_cost(model: ModelSpec, b: FpgaBuild) -> FpgaCost:
     wb = streamed_weight_bits(b) / 8
     dens = attention_density(b.engine)
-    body_params = shape.body_params(model)
+    body_params = shape.active_body_params(model)  # a token streams its active experts only
     res = resources(b)
     return FpgaCost(
         layers=model.num_layers,
@@ -467,10 +467,12 @@ class FpgaPlacement(ModelMemory):
 
 def place(cat: Catalog, model: ModelSpec, board: FpgaSpec, *, precision_name: str,
           software: str, context_tokens: int, tp: int | None,
-          knobs: Mapping[str, object]) -> FpgaPlacement:
+          knobs: Mapping[str, object], kv_precision: str | None = None,
+          offload_fraction: float = 0.0) -> FpgaPlacement:
     """The FPGA kind's builder: the engine `software` on the board's default build at the
     precision's bit widths, holding context_tokens; knobs (BUILD_KNOBS) override the build.
-    One board: tp is not used."""
+    One board: tp is not used. The build fixes its KV width and holds every weight in its
+    own memory: a KV precision or an offload is refused by the registry before this runs."""
     wb, ab = FPGA_PRECISIONS[precision_name]
     build = default_build(board, cat.engine(software), **{
         "weight_bits": wb, "activation_bits": ab, "max_seq_len": context_tokens, **knobs})

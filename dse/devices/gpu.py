@@ -7,7 +7,21 @@ Time of one forward pass (seconds):
     cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs, or
                                                       the eager cost beyond the context the
                                                       profile's graphs were captured for)
-    t         = max(gpu_side, cpu_side) + step_overhead      (+ prefill_overhead for a prefill)
+    offload   = host_weights / (host link bandwidth x tp)
+    t         = max(gpu_side, cpu_side) + offload + step_overhead   (+ prefill_overhead for a
+                                                                     prefill)
+
+Partial offload (`offload_fraction` f of the streamed weights in host memory, a system's
+`<role>_offload_fraction`): those weights cross the GPU's host link (boards/links, PCIe) on every
+forward pass, decode token and prefill pass alike, and the GPU computes every layer. This is
+vLLM's `--cpu-offload-gb` ("every forward pass, the model weights are loaded from CPU to GPU"),
+HF accelerate's `device_map` CPU offload and FlexGen's weight offload (arXiv 2303.06865). The
+copy is counted in series with the GPU's own pass: accelerate and vLLM copy a layer's weights
+before its kernels run (no prefetch at batch 1), so the link time adds; FlexGen's overlap of
+the next layer's copy with this layer's compute would make it max(link, GPU) instead, at most
+2x apart, and at batch 1 the link term dominates both. llama.cpp's --n-gpu-layers runs the
+layers left in host memory on the CPU instead, at host DRAM bandwidth (not modelled here). The
+on-device share alone counts toward the GPU's memory.
 
 Dequantising precisions (`dequantises`) add the profile's `quantized_layer_overhead` to the
 layer gap (and, on an eager stack, to the per-layer launch): their dequantising GEMM kernels
@@ -43,7 +57,7 @@ from dse.devices.protocol import (
     check_batch,
     context_infeasibility,
 )
-from dse.devices.shape import Precision, precision
+from dse.devices.shape import Precision, precision, with_kv_precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
 
@@ -73,6 +87,8 @@ class GpuCost:
     decode_power_fraction: Num
     prefill_power_fraction: Num
     tp: Num
+    host_weight_bytes: Num = 0.0  # offloaded: crosses the host link every forward pass
+    host_link_bytes_per_s: Num = np.inf  # effective host-link bandwidth x tp
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
@@ -100,11 +116,18 @@ def gpu_cost(
     *,
     tp: int = 1,
     tp_link: LinkSpec | None = None,
+    offload_fraction: float = 0.0,
 ) -> GpuCost:
     """Build the coefficients. tp > 1 splits weights and KV over tp GPUs; the two all-reduces
     per layer go over NVLink where the GPU has it, else over `tp_link` (its PCIe); each is a
     ring of 2 (tp - 1) steps of the profile's `allreduce_latency` (+ the PCIe latency). The serving
-    profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`)."""
+    profile's values for the GPU's generation apply (`GpuServingSpec.for_generation`).
+    offload_fraction in [0, 1): that share of the streamed weights stays in host memory and
+    crosses `tp_link` (each GPU's host link, tp of them in parallel) every forward pass."""
+    if not 0.0 <= offload_fraction < 1.0:
+        raise ValueError(f"offload_fraction: {offload_fraction!r}; must be in [0, 1)")
+    if offload_fraction and tp_link is None:
+        raise ValueError("offload_fraction > 0 needs the GPU's host link spec (tp_link)")
     serving = serving.for_generation(gpu.generation)
     if serving.quantizes_head:
         p = replace(p, table_bits=p.weight_bits)
@@ -131,9 +154,11 @@ def gpu_cost(
         ar_per_token = 2 * (2 * (tp - 1) / tp) * h * RESIDUAL_BYTES / link_bw
     else:
         ar_fixed = ar_per_token = 0.0
+    streamed = shape.streamed_weight_bytes(model, p)
+    host = streamed * offload_fraction
     return GpuCost(
         layers=model.num_layers,
-        weight_bytes=shape.streamed_weight_bytes(model, p),
+        weight_bytes=streamed - host,
         kv_bytes_per_token=shape.kv_bytes_per_token(model, p.kv_bits),
         linear_flops_per_token=2 * shape.linear_macs_per_token(model),
         head_flops_per_position=2 * shape.head_matmul_params(model),
@@ -157,6 +182,9 @@ def gpu_cost(
         decode_power_fraction=serving.decode_power_fraction,
         prefill_power_fraction=serving.prefill_power_fraction,
         tp=tp,
+        host_weight_bytes=host,
+        host_link_bytes_per_s=(np.inf if tp_link is None
+                               else tp_link.effective_bytes_per_s * tp),
     )
 
 
@@ -185,13 +213,15 @@ def stack(costs: list[GpuCost]) -> GpuCost:
 
 @dataclass(frozen=True)
 class ForwardTime:
-    """One forward pass, itemised (seconds). total = max(gpu_side, cpu_side) + step_overhead."""
+    """One forward pass, itemised (seconds). total = max(gpu_side, cpu_side) + offload +
+    step_overhead."""
 
     memory_s: F64
     compute_s: F64
     roofline_s: F64
     gpu_side_s: F64  # time the GPU executes kernels (roofline + gaps + TP communication)
     total_s: F64
+    offload_s: F64  # offloaded weights over the host link (0 without offload)
 
     @property
     def busy_fraction(self) -> F64:
@@ -200,12 +230,14 @@ class ForwardTime:
 
     @property
     def overhead_s(self) -> F64:
-        return self.total_s - self.roofline_s
+        return self.total_s - self.roofline_s - self.offload_s
 
     @property
     def bound(self) -> NDArray[np.str_]:
-        """'memory', 'compute' or 'overhead': the largest of the three parts."""
-        parts = np.stack(np.broadcast_arrays(self.memory_s, self.compute_s, self.overhead_s))
+        """'memory', 'compute' or 'overhead': the largest of the three parts (offloaded
+        weights streamed over the host link count as memory)."""
+        parts = np.stack(np.broadcast_arrays(self.memory_s + self.offload_s, self.compute_s,
+                                             self.overhead_s))
         return np.array(["memory", "compute", "overhead"])[np.argmax(parts, axis=0)]
 
 
@@ -228,9 +260,10 @@ def forward(
     gpu_side = roof + c.layers * c.layer_gap_s + comm
     eager = (k + n) > c.graph_max_context_tokens  # beyond the captured graphs' context
     cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
-    total = np.maximum(gpu_side, cpu_side) + c.step_overhead_s
+    offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))
+    total = np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
     return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
-                       np.asarray(gpu_side), np.asarray(total))
+                       np.asarray(gpu_side), np.asarray(total), offload)
 
 
 def decode_token_s(c: GpuCost, ctx: ArrayLike) -> F64:
@@ -264,32 +297,38 @@ def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions
 
 
 def memory_needed_bytes(
-    model: ModelSpec, p: Precision, context_tokens: ArrayLike, *, tp: int = 1
+    model: ModelSpec, p: Precision, context_tokens: ArrayLike, *, tp: int = 1,
+    offload_fraction: float = 0.0,
 ) -> F64:
-    """Per-GPU bytes: weights and the KV cache of context_tokens, split over tp GPUs."""
-    total = shape.weight_bytes(model, p) + shape.kv_bytes(model, p.kv_bits, context_tokens)
+    """Per-GPU bytes: weights and the KV cache of context_tokens, split over tp GPUs, less the
+    offloaded share of the streamed weights (held in host memory)."""
+    host = shape.streamed_weight_bytes(model, p) * offload_fraction
+    total = (shape.weight_bytes(model, p) - host
+             + shape.kv_bytes(model, p.kv_bits, context_tokens))
     return np.asarray(total / tp)
 
 
 def fits(
     model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec,
-    context_tokens: ArrayLike, *, tp: int = 1,
+    context_tokens: ArrayLike, *, tp: int = 1, offload_fraction: float = 0.0,
 ) -> NDArray[np.bool_]:
-    """Weights + KV at context_tokens fit in the memory the framework may use.
+    """Weights (their on-device share) + KV at context_tokens fit in the memory the framework
+    may use.
 
     Usable = memory x memory_utilization - runtime reserve (CUDA context, activations).
     """
     usable = gpu.memory_bytes * serving.memory_utilization - serving.runtime_reserve_bytes
-    return memory_needed_bytes(model, p, context_tokens, tp=tp) <= usable
+    return memory_needed_bytes(model, p, context_tokens, tp=tp,
+                               offload_fraction=offload_fraction) <= usable
 
 
 def min_tp(model: ModelSpec, gpu: GpuSpec, p: Precision, serving: GpuServingSpec,
-           context_tokens: int, *, max_tp: int = 8) -> int | None:
+           context_tokens: int, *, max_tp: int = 8, offload_fraction: float = 0.0) -> int | None:
     """Smallest power-of-two TP degree (dividing the KV heads) at which the model fits."""
     tp = 1
     while tp <= max_tp:
         if model.num_kv_heads % tp == 0 and bool(fits(model, gpu, p, serving, context_tokens,
-                                                      tp=tp)):
+                                                      tp=tp, offload_fraction=offload_fraction)):
             return tp
         tp *= 2
     return None
@@ -312,6 +351,7 @@ class GpuPlacement(ModelMemory):
     cost: GpuCost
     prefix_caching: bool
     usable_memory_bytes: float  # per GPU: memory x memory_utilization - runtime reserve
+    offload_fraction: float = 0.0  # share of the streamed weights held in host memory
 
     kind: ClassVar[str] = "gpu"
 
@@ -378,8 +418,14 @@ class GpuPlacement(ModelMemory):
         return self.precision.weight_bits
 
     @property
-    def kv_bits(self) -> int:
+    def kv_bits(self) -> float:
         return self.precision.kv_bits
+
+    @property
+    def memory_needed_bytes(self) -> float:
+        """Per GPU: weights and KV at context_tokens, split over tp, less the offloaded weights
+        (they live in host memory)."""
+        return float(super().memory_needed_bytes - self.cost.host_weight_bytes / self.tp)
 
     @property
     def memory_bytes(self) -> float:
@@ -391,8 +437,10 @@ class GpuPlacement(ModelMemory):
     def memory_infeasibility(self) -> list[str]:
         if self.memory_needed_bytes <= self.usable_memory_bytes:
             return []
+        offload = (f", {self.offload_fraction:g} of the streamed weights in host memory"
+                   if self.offload_fraction else "")
         return [f"{self.model.name} needs {self.memory_needed_bytes / 1e9:.2f} GB per GPU "
-                f"(weights + KV for {self.context_tokens} tokens, tp={self.tp}) but "
+                f"(weights + KV for {self.context_tokens} tokens, tp={self.tp}{offload}) but "
                 f"{self.device.name} offers {self.usable_memory_bytes / 1e9:.2f} GB usable"]
 
     def infeasibility(self) -> list[str]:
@@ -405,15 +453,19 @@ def _bound(ft: ForwardTime) -> Bound:
 
 def place(cat: Catalog, model: ModelSpec, board: GpuSpec, *, precision_name: str,
           software: str, context_tokens: int, tp: int | None,
-          knobs: Mapping[str, object]) -> GpuPlacement:
+          knobs: Mapping[str, object], kv_precision: str | None = None,
+          offload_fraction: float = 0.0) -> GpuPlacement:
     """The GPU kind's builder. tp defaults to the smallest power of two that fits (1 if none
-    does; `infeasibility` then says why). GPUs have no build knobs."""
-    p = precision(precision_name)
+    does; `infeasibility` then says why). GPUs have no build knobs. kv_precision: the KV
+    cache's precision (shape.KV_PRECISIONS; None: 16-bit); offload_fraction: the share of the
+    streamed weights held in host memory and streamed over the board's host link."""
+    p = with_kv_precision(precision(precision_name), kv_precision)
     s = cat.serving(software)
     if tp is None:
-        tp = min_tp(model, board, p, s, context_tokens) or 1
+        tp = min_tp(model, board, p, s, context_tokens, offload_fraction=offload_fraction) or 1
     link = cat.link(board.host_link)
-    cost = gpu_cost(model, board, p, s, tp=tp, tp_link=link)
+    cost = gpu_cost(model, board, p, s, tp=tp, tp_link=link, offload_fraction=offload_fraction)
     usable = board.memory_bytes * s.memory_utilization - s.runtime_reserve_bytes
     return GpuPlacement(model, board, p, software, tp, context_tokens, cost,
-                        prefix_caching=s.prefix_caching, usable_memory_bytes=usable)
+                        prefix_caching=s.prefix_caching, usable_memory_bytes=usable,
+                        offload_fraction=offload_fraction)

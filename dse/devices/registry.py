@@ -21,7 +21,14 @@ from typing import Any, Literal, Protocol
 
 from dse.devices import fpga, gpu
 from dse.devices.protocol import Placement
-from dse.devices.shape import FPGA_ONLY_PRECISIONS, PRECISIONS
+from dse.devices.shape import (
+    FPGA_ONLY_PRECISIONS,
+    KV_PRECISIONS,
+    PRECISION_FAMILIES,
+    PRECISIONS,
+    precision,
+    precision_family,
+)
 from dse.errors import SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES, Role
 from dse.specs import Catalog, ModelSpec, Spec
@@ -30,11 +37,13 @@ from dse.specs import Catalog, ModelSpec, Spec
 class Builder(Protocol):
     """A kind's builder: the model on the board with the named precision and software
     (already checked against the kind), holding context_tokens; tp None = the kind's choice;
-    knobs only among the kind's build_knobs."""
+    knobs only among the kind's build_knobs; a KV precision only among its kv_precisions and
+    an offload fraction > 0 only where it `offloads`."""
 
     def __call__(self, cat: Catalog, model: ModelSpec, board: Any, *, precision_name: str,
                  software: str, context_tokens: int, tp: int | None,
-                 knobs: Mapping[str, object]) -> Placement: ...
+                 knobs: Mapping[str, object], kv_precision: str | None = None,
+                 offload_fraction: float = 0.0) -> Placement: ...
 
 
 def _no_knobs(board: Spec) -> dict[str, float]:
@@ -63,21 +72,59 @@ class DeviceKind:
     # pass per token; an absorb shares that operation's cost-model error (dse.uncertainty)
     absorb_like: Literal["prefill", "decode"] = "prefill"
     knob_ranges: Callable[[Any], dict[str, float]] = field(default=_no_knobs, repr=False)
+    # parametrised precision families it runs besides `precisions` (shape.PRECISION_FAMILIES:
+    # "exl2" takes exl2-<bits per weight>)
+    precision_families: tuple[str, ...] = ()
+    kv_precisions: tuple[str, ...] = ()  # KV-cache precisions a system may set (shape)
+    offloads: bool = False  # may hold part of its weights in host memory (<role>_offload_fraction)
 
     @property
     def a_label(self) -> str:
         return f"{self.article} {self.label}"
 
+    @property
+    def precision_choices(self) -> tuple[str, ...]:
+        """Its precisions as a user may write them: the fixed names, then each family's
+        pattern (exl2-<bits per weight, 2.0-8.0>, e.g. exl2-4.65)."""
+        return (*self.precisions, *(PRECISION_FAMILIES[f] for f in self.precision_families))
+
+    def runs_precision(self, name: str) -> bool:
+        """The name is one of its precisions or in one of its families (not yet checked: see
+        check_precision)."""
+        return name in self.precisions or precision_family(name) in self.precision_families
+
     def check_precision(self, name: str, *, where: object = "",
                         key: str = "precision") -> None:
         """A precision this kind runs; a known precision it does not run is a SpecError, a
-        name that is no precision at all an UnknownNameError."""
+        family member with a bad parameter (exl2-9) a SpecError naming it, a name that is no
+        precision at all an UnknownNameError. The one check of a precision name for a kind
+        (systems, --set, space files, the dashboard, roofline)."""
         if name in self.precisions:
             return
-        if name in PRECISIONS:
+        if precision_family(name) in self.precision_families:
+            try:
+                precision(name)
+            except SpecError as e:
+                raise SpecError(where, key, e.reason) from None
+            return
+        if name in PRECISIONS or precision_family(name) is not None:
             raise SpecError(where, key, f"{name!r} not supported on {self.a_label}; "
-                            f"valid: {', '.join(self.precisions)}")
-        raise UnknownNameError("precision", name, list(self.precisions))
+                            f"valid: {', '.join(self.precision_choices)}")
+        raise UnknownNameError("precision", name, list(self.precision_choices))
+
+    def check_memory_options(self, kv_precision: str | None, offload_fraction: float, *,
+                             where: object = "", role: str = "") -> None:
+        """A KV-cache precision and a weight offload the kind supports (one SpecError line
+        naming the system key otherwise)."""
+        prefix = f"{role}_" if role else ""
+        if kv_precision is not None and kv_precision not in self.kv_precisions:
+            what = (f"valid: {', '.join(self.kv_precisions)}" if self.kv_precisions else
+                    f"{self.a_label} fixes its KV width in its build; remove the key")
+            raise SpecError(where, f"{prefix}kv_precision",
+                            f"{kv_precision!r} not supported on {self.a_label}; {what}")
+        if offload_fraction and not self.offloads:
+            raise SpecError(where, f"{prefix}offload_fraction", f"{self.a_label} holds every "
+                            "weight in its own memory; remove the key or set it to 0")
 
 
 class DeviceRegistry:
@@ -127,7 +174,8 @@ KINDS.register(DeviceKind(
     software_key="serving", software_label="Serving",
     default_software="vllm-cudagraph",  # the serving profile when a system names none
     prompt_prefill_on_gpu=False,
-    place=gpu.place,
+    place=gpu.place, precision_families=("exl2",), kv_precisions=tuple(KV_PRECISIONS),
+    offloads=True,
 ))
 KINDS.register(DeviceKind(
     name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=(Role.DRAFT,),
@@ -182,13 +230,17 @@ def place(
     context_tokens: int = 4096,
     tp: int | None = None,
     knobs: Mapping[str, object] | None = None,
+    kv_precision: str | None = None,
+    offload_fraction: float = 0.0,
 ) -> Placement:
     """Place a model on a named device: resolve the board and its kind, default and check the
-    precision and the software (the kind's serving profile / engine), then call the kind's
-    builder. Knobs must be among the kind's build_knobs (a ValueError otherwise)."""
+    precision, the KV precision and offload (check_memory_options) and the software (the
+    kind's serving profile / engine), then call the kind's builder. Knobs must be among the
+    kind's build_knobs (a ValueError otherwise)."""
     spec, kind = resolve(cat, device_name)
     pname = precision_name or kind.default_precision
     kind.check_precision(pname)
+    kind.check_memory_options(kv_precision, offload_fraction)
     sw = software or kind.default_software
     cat.get(kind.software_kind, sw)
     extra = sorted(set(knobs or {}) - set(kind.build_knobs))
@@ -196,4 +248,5 @@ def place(
         raise ValueError(f"{kind.label} {device_name!r} has no build knobs {', '.join(extra)}; "
                          f"valid: {', '.join(kind.build_knobs) or '(none)'}")
     return kind.place(cat, model, spec, precision_name=pname, software=sw,
-                      context_tokens=context_tokens, tp=tp, knobs=dict(knobs or {}))
+                      context_tokens=context_tokens, tp=tp, knobs=dict(knobs or {}),
+                      kv_precision=kv_precision, offload_fraction=offload_fraction)

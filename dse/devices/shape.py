@@ -7,18 +7,24 @@ arrays. Conventions (per forward pass, batch 1):
 - the input embedding (and a learned position table) is a row lookup (not a full read); the
   LM head is a full read (tied or not); reward heads are small and read once;
 - the MLP has 3 matrices when gated (SwiGLU, GeGLU) and 2 when plain (GPT-2, OPT);
+- a mixture of experts (Mixtral) stores every expert's MLP and a router per layer, but one
+  token runs through the router and its top-k experts only: memory counts all experts
+  (`total_params`, `weight_bytes`), what decode streams and computes counts the active ones
+  (`streamed_params_per_token`, `streamed_weight_bytes`, `linear_macs_per_token`);
 - attention FLOPs: QK^T and PV, 2 * 2 * heads * head_dim per (query, key) pair per layer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.errors import UnknownNameError
+from dse.errors import SpecError, UnknownNameError
 from dse.specs import ModelSpec
+from dse.specs.model import KV_PRECISIONS as SPEC_KV_PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,7 @@ class Precision:
     name: str
     weight_bits: float  # per weight, scales included (llama.cpp q4_0: 4.5)
     activation_bits: int
-    kv_bits: int
+    kv_bits: float  # per cached K or V value, scales included (llama.cpp q4_0 cache: 4.5)
     compute: str  # "bf16" | "fp16" | "int8" | "fp8": which datasheet peak the matmuls run at
     # the token embedding and the output head: quantised GPTQ/AWQ checkpoints and vLLM's fp8
     # keep lm_head and embed_tokens 16-bit, so a 4-bit Gemma-2-2B still streams a 1.2 GB head
@@ -44,8 +50,9 @@ class Precision:
         return self.kv_bits / 8
 
 
-# KV stays 16-bit on GPUs for every scheme (vLLM's default kv_cache_dtype=auto); the FPGA
-# build sets its own KV width (dse.devices.fpga.FpgaBuild.kv_bits).
+# KV stays 16-bit on GPUs for every scheme (vLLM's default kv_cache_dtype=auto) unless a
+# system sets the role's KV precision (KV_PRECISIONS); the FPGA build sets its own KV width
+# (dse.devices.fpga.FpgaBuild.kv_bits).
 PRECISIONS: dict[str, Precision] = {
     p.name: p
     for p in (
@@ -71,16 +78,68 @@ PRECISIONS: dict[str, Precision] = {
         Precision("w3a8", 3, 8, 16, "int8"),
         Precision("w2a8", 2, 8, 16, "int8"),
         Precision("w1.58a8", 1.58, 8, 16, "int8"),
+        # llama.cpp k-quants (ggml-common.h): 256-weight super-blocks with 6-8-bit sub-block
+        # scales. block_q2_K 84 B = 2.625 bpw, block_q3_K 110 B = 3.4375, block_q4_K 144 B =
+        # 4.5, block_q5_K 176 B = 5.5, block_q6_K 210 B = 6.5625. A llama-quantize type is a
+        # MIX of them (Q4_K_M: attn_v and half of ffn_down at q6_K, the rest q4_K; Q2_K: q2_K
+        # with q3_K/q4_K tensors), so its bits per weight are the whole file's, as llama.cpp's
+        # quantize README (examples/quantize/README.md, 2024) measures on Llama 2 7B: Q2_K
+        # 3.35, Q3_K_M 3.91, Q4_K_M 4.84, Q5_K_M 5.68, Q6_K 6.56 (6.5625: every tensor q6_K).
+        # The current README's Llama-3.1-8B table gives Q4_K_M 4.8944 and Q5_K_M 5.7036 (its
+        # larger 128K-token table is a larger share of the file).
+        Precision("q2_k", 3.35, 16, 16, "fp16"),
+        Precision("q3_k_m", 3.91, 16, 16, "fp16"),
+        Precision("q4_k_m", 4.84, 16, 16, "fp16"),
+        Precision("q5_k_m", 5.68, 16, 16, "fp16"),
+        Precision("q6_k", 6.5625, 16, 16, "fp16"),
     )
 }
 # Schemes only the FPGA kind runs (no GPU serving profile in the catalog models them).
 FPGA_ONLY_PRECISIONS = ("fp32", "w3a8", "w2a8", "w1.58a8")
 
+# EXL2 (turboderp/exllamav2 README: "supports 2, 3, 4, 5, 6 and 8-bit quantization" and mixes
+# them within a model "to achieve any average bitrate between 2 and 8 bits per weight"): the
+# name carries the average, scales included, e.g. exl2-4.65. Weight-only; fp16 GEMMs.
+EXL2_BPW_RANGE = (2.0, 8.0)
+PRECISION_FAMILIES: dict[str, str] = {"exl2": "exl2-<bits per weight, 2.0-8.0>, e.g. exl2-4.65"}
+_EXL2 = re.compile(r"exl2-([0-9]+(?:\.[0-9]+)?)")
+
+
+def precision_family(name: str) -> str | None:
+    """The parametrised family a precision name belongs to ("exl2" for exl2-4.65), else None."""
+    head = name.split("-", 1)[0]
+    return head if head in PRECISION_FAMILIES and name.startswith(head + "-") else None
+
 
 def precision(name: str) -> Precision:
-    if name not in PRECISIONS:
-        raise UnknownNameError("precision", name, list(PRECISIONS))
-    return PRECISIONS[name]
+    """The precision of a name: a fixed scheme (PRECISIONS) or a parametrised one (exl2-<bpw>).
+    An EXL2 name whose bits per weight are malformed or outside 2.0-8.0 is a one-line
+    SpecError; any other unknown name an UnknownNameError listing the valid ones. The one
+    parser of precision names: every check of one goes through it."""
+    if name in PRECISIONS:
+        return PRECISIONS[name]
+    if precision_family(name) == "exl2":
+        m = _EXL2.fullmatch(name)
+        lo, hi = EXL2_BPW_RANGE
+        if m is None or not lo <= float(m.group(1)) <= hi:
+            raise SpecError("", "precision", f"{name!r}: EXL2 takes exl2-<bits per weight> "
+                            f"with {lo:g} <= bits <= {hi:g} (e.g. exl2-4.65)")
+        return Precision(name, float(m.group(1)), 16, 16, "fp16")
+    raise UnknownNameError("precision", name, [*PRECISIONS, *PRECISION_FAMILIES.values()])
+
+
+# KV-cache precisions a GPU role may set (system key <role>_kv_precision), bits per cached value:
+# defined beside the specs (dse.specs.model.KV_PRECISIONS, numpy-free for the system schema).
+KV_PRECISIONS = SPEC_KV_PRECISIONS
+
+
+def with_kv_precision(p: Precision, kv: str | None) -> Precision:
+    """The precision with its KV cache at the named KV precision (None: unchanged)."""
+    if kv is None:
+        return p
+    if kv not in KV_PRECISIONS:
+        raise UnknownNameError("KV-cache precision", kv, list(KV_PRECISIONS))
+    return replace(p, kv_bits=KV_PRECISIONS[kv])
 
 
 def _q_kv_dims(m: ModelSpec) -> tuple[int, int]:
@@ -88,8 +147,9 @@ def _q_kv_dims(m: ModelSpec) -> tuple[int, int]:
 
 
 def norm_params(m: ModelSpec) -> int:
-    """Parameters of one norm over hidden_size: RMSNorm a weight, LayerNorm a weight and a bias."""
-    return (2 if m.layernorm else 1) * m.hidden_size
+    """Parameters of one norm over hidden_size: RMSNorm a weight, LayerNorm a weight and a bias
+    (a weight only without one: MPT's no_bias)."""
+    return (2 if m.layernorm and m.norm_has_bias else 1) * m.hidden_size
 
 
 def layer_norm_params(m: ModelSpec) -> int:
@@ -106,7 +166,8 @@ def attention_params(m: ModelSpec) -> int:
 
 
 def mlp_params(m: ModelSpec) -> int:
-    """MLP of one layer: gated is gate + up (h x I) and down (I x h); plain is up and down.
+    """MLP of one layer (of one expert in a mixture of experts): gated is gate + up (h x I)
+    and down (I x h); plain is up and down.
 
     Biases (mlp_bias) are one per output: gated 2 I + h, plain I + h.
     """
@@ -116,9 +177,23 @@ def mlp_params(m: ModelSpec) -> int:
     return matrices * h * i + bias
 
 
+def router_params(m: ModelSpec) -> int:
+    """The expert router of one layer, Linear(h, experts) without bias (Mixtral's gate); 0
+    for a dense model."""
+    return m.hidden_size * m.num_experts if m.num_experts else 0
+
+
 def layer_params(m: ModelSpec) -> int:
-    """Parameters of one decoder layer: attention, MLP and norms."""
-    return attention_params(m) + mlp_params(m) + layer_norm_params(m)
+    """Parameters of one decoder layer as stored: attention, every expert's MLP (one for a
+    dense model), the router and the norms."""
+    return attention_params(m) + m.experts * mlp_params(m) + router_params(m) + layer_norm_params(m)
+
+
+def active_layer_params(m: ModelSpec) -> int:
+    """Parameters one token runs through in one layer: attention, the router and its top-k
+    experts' MLPs, the norms (= layer_params for a dense model)."""
+    return (attention_params(m) + m.active_experts * mlp_params(m) + router_params(m)
+            + layer_norm_params(m))
 
 
 def projection_params(m: ModelSpec) -> int:
@@ -158,9 +233,20 @@ def body_params(m: ModelSpec) -> int:
     return m.num_layers * layer_params(m) + projection_params(m) + final_norm_params(m)
 
 
+def active_body_params(m: ModelSpec) -> int:
+    """body_params with each layer's active experts only (what one token streams)."""
+    return m.num_layers * active_layer_params(m) + projection_params(m) + final_norm_params(m)
+
+
 def total_params(m: ModelSpec) -> int:
     """All parameters stored: embeddings + layers + projections + final norm + untied head."""
     return embedding_params(m) + body_params(m) + head_params(m)
+
+
+def active_params(m: ModelSpec) -> int:
+    """Parameters active for one token, as MoE model cards count them (embeddings included):
+    total_params with each layer's top-k experts only (= total_params for a dense model)."""
+    return embedding_params(m) + active_body_params(m) + head_params(m)
 
 
 def head_matmul_params(m: ModelSpec) -> int:
@@ -172,12 +258,13 @@ def head_matmul_params(m: ModelSpec) -> int:
 
 
 def streamed_params_per_token(m: ModelSpec) -> int:
-    """Parameters read from memory to decode one token: layers, projections, final norm, head.
+    """Parameters read from memory to decode one token: layers (their active experts),
+    projections, final norm, head.
 
     The input embedding and a learned position table are single-row lookups; with tied
     embeddings the token table is read in full as the LM head, so it counts once either way.
     """
-    return body_params(m) + head_matmul_params(m)
+    return active_body_params(m) + head_matmul_params(m)
 
 
 def _table_params(m: ModelSpec) -> tuple[int, int]:
@@ -203,20 +290,21 @@ def streamed_weight_bytes(m: ModelSpec, p: Precision) -> float:
             + head * p.table_bits / 8)
 
 
-def kv_bytes_per_token(m: ModelSpec, kv_bits: int) -> float:
+def kv_bytes_per_token(m: ModelSpec, kv_bits: float) -> float:
     """K and V for one token over all layers (grouped-query: KV heads, not query heads)."""
     _, kv = _q_kv_dims(m)
     return 2 * m.num_layers * kv * kv_bits / 8
 
 
-def kv_bytes(m: ModelSpec, kv_bits: int, tokens: ArrayLike) -> NDArray[np.float64]:
+def kv_bytes(m: ModelSpec, kv_bits: float, tokens: ArrayLike) -> NDArray[np.float64]:
     return kv_bytes_per_token(m, kv_bits) * np.asarray(tokens, dtype=float)
 
 
 def linear_macs_per_token(m: ModelSpec) -> int:
-    """Matmul MACs for one token through the layers and the embedding projections (not the
-    output head); a bias add counts as one MAC per output (at most 0.1% high)."""
-    return m.num_layers * (layer_params(m) - layer_norm_params(m)) + projection_params(m)
+    """Matmul MACs for one token through the layers (their active experts and the router) and
+    the embedding projections (not the output head); a bias add counts as one MAC per output
+    (at most 0.1% high)."""
+    return m.num_layers * (active_layer_params(m) - layer_norm_params(m)) + projection_params(m)
 
 
 def attention_macs(m: ModelSpec, n_new: ArrayLike, ctx: ArrayLike) -> NDArray[np.float64]:
@@ -249,7 +337,7 @@ def forward_flops(
 
 
 def forward_bytes(
-    m: ModelSpec, p: Precision, n_new: ArrayLike, ctx: ArrayLike, *, kv_bits: int | None = None
+    m: ModelSpec, p: Precision, n_new: ArrayLike, ctx: ArrayLike, *, kv_bits: float | None = None
 ) -> NDArray[np.float64]:
     """Bytes moved by one forward pass: weights once, KV of ctx read, KV of n_new written."""
     kvb = p.kv_bits if kv_bits is None else kv_bits

@@ -355,6 +355,19 @@ def _check_names(r: _Reader, key: str, names: Sequence[str], valid: Sequence[str
             raise r.err(key, f"unknown name {n!r}; valid: {', '.join(sorted(valid))}")
 
 
+def _check_precisions(r: _Reader, key: str, names: Sequence[str], kind: str) -> None:
+    """Each name a precision the device kind runs (its fixed names or a family member such as
+    exl2-4.65, through the kind's one precision check)."""
+    k = KINDS.get(kind)
+    for n in names:
+        if not k.runs_precision(n):
+            raise r.err(key, f"unknown name {n!r}; valid: {', '.join(k.precision_choices)}")
+        try:
+            k.check_precision(n)
+        except SpecError as e:
+            raise r.err(key, e.reason) from None
+
+
 def _models(cat: Catalog, r: _Reader, role: str) -> tuple[str, ...]:
     models = r.strs("models")
     _check_names(r, "models", models, cat.names("model"))
@@ -381,14 +394,14 @@ def _draft_options(cat: Catalog, r: _Reader) -> tuple[Placement, ...]:
     out: list[Placement] = []
     if gpus:
         precs = r.strs("gpu_precisions")
-        _check_names(r, "gpu_precisions", precs, KINDS.get("gpu").precisions)
+        _check_precisions(r, "gpu_precisions", precs, "gpu")
         serving = r.strs("gpu_serving")
         _check_names(r, "gpu_serving", serving, cat.names("gpu-serving"))
         out += [Placement(d, m, p, s) for d, m, p, s in itertools.product(gpus, models, precs,
                                                                           serving)]
     if fpgas:
         precs = r.strs("fpga_precisions")
-        _check_names(r, "fpga_precisions", precs, KINDS.get("fpga").precisions)
+        _check_precisions(r, "fpga_precisions", precs, "fpga")
         engines = r.strs("fpga_engines")
         _check_names(r, "fpga_engines", engines, cat.names("fpga-engine"))
         clocks = _knob(r, "fpga_clock_MHz", float, 2000.0)
@@ -413,7 +426,7 @@ def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:
     models = _models(cat, r, role)
     gpus = _devices(cat, r, "gpus", "gpu")
     precs = r.strs("precisions")
-    _check_names(r, "precisions", precs, KINDS.get("gpu").precisions)
+    _check_precisions(r, "precisions", precs, "gpu")
     serving = r.strs("serving")
     _check_names(r, "serving", serving, cat.names("gpu-serving"))
     tps = r.numbers("tp", int, 1, MAX_TP, [1])

@@ -23,10 +23,16 @@ from dse.specs.schema import (
 )
 
 ROLES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # the roles a model may take
-ARCHITECTURES = ("qwen2", "llama", "mistral", "qwen3", "gpt2", "opt", "gptj", "phi3", "gemma2")
+ARCHITECTURES = ("qwen2", "llama", "mistral", "qwen3", "gpt2", "opt", "gptj", "phi3", "gemma2",
+                 "falcon", "mpt", "mixtral")
 MLP_KINDS = ("gated", "plain")
 NORM_KINDS = ("rmsnorm", "layernorm")
-POSITION_KINDS = ("rope", "learned")
+POSITION_KINDS = ("rope", "learned", "alibi")
+# KV-cache precisions a GPU role may set (system key <role>_kv_precision): bits per cached value,
+# scales included. vLLM --kv-cache-dtype fp8 (E4M3/E5M2, per-tensor scale); int8 as
+# TensorRT-LLM's INT8 KV cache; llama.cpp --cache-type-k/-v q8_0 and q4_0 are the GGUF blocks
+# (34 and 18 bytes per 32 values). "16": the model dtype (vLLM's kv_cache_dtype=auto).
+KV_PRECISIONS: dict[str, float] = {"16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "q4_0": 4.5}
 # ProcessBench (arXiv:2412.06559) subsets, easiest to hardest: GSM8K, MATH, OlympiadBench,
 # Omni-MATH. A PRM's F1 on each is how well it finds the first wrong step at that difficulty.
 PROCESSBENCH_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
@@ -60,6 +66,8 @@ class ModelSpec(Spec):
                                              "too (needs qkv_bias); absent: false")
     norm: str | None = spec_field(choices=NORM_KINDS, help="rmsnorm (a weight) or layernorm "
                                   "(a weight and a bias); absent: rmsnorm")
+    norm_bias: bool | None = spec_field(help="a LayerNorm has a bias (MPT's no_bias LayerNorm "
+                                        "has none); absent: true")
     norms_per_layer: int | None = pos(hi=8, help="norms in one decoder layer (GPT-J: 1, "
                                       "Gemma-2: 4); absent: 2")
     final_norm: bool | None = spec_field(help="a norm after the last layer (OPT-350m has "
@@ -67,13 +75,18 @@ class ModelSpec(Spec):
     qk_norm: bool | None = spec_field(help="an RMSNorm of head_dim on queries and on keys in "
                                       "every layer (Qwen3); absent: false")
     position_embedding: str | None = spec_field(
-        choices=POSITION_KINDS, help="rope (no weights) or learned (a table of "
+        choices=POSITION_KINDS, help="rope or alibi (no weights), or learned (a table of "
         "position_table_rows x hidden_size, one row looked up per token); absent: rope")
     position_table_rows: int | None = pos(help="rows of the learned position table (GPT-2: "
                                           "n_positions; OPT: max_position_embeddings + 2)")
     embedding_dim: int | None = pos(help="width of the token embedding when it is projected to "
                                     "hidden_size and back (OPT-350m: 512); absent: hidden_size")
     lm_head_bias: bool | None = spec_field(help="a bias on the LM head (GPT-J); absent: false")
+    num_experts: int | None = pos(hi=1024, help="MLP experts per layer of a mixture of experts "
+                                  "(Mixtral: 8), each of intermediate_size, with a router "
+                                  "Linear(hidden_size, num_experts); absent: a dense MLP")
+    experts_per_token: int | None = pos(hi=1024, help="experts each token runs through (top-k; "
+                                        "Mixtral: 2); given with num_experts")
     processbench_f1: Mapping[str, float] | None = spec_field(
         lo=0.0, hi=100.0, help="a PRM's published ProcessBench F1 (percent) per subset "
         f"({', '.join(PROCESSBENCH_SUBSETS)}): how well it finds a step's error, which the "
@@ -88,6 +101,20 @@ class ModelSpec(Spec):
     @property
     def layernorm(self) -> bool:
         return self.norm == "layernorm"
+
+    @property
+    def norm_has_bias(self) -> bool:
+        return self.norm_bias is None or self.norm_bias
+
+    @property
+    def experts(self) -> int:
+        """MLPs stored per layer (1: dense)."""
+        return self.num_experts or 1
+
+    @property
+    def active_experts(self) -> int:
+        """MLPs one token runs through per layer (1: dense)."""
+        return self.experts_per_token or 1
 
     @property
     def learned_positions(self) -> bool:
@@ -128,6 +155,14 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
         if unknown:
             raise SpecError(path, f"processbench_f1.{unknown[0]}", "unknown ProcessBench "
                             f"subset; known: {', '.join(PROCESSBENCH_SUBSETS)}")
+    if (v["num_experts"] is None) != (v["experts_per_token"] is None):
+        raise SpecError(path, "experts_per_token", "num_experts and experts_per_token come "
+                        "together (a mixture of experts) or not at all (a dense MLP)")
+    if v["num_experts"] is not None and v["experts_per_token"] > v["num_experts"]:
+        raise SpecError(path, "experts_per_token", f"{v['experts_per_token']} active of "
+                        f"{v['num_experts']} experts: at most num_experts")
+    if v["norm_bias"] is not None and v["norm"] != "layernorm":
+        raise SpecError(path, "norm_bias", "only a LayerNorm has a bias (norm = \"layernorm\")")
     if v["attention_bias"] and not v["qkv_bias"]:
         raise SpecError(path, "attention_bias", "a bias on every attention projection needs "
                         "qkv_bias = true")
@@ -137,9 +172,16 @@ register_kind("model", ModelSpec, check=_check_model)
 
 # --------------------------------------------------------------- Hugging Face config.json
 
-# model_type -> architecture; the Llama-style types share one reader, GPT-2 and OPT have their own
-_LLAMA_STYLE = {"qwen2": "qwen2", "llama": "llama", "mistral": "mistral", "qwen3": "qwen3"}
-_SUPPORTED = (*_LLAMA_STYLE, "gpt2", "opt")
+# model_type -> architecture; the Llama-style types (Mixtral: Mistral's layer with a mixture of
+# experts) share one reader, GPT-2, OPT, Falcon and MPT have their own
+_LLAMA_STYLE = {"qwen2": "qwen2", "llama": "llama", "mistral": "mistral", "qwen3": "qwen3",
+                "mixtral": "mixtral"}
+# Falcon's original remote-code configs (RWForCausalLM): RefinedWebModel (7B), RefinedWeb (40B)
+_FALCON_TYPES = ("falcon", "RefinedWebModel", "RefinedWeb")
+_SUPPORTED = (*_LLAMA_STYLE, "gpt2", "opt", *_FALCON_TYPES, "mpt")
+# a config without a model_type is read by its architectures class
+_BY_ARCHITECTURE = {"FalconForCausalLM": "falcon", "RWForCausalLM": "falcon",
+                    "MPTForCausalLM": "mpt", "MixtralForCausalLM": "mixtral"}
 
 
 class _Config:
@@ -166,22 +208,27 @@ class _Config:
 
 def model_from_hf_config(path: str | Path) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config.json (model_type llama / qwen2 / qwen3 /
-    mistral / gpt2 / opt); the values go through the catalog's checker, so a bad one is one
-    line naming the key."""
+    mistral / mixtral / gpt2 / opt / falcon (RefinedWeb, RefinedWebModel) / mpt; without a
+    model_type, by its `architectures` class); the values go through the catalog's checker,
+    so a bad one is one line naming the key."""
     p = check_path("path", path)  # a public function (dse.model_from_hf_config)
     cfg = parse_json(read_text(p), p, values=False)
     if not isinstance(cfg, dict):
         raise SpecError(p, "", "expected a JSON object")
     model_type = cfg.get("model_type")
+    archs_raw = cfg.get("architectures") or []
+    if model_type is None and isinstance(archs_raw, list):
+        model_type = next((_BY_ARCHITECTURE[a] for a in archs_raw if a in _BY_ARCHITECTURE),
+                          None)
     if not isinstance(model_type, str) or model_type not in _SUPPORTED:
         shown = model_type if isinstance(model_type, str | None) else type(model_type).__name__
         raise SpecError(
             p, "model_type", f"unsupported {shown!r}; supported: {', '.join(_SUPPORTED)}"
         )
     c = _Config(p, cfg)
-    reader = {"gpt2": _gpt2_keys, "opt": _opt_keys}.get(model_type, _llama_keys)
-    raw, names = reader(c, model_type)
-    archs_raw = cfg.get("architectures") or []
+    readers = {"gpt2": _gpt2_keys, "opt": _opt_keys, "mpt": _mpt_keys,
+               **dict.fromkeys(_FALCON_TYPES, _falcon_keys)}
+    raw, names = readers.get(model_type, _llama_keys)(c, model_type)
     if not isinstance(archs_raw, list) or not all(isinstance(a, str) for a in archs_raw):
         raise SpecError(p, "architectures", "expected a list of class names (strings), got "
                         f"{str(archs_raw)[:80]}")
@@ -228,7 +275,7 @@ def _llama_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, 
     hidden = c.req("hidden_size")
     heads = c.req("num_attention_heads")
     vocab = c.req("vocab_size")
-    family = {"qwen2": "qwen2", "qwen3": "qwen2", "mistral": "mistral"}.get(
+    family = {"qwen2": "qwen2", "qwen3": "qwen2", "mistral": "mistral", "mixtral": "mistral"}.get(
         model_type, "llama3" if _is_int(vocab) and vocab >= 128000 else "llama2"
     )
     bias = c.flag("attention_bias", model_type == "qwen2")  # Qwen2: q/k/v biases, no key
@@ -253,6 +300,133 @@ def _llama_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, 
     if model_type == "qwen3":
         raw["qk_norm"] = True
     names = {"num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads"}
+    if model_type == "mixtral":  # a router (gate, no bias) and num_local_experts MLPs per layer
+        raw["num_experts"] = c.req("num_local_experts")
+        raw["experts_per_token"] = c.req("num_experts_per_tok")
+        names |= {"num_experts": "num_local_experts", "experts_per_token": "num_experts_per_tok"}
+    return raw, names
+
+
+def _first(c: _Config, *keys: str) -> tuple[Any, str]:
+    """The value of the first of keys the config has (old and new spellings), and that key;
+    none: a missing-key error naming the first."""
+    for key in keys:
+        if c.cfg.get(key) is not None:
+            return c.cfg[key], key
+    raise SpecError(c.path, keys[0], "missing key")
+
+
+# transformers FalconConfig: max_position_embeddings defaults to 2048 (the pre-training length)
+FALCON_DEFAULT_POSITIONS = 2048
+
+
+def _falcon_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Falcon (transformers FalconConfig / FalconDecoderLayer; the RW remote-code configs name
+    the keys n_layer, n_head, n_head_kv). Fused query_key_value: multi-query (1 KV head) unless
+    new_decoder_architecture, which has num_kv_heads groups (RefinedWeb = Falcon-40B's is
+    new); one `bias` for every projection; a plain GELU MLP of ffn_hidden_size (absent 4h);
+    LayerNorm. Parallel attention (attention and MLP read the same input) needs one norm per
+    layer, two with the new decoder (ln_attn, ln_mlp; num_ln_in_parallel_attn), two when
+    sequential. RoPE unless alibi; LM head tied unless the config says otherwise."""
+    hidden = c.req("hidden_size")
+    heads, heads_key = _first(c, "num_attention_heads", "n_head")
+    layers, layers_key = _first(c, "num_hidden_layers", "n_layer")
+    new_arch = c.flag("new_decoder_architecture", model_type == "RefinedWeb")
+    if new_arch:
+        kv, kv_key = _first(c, "num_kv_heads", "n_head_kv")
+    else:
+        kv, kv_key = (1, "multi_query") if c.flag("multi_query", True) else (heads, heads_key)
+    if new_arch:
+        norms = 1 if c.get("num_ln_in_parallel_attn", 2) == 1 else 2
+    else:
+        norms = 1 if c.flag("parallel_attn", True) else 2
+    bias = c.flag("bias", False)
+    raw: dict[str, Any] = {
+        "architecture": "falcon",
+        "tokenizer_family": "falcon",
+        "hidden_size": hidden,
+        "num_layers": layers,
+        "num_attention_heads": heads,
+        "num_kv_heads": kv,
+        "head_dim": _head_dim(c, hidden, heads),
+        "intermediate_size": c.get("ffn_hidden_size", 4 * hidden if _is_int(hidden) else None),
+        "vocab_size": c.req("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "max_position_embeddings": c.get("max_position_embeddings", FALCON_DEFAULT_POSITIONS),
+        "mlp_kind": "plain",
+        "mlp_bias": bias,
+        "attention_bias": bias,
+        "norm": "layernorm",
+        "norms_per_layer": norms,
+        "position_embedding": "alibi" if c.flag("alibi", False) else "rope",
+    }
+    names = {"num_layers": layers_key, "num_attention_heads": heads_key, "num_kv_heads": kv_key,
+             "intermediate_size": "ffn_hidden_size"}
+    return raw, names
+
+
+# MPT's attn_config.attn_type -> how many KV heads (llm-foundry: multihead, multiquery,
+# grouped_query with kv_n_heads)
+_MPT_ATTN = ("multihead_attention", "multiquery_attention", "grouped_query_attention")
+
+
+def _mpt_keys(c: _Config, model_type: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """MPT (mosaicml MPTConfig): d_model, n_heads, n_layers; a fused Wqkv and out_proj; a plain
+    GELU MLP of expansion_ratio x d_model (ffn_config.ffn_hidden_size where given; mptglu is
+    gated); LayerNorm (low_precision_layernorm) with no bias when no_bias, which also drops
+    every projection bias; ALiBi or RoPE (no position table) or else, with learned_pos_emb, a
+    learned table of max_seq_len rows; the LM head is the token table (tied)."""
+    hidden = c.req("d_model")
+    heads = c.req("n_heads")
+    attn = c.get("attn_config", {})
+    ffn = c.get("ffn_config", {})
+    for key, value in (("attn_config", attn), ("ffn_config", ffn)):
+        if not isinstance(value, dict):
+            raise SpecError(c.path, key, f"expected a table, got {str(value)[:60]}")
+    attn_type = attn.get("attn_type") or "multihead_attention"
+    if attn_type not in _MPT_ATTN:
+        raise SpecError(c.path, "attn_config.attn_type", f"unsupported {attn_type!r}; "
+                        f"supported: {', '.join(_MPT_ATTN)}")
+    kv = {"multihead_attention": heads, "multiquery_attention": 1}.get(
+        attn_type, attn.get("kv_n_heads", heads))
+    ratio = c.get("expansion_ratio", 4)
+    inner = ffn.get("ffn_hidden_size") or (
+        int(ratio * hidden) if _is_int(hidden) and isinstance(ratio, int | float) else ratio)
+    bias = not c.flag("no_bias", False)
+    alibi = attn.get("alibi", False) is True
+    rope = attn.get("rope", False) is True  # llm-foundry's later option
+    learned = not (alibi or rope) and c.flag("learned_pos_emb", True)
+    positions = c.req("max_seq_len")
+    norm = "rmsnorm" if "rmsnorm" in str(c.get("norm_type", "layernorm")) else "layernorm"
+    raw: dict[str, Any] = {
+        "architecture": "mpt",
+        "tokenizer_family": "gpt-neox" if "neox" in str(c.get("tokenizer_name", "neox")) else
+        str(c.get("tokenizer_name", "")),
+        "hidden_size": hidden,
+        "num_layers": c.req("n_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": kv,
+        "head_dim": _head_dim(c, hidden, heads),
+        "intermediate_size": inner,
+        "vocab_size": c.req("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings", True),
+        "qkv_bias": bias,
+        "max_position_embeddings": positions,
+        "mlp_kind": "gated" if ffn.get("ffn_type") == "mptglu" else "plain",
+        "mlp_bias": bias,
+        "attention_bias": bias,
+        "norm": norm,
+        "position_embedding": "learned" if learned else "alibi" if alibi else "rope",
+    }
+    if norm == "layernorm" and not bias:
+        raw["norm_bias"] = False
+    if learned:
+        raw["position_table_rows"] = positions
+    names = {"hidden_size": "d_model", "num_layers": "n_layers", "num_attention_heads":
+             "n_heads", "num_kv_heads": "attn_config.kv_n_heads", "intermediate_size":
+             "expansion_ratio", "max_position_embeddings": "max_seq_len",
+             "position_table_rows": "max_seq_len"}
     return raw, names
 
 

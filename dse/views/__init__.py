@@ -47,6 +47,7 @@ from dse.views.choices import (
     flag_conflicts,
     role_options,
     runnable_flags,
+    runs_precision,
     schedule_choices,
     shared_devices,
 )
@@ -157,6 +158,7 @@ __all__ = [
     "rooflines",
     "rows_csv",
     "runnable_flags",
+    "runs_precision",
     "schedule_choices",
     "shared_devices",
     "short_label",

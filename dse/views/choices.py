@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from dse.design import schedule_conflicts
 from dse.devices.registry import device_names, kind_of, resolve
+from dse.errors import DseError
 from dse.scenario import COLOCATIONS, SystemSpec
 from dse.schedules import FLAGS, PRESETS
 from dse.specs import Catalog
@@ -42,6 +43,19 @@ def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
     return RoleOptions(devices, models, list(k.precisions), cat.names(k.software_kind),
                        k.default_precision, k.default_software, k.name, k.software_label,
                        k.software_key, k.build_knobs)
+
+
+def runs_precision(cat: Catalog, device: str, name: str | None) -> bool:
+    """The device's kind runs the precision: one of its listed names or a valid member of one
+    of its families (exl2-4.65 on a GPU), by the kind's one check."""
+    k = kind_of(cat, device)
+    if name is None or not k.runs_precision(name):
+        return False
+    try:
+        k.check_precision(name)
+    except DseError:
+        return False
+    return True
 
 
 def build_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:
