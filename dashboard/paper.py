@@ -50,8 +50,13 @@ c[3].metric("Calibrated rows within", f"{n['calibrated_within']} / {n['calibrate
             help=term_help("calibrated vs predicted row"))
 c[4].metric("Paper value in the 90% interval",
             f"{n['inside']} / {n['with_interval']}" if n["with_interval"] else "pending",
-            help="rows whose paper value, or part of its range, lies in the tool's interval. "
+            help="of the rows shown that have an interval (rows without one, and the filters' "
+            "rows left out, are not counted; `dse reproduce` counts every row): those whose "
+            "paper value, or part of its range, lies in the tool's interval. "
             + term_help("90% interval"))
+if n["with_interval"]:
+    st.caption(f"Coverage counts the {n['with_interval']} rows shown with a 90% interval, not "
+               f"the {n['total']} rows in all.")
 
 
 def figure(panels: list[pv.PaperPanel]) -> go.Figure:

@@ -116,7 +116,8 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
     fits = gpu_fit.fit_all(cat, pts)
     cv: list[gpu_fit.CvPoint] = []
     for name, pf in fits.items():
-        mine = gpu_fit.leave_one_out(cat, pf)
+        loso = gpu_fit.leave_one_source_out(cat, pf)
+        mine = [replace(c, loso_s=loso[c.id]) for c in gpu_fit.leave_one_out(cat, pf)]
         cv += mine
         out[SERVING / f"{name}.toml"] = serving_text(SERVING / f"{name}.toml", pf, mine)
     # the in-sample values as the written (6-digit) files predict them

@@ -164,3 +164,14 @@ def test_required_env_and_header_commands():
     script = '#!/usr/bin/env bash\n: "${KERNEL_SRC:?set KERNEL_SRC to the source}"\n: "${J:=8}"'
     assert bv.required_env(script) == [("KERNEL_SRC", "set KERNEL_SRC to the source")]
     assert bv.header_commands("# a\n#   run me\nkey: 1\n#   not a header") == ["run me"]
+
+
+def test_the_jetson_slowdowns_get_a_ratio_panel_of_their_own():
+    rows = [*ROWS, _row("edge_gpu_draft.system_slowdown_vs_heteroreason.config1.math500", "d",
+                        5.0, 6.0, 5.2, "ratio")]
+    ps = pv.panels(rows)
+    assert [p.title for p in ps] == ["accuracy (%)", "ratio (x)",
+                                     "ratio (x): Jetson draft slowdown", "share (fraction)"]
+    assert [p["id"] for p in ps[2].points] == [rows[-1].id]
+    assert rows[-1].id not in {p["id"] for p in ps[1].points}
+    assert ps[1].line[1] < 5.0  # the other ratios' panel is not stretched to 5x

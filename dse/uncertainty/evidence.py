@@ -142,14 +142,17 @@ def coverage_note(n: int, level: float) -> str:
 
 @dataclass(frozen=True)
 class GpuResidual:
-    """One GPU point's leave-one-out residual, grouped for the widths."""
+    """One measured GPU point, grouped for the widths: its leave-one-source-out residual (the
+    profile fitted without every point of its source document predicting it; nan where the
+    profile has no other source)."""
 
     profile: str
     family: str
     generation: str
     model: str
     op: str  # "decode" (decode and end-to-end timings) or "prefill"
-    log_error: float  # ln(leave-one-out prediction / measurement)
+    log_error: float  # ln(leave-one-source-out prediction / measurement); nan: none
+    document: str = ""
 
 
 def _json(name: str) -> dict[str, Any]:
@@ -160,14 +163,31 @@ def _json(name: str) -> dict[str, Any]:
 
 
 @cache
-def gpu_residuals() -> tuple[GpuResidual, ...]:
-    """The GPU points' leave-one-out residuals (dse/data/gpu_cv.json, read here: the evidence
-    sits below the model; dse.validation, which writes the file, fits the model)."""
+def gpu_points() -> tuple[GpuResidual, ...]:
+    """Every measured GPU point of dse/data/gpu_cv.json (read here: the evidence sits below
+    the model; dse.validation, which writes the file, fits the model)."""
     return tuple(GpuResidual(c["profile"], c["family"], c["generation"], c["model"],
                              "prefill" if c["timed"] == "prefill" else "decode",
-                             math.log(c["loo_s"] / c["measured_s"]))
-                 for c in _json("gpu_cv.json")["points"]
-                 if c["loo_s"] is not None and c["loo_s"] > 0)
+                             math.log(c["loso_s"] / c["measured_s"])
+                             if (c.get("loso_s") or 0) > 0 else math.nan,
+                             c.get("document", ""))
+                 for c in _json("gpu_cv.json")["points"])
+
+
+@cache
+def gpu_loo_residuals(family: str | None, op: str) -> tuple[float, ...]:
+    """The leave-one-out log residuals of one family's (None: every family's) points of one
+    operation: a within-source width, for an operation too few sources measured."""
+    return tuple(math.log(c["loo_s"] / c["measured_s"]) for c in _json("gpu_cv.json")["points"]
+                 if (c["loo_s"] or 0) > 0 and (family is None or c["family"] == family)
+                 and ("prefill" if c["timed"] == "prefill" else "decode") == op)
+
+
+@cache
+def gpu_residuals() -> tuple[GpuResidual, ...]:
+    """The GPU points with a leave-one-source-out residual: what the widths rest on (a new
+    source, host or setup is what a user brings; docs/validation.md)."""
+    return tuple(r for r in gpu_points() if math.isfinite(r.log_error))
 
 
 @cache

@@ -113,30 +113,51 @@ def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, st
 
 
 @cache
+def _new_source_width(family: str, op: str) -> tuple[float, str]:
+    """The log half-width of a GPU time for a source the calibration has not seen (another
+    host, benchmark or version: what a user brings), and its basis. The family's own
+    leave-one-source-out residuals where it has enough (several source documents); else the
+    leave-one-source-out residuals of every family that has several sources (most profiles
+    rest on one benchmark, whose own points cannot say how another source differs); else, for
+    an operation with too few of those (prefill: one family's), the family's leave-one-out
+    residuals, a within-source width (dse/data/gpu_cv.json; docs/validation.md)."""
+    s = ev.settings()
+    own = [r.log_error for r in ev.gpu_residuals() if r.family == family and r.op == op]
+    if len(own) >= s.min_points:
+        return (ev.half_width(own, s.level),
+                f"{family} leave-one-source-out, {len(own)} {op} points")
+    cross = [r.log_error for r in ev.gpu_residuals() if r.op == op]
+    if len(cross) >= s.min_points:
+        return (ev.half_width(cross, s.level),
+                f"{family} has {len(own)} {op} points predicted from other sources: the "
+                f"{len(cross)} leave-one-source-out {op} residuals of the families with "
+                "several sources")
+    loo = ev.gpu_loo_residuals(family, op)
+    if len(loo) < s.min_points:
+        loo = ev.gpu_loo_residuals(None, op)
+    return (ev.half_width(loo, s.level),
+            f"{len(cross)} leave-one-source-out {op} residuals in all, too few: "
+            f"{len(loo)} leave-one-out {op} residuals (within a source)")
+
+
+@cache
 def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: int, op: str,
                  generation: str) -> tuple[float, Status, str]:
     s = ev.settings()
-    res = ev.gpu_residuals()
-    own = [r for r in res if r.profile == serving]
-    if not own:
-        pool = [r for r in res if r.op == op]
-        hw = ev.half_width([r.log_error for r in pool], s.level)
+    measured = [r for r in ev.gpu_points() if r.profile == serving]
+    if not measured:
+        hw, scope = _new_source_width("", op)  # no family of its own
         return (hw * s.extrapolation_factor, "extrapolated",
-                f"serving {serving!r} has no measured point: all {len(pool)} GPU {op} "
-                f"residuals, widened x{s.extrapolation_factor:g}")
-    family = own[0].family
-    fam = [r for r in res if r.family == family]
-    pool = [r for r in fam if r.op == op]
+                f"serving {serving!r} has no measured point: {scope.split(': ', 1)[-1]}, "
+                f"widened x{s.extrapolation_factor:g}")
+    family = measured[0].family
+    fam_all = [r for r in ev.gpu_points() if r.family == family]
+    hw, scope = _new_source_width(family, op)
     why: list[str] = []
-    if len(pool) < s.min_points:
-        pool = [r for r in res if r.op == op]
-        why.append(f"{family} has {len([r for r in fam if r.op == op])} {op} points: all "
-                   f"stacks' {op} residuals")
-    hw = ev.half_width([r.log_error for r in pool], s.level)
-    gens = {r.generation for r in fam}
+    gens = {r.generation for r in fam_all}
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
-    sizes = [n for r in fam if (n := _model_params(r.model)) is not None]
+    sizes = [n for r in fam_all if (n := _model_params(r.model)) is not None]
     if sizes and not (min(sizes) / s.model_size_margin <= size <= max(sizes)
                       * s.model_size_margin):
         why.append(f"{model} outside {family}'s measured sizes "
@@ -146,8 +167,7 @@ def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: in
                 "; ".join(why) + f"; widened x{s.extrapolation_factor:g}")
     fitted = (serving, device, model, precision) in \
         ev.gpu_fitted_settings()
-    basis = (f"{family} leave-one-out, {len(pool)} {op} points, 90% within "
-             f"x{np.exp(hw):.3f}")
+    basis = f"{scope}, 90% within x{np.exp(hw):.3f}"
     return (hw, "calibrated" if fitted else "cross-validated",
             ("a measured setting; " if fitted else "") + basis)
 

@@ -10,6 +10,7 @@ scipy): the intervals (dse.uncertainty) read it in `dse evaluate` and `dse roofl
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -34,10 +35,18 @@ class CvPoint:
     measured_s: float
     fitted_s: float  # the fit with this point
     loo_s: float | None  # the fit without it (None: too few points to refit)
+    document: str = ""  # its source document (measurements.document_of)
+    # the fit without every point of its source document (None: the profile has no other
+    # source, or too few points without it)
+    loso_s: float | None = None
 
     @property
     def loo_rel_error(self) -> float | None:
         return None if self.loo_s is None else self.loo_s / self.measured_s - 1
+
+    @property
+    def loso_rel_error(self) -> float | None:
+        return None if self.loso_s is None else self.loso_s / self.measured_s - 1
 
 
 def dumps(cv: Sequence[CvPoint]) -> str:
@@ -124,6 +133,83 @@ def to_json(rows: Sequence[CvRow]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
 
 
+# ----------------------------------------------------------- leave-one-source-out
+
+
+@dataclass(frozen=True)
+class LosoRow:
+    """One serving family's leave-one-source-out figures: each point predicted by its profile
+    fitted without its whole source document, and whether the 90% interval the tool would
+    give it, from the other documents' leave-one-source-out residuals, holds the measurement."""
+
+    family: str
+    points: int
+    documents: int  # distinct source documents
+    loso_points: int  # points with a leave-one-source-out prediction
+    median_abs_error: float | None
+    coverage: float | None  # share of loso_points inside their 90% interval
+    median_half_width: float | None  # relative: exp(log half-width) - 1
+
+
+def _op(c: CvPoint) -> str:
+    return "prefill" if c.timed == "prefill" else "decode"
+
+
+def loso_half_width(cv: Sequence[CvPoint], family: str, op: str, exclude_document: str = ""
+                    ) -> float:
+    """The 90% log half-width the uncertainty model gives a point of `family` and `op`
+    (dse.uncertainty.factors._new_source_width: the family's leave-one-source-out residuals
+    where it has enough, else every family's, else the leave-one-out ones), with the
+    document `exclude_document` left out, as a new source's points are."""
+    from dse.uncertainty import evidence as ev
+
+    s = ev.settings()
+    kept = [c for c in cv if c.document != exclude_document and _op(c) == op]
+    loso = [(c.family, math.log(c.loso_s / c.measured_s)) for c in kept
+            if c.loso_s is not None and c.loso_s > 0]
+    own = [r for f, r in loso if f == family]
+    if len(own) >= s.min_points:
+        return ev.half_width(own, s.level)
+    if len(loso) >= s.min_points:
+        return ev.half_width([r for _, r in loso], s.level)
+    loo = [math.log(c.loo_s / c.measured_s) for c in kept
+           if c.loo_s is not None and c.loo_s > 0 and c.family == family]
+    if len(loo) < s.min_points:
+        loo = [math.log(c.loo_s / c.measured_s) for c in kept
+               if c.loo_s is not None and c.loo_s > 0]
+    return ev.half_width(loo, s.level)
+
+
+def loso_summary(cv: Sequence[CvPoint]) -> list[LosoRow]:
+    """Per serving family, then all: leave-one-source-out error and interval coverage."""
+    rows = []
+    fams = sorted({c.family for c in cv})
+    for fam in [*fams, None]:
+        pts = [c for c in cv if fam is None or c.family == fam]
+        scored = [c for c in pts if c.loso_rel_error is not None]
+        errs = [abs(c.loso_rel_error or 0.0) for c in scored]
+        hws, hits = [], []
+        for c in scored:
+            hw = loso_half_width(cv, c.family, _op(c), c.document)
+            hws.append(math.expm1(hw))
+            hits.append(abs(math.log((c.loso_s or 1.0) / c.measured_s)) <= hw)
+        rows.append(LosoRow(fam or "all GPU points", len(pts), len({c.document for c in pts}),
+                            len(scored), float(np.median(errs)) if errs else None,
+                            float(np.mean(hits)) if hits else None,
+                            float(np.median(hws)) if hws else None))
+    return rows
+
+
+def loso_markdown(cv: Sequence[CvPoint]) -> list[str]:
+    lines = ["| family | points | source documents | LOSO points | LOSO median error | "
+             "90% interval coverage | median half-width |", "|---|---|---|---|---|---|---|"]
+    for r in loso_summary(cv):
+        lines.append(f"| {r.family} | {r.points} | {r.documents} | {r.loso_points} | "
+                     f"{_pct(r.median_abs_error)} | {_pct(r.coverage)} | "
+                     f"{_pct(r.median_half_width)} |")
+    return lines
+
+
 # Why a profile's leave-one-out errors are what they are (docs/validation.md): the physics a
 # term misses, never a tuned excuse. Written from the residuals of dse/data/gpu_cv.json.
 MISS_NOTES: dict[str, str] = {
@@ -192,6 +278,21 @@ def markdown_section(cv: Sequence[CvPoint]) -> list[str]:
              "time the benchmark measured (seconds per token, or time to first token). "
              "Families group a stack's versions (vLLM 0.4 and >= 0.6; HF transformers 4.38, "
              "4.4x, 4.51).", "", *markdown_rows(rows), ""]
+    lines += ["#### Leave one source out", "",
+              "A new source is what a user brings: another benchmark, host, stack version or "
+              "setup. Each point is predicted by its profile fitted without every point of its "
+              "source document (a repository or a paper, `measurements.document_of`); a GPU "
+              "generation only that source measured falls back to the fit's base generation. "
+              "The coverage is the share of those points inside the 90% interval the tool "
+              "gives them from the other documents' leave-one-source-out residuals "
+              "(`gpu_cv.loso_half_width`, as `dse evaluate`'s intervals are built; the further "
+              "widening for an unseen generation or model size is not applied here, so the "
+              "tool's own intervals cover at least this). A family with one source document "
+              "has no such prediction: its intervals use the leave-one-source-out residuals of "
+              "the families with several sources (`dse.uncertainty.factors`: most profiles "
+              "rest on one benchmark, whose own points cannot say how another source differs), "
+              "or the leave-one-out ones for an operation with too few of those (prefill: one "
+              "family's).", "", *loso_markdown(cv), ""]
     if MISS_NOTES:
         lines += ["What still misses, and why:", ""]
         lines += [f"- **{k}**: {v}" for k, v in MISS_NOTES.items()]

@@ -366,7 +366,45 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
             loo = predict_s(spec.catalog(cat, serving), m, serving)
         out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,
                            m.timed, m.context_tokens, m.measured_s,
-                           predict_s(cat_full, m, serving_full), loo))
+                           predict_s(cat_full, m, serving_full), loo, m.document))
         if progress:
             progress(i + 1, len(pts))
+    return out
+
+
+def _without_generations(serving: GpuServingSpec, spec: FitSpec, keep: set[str]
+                         ) -> GpuServingSpec:
+    """The profile without the fitted per-generation values of the generations not in `keep`
+    (a fit that never saw a generation falls back to its base generation's values, as a GPU
+    of a new generation does)."""
+    fitted = {_key(p.key).attr for p in spec.params if p.by_generation}
+    variants = {g: ({k: v for k, v in over.items() if k not in fitted} if g not in keep
+                    else dict(over)) for g, over in serving.variants.items()}
+    return replace(serving, variants={g: v for g, v in variants.items() if v})
+
+
+def leave_one_source_out(cat: Catalog, pf: ProfileFit,
+                         progress: Callable[[int, int], None] | None = None
+                         ) -> dict[str, float | None]:
+    """Each point (by id) predicted by the profile fitted without every point of its source
+    document (measurements.document_of): how the profile carries to a benchmark, host or
+    setup it has not seen. The generations only that source measured fall back to the fit's
+    base generation; derived values and the Jetson hosts stay at the full calibration's (one
+    profile is refitted, not the catalog). None where the profile has no other source or
+    too few points without it."""
+    spec, pts, base = pf.spec, pf.points, pf.base
+    docs = sorted({m.document for m in pts})
+    out: dict[str, float | None] = {m.id: None for m in pts}
+    for i, doc in enumerate(docs):
+        rest = [q for q in pts if q.document != doc]
+        if rest and len(rest) >= len(_layout(cat, spec, rest)[1]):
+            gens = {cat.gpu(q.device).generation for q in rest}
+            b = _without_generations(base, spec, gens)
+            serving = fitted_serving(b, fit_profile(cat, spec, rest, base=b))
+            c = spec.catalog(cat, serving)
+            for m in pts:
+                if m.document == doc:
+                    out[m.id] = predict_s(c, m, serving)
+        if progress:
+            progress(i + 1, len(docs))
     return out

@@ -106,11 +106,35 @@ class GpuMeasurement:
     def family(self) -> str:
         return family_of(self.profile)
 
+    @property
+    def document(self) -> str:
+        """The source document this point comes from (document_of): what leave-one-source-out
+        cross-validation leaves out together."""
+        return document_of(self.source, self.device)
+
 
 @dataclass(frozen=True)
 class Skipped:
     id: str
     reason: str
+
+
+_ARXIV = re.compile(r"arXiv[: ]*(\d{4}\.\d{4,5})", re.I)
+_REPO = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)")
+
+
+def document_of(source: str, device: str = "") -> str:
+    """A source's document: a repository (owner/name) or a paper (its arXiv id), so that the
+    points one benchmark, README or paper published are left out together. The brief's
+    measured.toml and reference_points.toml copy the Qwen2.5 speed benchmark, except the
+    HeteroReason paper's Jetson figure."""
+    if source.startswith("dse/data/"):
+        return "HeteroReason paper" if device.startswith("jetson") else "QwenLM/Qwen2.5"
+    m = _ARXIV.search(source)
+    if m:
+        return f"arXiv:{m.group(1)}"
+    m = _REPO.match(source)
+    return m.group(1) if m else " ".join(source.split()[:4])
 
 
 def family_of(profile: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,14 +91,33 @@ def paper_text(r: Row) -> str:
     return f"{r.paper_low:.4g}-{value_text(r.paper_high, r.unit)}"
 
 
+# Rows drawn in a panel of their own, so that their scale does not squash the others': the
+# Jetson edge draft's system slowdowns (5-7x) beside speed-ups and energy gains of 0.5-2.5x.
+OWN_PANELS = {"edge_gpu_draft.": ("x", "ratio (x): Jetson draft slowdown")}
+
+
+def _panel_parts() -> list[tuple[str, str, Callable[[str], bool]]]:
+    """(unit, title, which row ids): each unit's rows but those with a panel of their own,
+    then those, beside it."""
+    def rest(i: str) -> bool:
+        return not any(i.startswith(p) for p in OWN_PANELS)
+
+    parts: list[tuple[str, str, Callable[[str], bool]]] = []
+    for u, t in UNIT_TITLES.items():
+        parts.append((u, t, rest))
+        parts += [(u, title, lambda i, p=prefix: i.startswith(p))  # type: ignore[misc]
+                  for prefix, (unit, title) in OWN_PANELS.items() if unit == u]
+    return parts
+
+
 def panels(rows: Sequence[Row]) -> list[PaperPanel]:
     """One panel per unit present (in UNIT_TITLES' order), its points with finite tool
     values (and, on log axes, positive ones). A point carries the paper's range as x error
     (`paper_minus`, `paper_plus`) and the tool's 90% interval as y error (`tool_minus`,
     `tool_plus`, None where the row has none), its series name (SERIES) and hover text."""
     out = []
-    for unit, title in UNIT_TITLES.items():
-        sel = [r for r in rows if r.unit == unit and math.isfinite(r.tool)]
+    for unit, title, part in _panel_parts():
+        sel = [r for r in rows if r.unit == unit and math.isfinite(r.tool) and part(r.id)]
         if not sel:
             continue
         pts = [p | {"unit": unit} for p in paper_points(sel)]

@@ -1,0 +1,76 @@
+"""Leave-one-source-out cross-validation of the GPU serving profiles: what a source document
+is, which points get a prediction, and the interval widths built from them (hand-made
+residuals)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+
+from dse.validation import gpu_cv
+from dse.validation.gpu_cv import CvPoint
+from dse.validation.measurements import document_of
+
+
+@pytest.mark.parametrize("source, device, want", [
+    ("QwenLM/Qwen2.5 docs/source/benchmark/speed_benchmark.rst @ a912d23", "", "QwenLM/Qwen2.5"),
+    ("mlc-ai/llm-perf-bench README.md @ 3f5e", "rtx-4090", "mlc-ai/llm-perf-bench"),
+    ('Qiao, Chen et al., "TeLLMe", arXiv 2504.16266 (v2), abstract', "", "arXiv:2504.16266"),
+    ("dse/data/measured.toml", "a100-80gb-sxm", "QwenLM/Qwen2.5"),  # the brief's Qwen copy
+    ("dse/data/measured.toml", "jetson-orin-nano-8gb", "HeteroReason paper"),
+])
+def test_a_source_document_is_its_repository_or_paper(source, device, want):
+    assert document_of(source, device) == want
+
+
+def test_every_profile_with_several_sources_is_predicted_from_the_others():
+    cv = gpu_cv.load()
+    docs: dict[str, set[str]] = defaultdict(set)
+    for c in cv:
+        docs[c.profile].add(c.document)
+    assert all(c.document for c in cv)
+    for c in cv:
+        if len(docs[c.profile]) == 1:  # nothing else to predict it from
+            assert c.loso_s is None, c.id
+    several = [c for c in cv if len(docs[c.profile]) > 1]
+    assert several and sum(c.loso_s is not None for c in several) >= 0.8 * len(several)
+
+
+def _pt(i: int, family: str, doc: str, rel: float, timed: str = "decode",
+        loo: float = 0.0) -> CvPoint:
+    return CvPoint(f"p{i}", family, family, "gpu", "ampere", "m", "bf16", timed, 0, 1.0, 1.0,
+                   1.0 + loo, doc, 1.0 + rel)
+
+
+def test_widths_use_the_familys_own_sources_then_every_familys_then_leave_one_out():
+    # family a: 10 points over two documents with |log error| log(1.1)...; family b: 2 points
+    a = [_pt(i, "a", f"d{i % 2}", 0.01 * (i + 1)) for i in range(10)]
+    b = [_pt(10 + i, "b", "e", 0.5) for i in range(2)]
+    cv = a + b
+    own = gpu_cv.loso_half_width(cv, "a", "decode")
+    # n = 10: the ceil(11 x 0.9) = 10th smallest of a's ten residuals
+    assert own == pytest.approx(math.log(1.10))
+    # b has 2 of its own (< 9): every family's 12 residuals, the 12th smallest (ceil(13 x 0.9))
+    assert gpu_cv.loso_half_width(cv, "b", "decode") == pytest.approx(math.log(1.5))
+    # leaving document d1 out keeps a's five d0 points (1, 3, 5, 7, 9%) and nine exact ones:
+    # 14 residuals, the ceil(15 x 0.9) = 14th smallest is the largest, log(1.09)
+    pre = [_pt(20 + i, "a", "d0", 0.0) for i in range(9)]
+    w = gpu_cv.loso_half_width(a + pre, "a", "decode", exclude_document="d1")
+    assert w == pytest.approx(math.log(1.09))
+    # a prefill point of a: no leave-one-source-out prefill residual anywhere, so its
+    # family's leave-one-out residuals (here 9 of them, 2% ... 18%): the largest, log(1.18)
+    pre = [_pt(30 + i, "a", "d0", 0.0, "prefill", loo=0.02 * (i + 1)) for i in range(9)]
+    pre = [CvPoint(**{**p.__dict__, "loso_s": None}) for p in pre]
+    assert gpu_cv.loso_half_width(a + pre, "a", "prefill") == pytest.approx(math.log(1.18))
+
+
+def test_the_summary_counts_documents_and_coverage():
+    a = [_pt(i, "a", f"d{i % 3}", 0.01 * (i + 1)) for i in range(12)]
+    rows = {r.family: r for r in gpu_cv.loso_summary(a)}
+    r = rows["a"]
+    assert (r.points, r.documents, r.loso_points) == (12, 3, 12)
+    assert r.median_abs_error == pytest.approx(0.065)  # the median of 1%...12%
+    assert 0.0 <= (r.coverage or 0.0) <= 1.0
+    assert rows["all GPU points"].points == 12
