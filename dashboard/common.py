@@ -65,26 +65,14 @@ def report(params: Params) -> Report:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def report_with_intervals(params: Params) -> Report:
-    """The report with its 90% intervals and provenance (dse.uncertainty; about 20 more
-    closed-form evaluations, so only the Uncertainty tab asks for it)."""
+    """The report with its 90% intervals and provenance, as `dse evaluate` gives them
+    (dse.uncertainty: the factors' moves by the closed form, 0.1-0.3 s; cached per design)."""
     from dse.uncertainty import attach
 
     s = state_of(params)
     w = catalog().get("workload", s.workload)
     d = design_of(s)
     return attach(report(params), d, w)
-
-
-@st.cache_data(max_entries=1024, show_spinner=False)
-def report_quick_intervals(params: Params) -> Report:
-    """The report with 90% intervals whose factor moves come from the mean-value model (about
-    30 ms once sympy is loaded; within a few percent of the closed-form moves the Uncertainty
-    tab, the Compare page and `dse evaluate` use)."""
-    from dse.uncertainty import attach
-
-    s = state_of(params)
-    return attach(report(params), design_of(s), catalog().get("workload", s.workload),
-                  moves="mean-value")
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)
@@ -113,8 +101,8 @@ def joint_intervals(params: Params, other_params: Params, moves: str = "closed-f
                     ) -> dict[str, tuple[float, float]]:
     """The joint 90% interval of (design - other) on latency, J/token and accuracy, both on
     the first design's workload (dse.uncertainty.joint through views.joint_intervals). moves:
-    "closed-form" (about a second, as `dse evaluate`: the Uncertainty tab, Compare) or
-    "mean-value" (tens of ms: What-if's headline)."""
+    "closed-form" (as `dse evaluate`: What-if, Compare) or "mean-value" (the search's
+    screen)."""
     a, b = state_of(params), state_of(other_params)
     w = catalog().get("workload", a.workload)
     return views.joint_intervals((design_of(a), report(params)),

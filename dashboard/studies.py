@@ -174,7 +174,7 @@ st.selectbox("Design to open or pin", nums, key="st_trial",
 chosen = best[nums.index(ss.st_trial)][2]
 state = views.state_from_design(cat, chosen.design)
 try:
-    cf = common.report_quick_intervals(common.key(state))
+    cf = common.report_with_intervals(common.key(state))
 except DseError as e:
     st.warning(f"No closed form for this design: {e}")
 else:
@@ -182,10 +182,8 @@ else:
                                      cf.to_dict(), cf.intervals)],
                  key="st_closed_form", hide_index=True)
     st.caption("The trials' values are the mean-value model's (what the study optimises); "
-               "this is the chosen design's accurate closed form, as What-if shows it, with "
-               "its 90% interval (factor moves by the mean-value model, as What-if's "
-               "headline; `dse optimize` and `dse evaluate` move them by the closed form, "
-               "which can differ in the third digit).")
+               "this is the chosen design's accurate closed form with its 90% interval, as "
+               "What-if, `dse optimize` and `dse evaluate` give them.")
 c1, c2 = st.columns(2)
 if c1.button("Open in What-if", key="st_open", type="primary"):
     common.open_in_whatif(state)

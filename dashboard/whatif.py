@@ -78,8 +78,7 @@ if alone is not None:
     c1.caption("T" + views.design_label(alone_state.spec(cat))[1:] + " | "
                f"{alone_state.workload} (`workflow=target-only`, the same target placement). "
                "The joint 90% interval of each difference moves every uncertain factor in "
-               "both designs at once (mean-value moves here; closed-form moves on the "
-               "Uncertainty tab).")
+               "both designs at once (its moves by the closed form, as `dse compare`).")
     with c2:
         common.pin_button(alone_state, key="wi_pin_alone", label="Pin the target alone")
 
@@ -135,19 +134,19 @@ with c1:
     common.pin_button(state, key="wi_pin")
 csv_slot = c2.empty()
 
-# then the 90% intervals of this design, the target alone and the baselines (factor moves by
-# the mean-value model, about 30 ms each; the Uncertainty tab moves them by the closed form):
-# the headline metrics' lines, the CSV, and the charts' error bars below
-quick = common.report_quick_intervals(params)
+# then the 90% intervals of this design, the target alone and the baselines, as `dse evaluate`
+# gives them (factor moves by the closed form, 0.1-0.3 s each, cached per design): the
+# headline metrics' lines, the CSV, and the charts' error bars below
+quick = common.report_with_intervals(params)
 others = {**({"target alone": alone_state} if alone is not None else {}),
           **{f"{b} (GPU)": base_states[b] for b in base}}
-quick_others = {n: common.report_quick_intervals(common.key(s)) for n, s in others.items()}
+quick_others = {n: common.report_with_intervals(common.key(s)) for n, s in others.items()}
 for m, _, unit, fmt in HEADLINE_METRICS:
     if m in quick.intervals:
         lo, hi = quick.intervals[m]
         interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
 if alone is not None:
-    joint = common.joint_intervals(params, common.key(alone_state), "mean-value")
+    joint = common.joint_intervals(params, common.key(alone_state))
     alone_slot.dataframe(views.margin_rows(views.margins(rep, alone, joint)),
                          key="wi_alone_table", hide_index=True)
 this_name = f"{rep.schedule} (this)"

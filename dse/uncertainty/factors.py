@@ -112,6 +112,9 @@ def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, st
                         shape.total_params(p.model), op, generation)
 
 
+BORROWED = "other stacks' residuals"  # a width that is not the family's own: extrapolated
+
+
 @cache
 def _new_source_width(family: str, op: str) -> tuple[float, str]:
     """The log half-width of a GPU time for a source the calibration has not seen (another
@@ -133,11 +136,13 @@ def _new_source_width(family: str, op: str) -> tuple[float, str]:
                 f"{len(cross)} leave-one-source-out {op} residuals of the families with "
                 "several sources")
     loo = ev.gpu_loo_residuals(family, op)
+    scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, too few: "
+             f"{family}'s {len(loo)} leave-one-out {op} residuals (within a source)")
     if len(loo) < s.min_points:
         loo = ev.gpu_loo_residuals(None, op)
-    return (ev.half_width(loo, s.level),
-            f"{len(cross)} leave-one-source-out {op} residuals in all, too few: "
-            f"{len(loo)} leave-one-out {op} residuals (within a source)")
+        scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, and {family} has "
+                 f"too few leave-one-out ones: all stacks' {len(loo)} ({BORROWED})")
+    return ev.half_width(loo, s.level), scope
 
 
 @cache
@@ -153,7 +158,7 @@ def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: in
     family = measured[0].family
     fam_all = [r for r in ev.gpu_points() if r.family == family]
     hw, scope = _new_source_width(family, op)
-    why: list[str] = []
+    why: list[str] = [scope] if BORROWED in scope else []
     gens = {r.generation for r in fam_all}
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
