@@ -37,7 +37,8 @@ Timed = Literal["decode", "end_to_end", "prefill"]
 # The profile is the catalog's `gpu-serving` file that models that stack; its family (for the
 # cross-validation table) is the profile's name up to a version suffix.
 FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
-    (r"^vllm-0\.6|^vllm-0\.[7-9]|^vllm-0\.1\d", "vllm-cudagraph"),
+    # 0.6-0.9, 0.10-0.19 and 0.20-0.29 (0.2x: two digits, so 0.2.x of 2023 does not match)
+    (r"^vllm-0\.6|^vllm-0\.[7-9]|^vllm-0\.[12]\d", "vllm-cudagraph"),
     (r"^vllm-0\.[45]", "vllm-0.4"),
     (r"^vllm-acbed3e", "vllm-eager"),  # Oct 2023: before CUDA graphs (vLLM 0.2.5, Dec 2023)
     (r"^vllm \(Nov 2023", "vllm-eager"),  # likewise (the entry says so)
@@ -214,6 +215,11 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
         model = e.get("catalog_model") or e.get("catalog_model_assumed")
         profile = profile_of(e["framework"])
         prec = PRECISIONS.get(e["precision"])
+        if prec is None and e["precision"].startswith("exl2-"):
+            from dse.devices.shape import precision_family  # lazy: numpy-free import of this module
+
+            if precision_family(e["precision"]) == "exl2":
+                prec = e["precision"]  # exl2-<bits per weight>: the catalog parses it
         tag = (f"{origin}:{e['framework']}:{device or e.get('device')}:"
                f"{model or e.get('model')}:{e['precision']}:{e.get('quantization', '')}:"
                f"tp{e.get('tp', 1)}")
