@@ -37,8 +37,8 @@ def test_whatif_energy_gains_intervals_and_why(cat):
     for b in views.BASELINES:
         base = report(cat, views.default_state().gpu_baseline(cat, b))
         assert metric(at, f"Energy gain vs {b}") == f"{base.j_per_token / rep.j_per_token:.2f}x"
-    # the headline intervals: mean-value moves around the closed form
-    quick = report(cat, views.default_state(), moves="mean-value")
+    # the headline intervals: dse evaluate's (the factors' moves by the closed form)
+    quick = report(cat, views.default_state(), moves="closed-form")
     lo, hi = quick.intervals["latency_s_per_problem"]
     assert f"90%: {lo:.3f}-{hi:.3f} s" in [c.value for c in at.caption]
     lo, hi = quick.intervals["j_per_token"]
@@ -81,16 +81,16 @@ def test_whatif_metrics_csv_has_the_design_and_its_baselines(cat, downloads):
     rows = list(csv.DictReader(io.StringIO(served(at, downloads, "Metrics (CSV)").decode())))
     assert [r["design"] for r in rows] == ["heteroreason (this)", "target alone", *(
         f"{b} (GPU)" for b in views.BASELINES)]
-    quick = report(cat, views.default_state(), moves="mean-value")
+    quick = report(cat, views.default_state(), moves="closed-form")
     this = rows[0]
     assert float(this["latency_s_per_problem"]) == quick.latency_s_per_problem
     lo, hi = quick.intervals["j_per_token"]
     assert (float(this["j_per_token_low"]), float(this["j_per_token_high"])) == (lo, hi)
-    brsd = report(cat, views.default_state().gpu_baseline(cat, "brsd"), moves="mean-value")
+    brsd = report(cat, views.default_state().gpu_baseline(cat, "brsd"), moves="closed-form")
     assert float(rows[3]["j_per_token"]) == brsd.j_per_token
     lo, hi = brsd.intervals["j_per_token"]
     assert (float(rows[3]["j_per_token_low"]), float(rows[3]["j_per_token_high"])) == (lo, hi)
-    alone = report(cat, views.default_state().target_alone(), moves="mean-value")
+    alone = report(cat, views.default_state().target_alone(), moves="closed-form")
     assert rows[1]["schedule"] == "target-only"
     assert float(rows[1]["latency_s_per_problem"]) == alone.latency_s_per_problem
 

@@ -127,7 +127,7 @@ def test_study_history_best_trials_open_and_pin(tmp_path):
     trial.set_value(last)
     ok(at.run())
     assert at.session_state["st_trial"] == last
-    # the chosen design's closed form with its 90% interval (mean-value moves)
+    # the chosen design's closed form with its 90% interval, as dse evaluate gives it
     from dse.search import study_design_file
     from dse.uncertainty import attach
 
@@ -136,7 +136,7 @@ def test_study_history_best_trials_open_and_pin(tmp_path):
     st_ = views.state_from_design(cat, df)
     d = build_design(cat, st_.spec(cat), st_.schedule)
     w = cat.get("workload", st_.workload)
-    rep = attach(evaluate(d, w), d, w, moves="mean-value")
+    rep = attach(evaluate(d, w), d, w)
     (row,) = [r for df_ in at.dataframe for r in df_.value.to_dict("records")
               if str(r.get("model", "")).startswith("closed form (What-if)")]
     lo, hi = rep.intervals["latency_s_per_problem"]

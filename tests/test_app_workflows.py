@@ -169,8 +169,9 @@ def test_a_design_that_cannot_run_gives_one_error(query, words):
 
 
 def test_target_alone_beside_the_design(cat):
-    """The margins against the target alone (mean-value moves for the headline's joint
-    intervals, closed-form moves on the Uncertainty tab), and the target alone pinned."""
+    """The margins against the target alone (the joint intervals by the closed form's moves,
+    as `dse compare`, on the headline and the Uncertainty tab), and the target alone
+    pinned."""
     at = ok(run_app())
     s = views.default_state()
     d = build_design(cat, s.spec(cat), s.schedule)
@@ -182,7 +183,7 @@ def test_target_alone_beside_the_design(cat):
     assert views.margin_sentence(ms) in [m.value.strip("*") for m in at.markdown]
     table = frame(at, "target alone")
     assert list(table["target alone"]) == [r["target alone"] for r in views.margin_rows(ms)]
-    quick = views.joint_intervals((d, rep), (da, alone), w, moves_by="mean-value")
+    quick = views.joint_intervals((d, rep), (da, alone), w)
     assert list(table["joint 90% interval of the difference"]) == [
         r["joint 90% interval of the difference"]
         for r in views.margin_rows(views.margins(rep, alone, quick))]
