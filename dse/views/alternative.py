@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dse.engine.report import Report
 from dse.search.objectives import METRIC_TABLE
@@ -89,17 +89,20 @@ def margins(design: Report, alone: Report,
 
 
 def joint_intervals(design: tuple[Design, Report], alone: tuple[Design, Report],
-                    workload: WorkloadSpec, *, moves_by: str = "closed-form"
-                    ) -> dict[str, tuple[float, float]]:
+                    workload: WorkloadSpec, *, moves_by: str = "closed-form",
+                    at_a: Any = None, at_b: Any = None) -> dict[str, tuple[float, float]]:
     """The joint 90% interval of (design - alone) on each margin metric both reports have
     (dse.uncertainty.joint.difference_interval). moves_by: "closed-form" (about 20 closed-form
     evaluations per design, as `dse evaluate`) or "mean-value" (the factor moves of a
-    speculative design by the mean-value model, tens of ms; within a few percent)."""
+    speculative design by the mean-value model, tens of ms; within a few percent). at_a,
+    at_b: each design's `evaluate_at` on the workload where the caller keeps one (its
+    evaluations reused)."""
     from dse.uncertainty.joint import difference_interval
 
     metrics = [m for m, _, _ in MARGIN_METRICS
                if getattr(design[1], m) is not None and getattr(alone[1], m) is not None]
-    return difference_interval(design, alone, workload, metrics, moves_by=moves_by)
+    return difference_interval(design, alone, workload, metrics, moves_by=moves_by,
+                               at_a=at_a, at_b=at_b)
 
 
 def _signed(v: float, unit: str) -> str:
