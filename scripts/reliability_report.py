@@ -40,6 +40,7 @@ from tests.faults import (  # noqa: E402
     export_kill_campaign,
     export_race,
     optimize_kill_campaign,
+    optimize_workers_campaign,
     signal_campaign,
 )
 from tests.fuzzing import (  # noqa: E402
@@ -178,6 +179,11 @@ def faults(tmp: Path, kills: int) -> list[dict]:
                                    "studies completed with exactly N trials":
                                        c.studies_completed,
                                    "completed trials checked after restarts": c.trials_checked}))
+    for url in urls:
+        c = optimize_workers_campaign(url, space, tmp, prefix=f"workers-{int(time.time())}")
+        rows.append(_fault_row(c, {"rounds of 3 workers on one study": c.runs // 3,
+                                   "rounds with exactly --trials, reports adding up":
+                                       c.studies_completed}))
     if len(urls) == 1:
         rows.append({"name": "optimize kill (postgresql)", "inputs": 0, "faults": 0,
                      "crashes": 0, "lost": 0, "by": Counter(

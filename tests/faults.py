@@ -107,6 +107,41 @@ def check_trials(before: dict[int, tuple[Any, ...]], after: dict[int, tuple[Any,
     c.trials_checked += len(after)
 
 
+def optimize_workers_campaign(url: str, space: Path, cwd: Path, *, rounds: int = 3,
+                              workers: int = 3, trials: int = 12, prefix: str = "workers",
+                              timeout_s: float = 300.0) -> Campaign:
+    """`workers` processes of `dse optimize --trials N --json` started at once on one fresh
+    study, `rounds` times: each round must leave exactly N completed trials (never more: each
+    worker claims a trial's place before evaluating it), and the workers' reported
+    n_new_trials must add up to N."""
+    import json
+
+    c = Campaign(f"optimize workers ({url.split(':', 1)[0]})")
+    for r in range(rounds):
+        study = f"{prefix}-{r}"
+        argv = ["optimize", "--space", str(space), "--trials", str(trials), "--storage", url,
+                "--study-name", study, "--json"]
+        procs = [subprocess.Popen([*DSE, *argv], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(workers)]
+        added = 0
+        for p in procs:
+            out, err = p.communicate(timeout=timeout_s)
+            c.runs += 1
+            if p.returncode != 0:
+                c.problems.append(f"{study}: exit {p.returncode}: {err[-300:]!r}")
+                continue
+            added += int(json.loads(out)["n_new_trials"])
+        done = completed_trials(url, study)
+        c.trials_checked += len(done)
+        if len(done) != trials or added != trials:
+            c.problems.append(f"{study}: {len(done)} completed trials, the workers reported "
+                              f"{added}; expected {trials}")
+            c.duplicated += max(len(done) - trials, 0)
+        else:
+            c.studies_completed += 1
+    return c
+
+
 def optimize_kill_campaign(url: str, space: Path, cwd: Path, rng: Any, *, kills: int = 20,
                            trials: int = 25, prefix: str = "kill", max_delay_s: float = 2.5,
                            timeout_s: float = 600.0) -> Campaign:

@@ -136,24 +136,24 @@ def _fast_sqlite(engine: Any) -> None:
     engine.dispose()  # connections opened before the listener get replaced
 
 
-WORKER_ATTRS = ("dse_host", "dse_pid")  # who runs a trial: a dead local worker's is no claim
+WORKER_ATTR = "dse_worker"  # "host:pid" of the process running a trial, written in one go
 
 
 def mark_worker(trial: Any) -> None:
-    """Record the process running `trial` (host name, pid), so that a trial left RUNNING by
-    a killed process on this host is not counted as a claim on the study's budget."""
-    trial.set_user_attr(WORKER_ATTRS[0], socket.gethostname())
-    trial.set_user_attr(WORKER_ATTRS[1], os.getpid())
+    """Record the process running `trial` ("host:pid", one attribute, so that a trial is
+    either marked or not), so that a trial a killed process on this host left RUNNING is not
+    counted as a claim on the study's budget."""
+    trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
 
 
 def _alive(t: Any) -> bool:
     """Whether a marked RUNNING trial's process may still be running it: True unless it ran
     on this host under a pid that no longer exists (another host's counts)."""
-    host, pid = (t.user_attrs.get(k) for k in WORKER_ATTRS)
-    if host != socket.gethostname() or not isinstance(pid, int):
+    host, _, pid = str(t.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
         return True
     try:
-        os.kill(pid, 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's live process
@@ -175,9 +175,9 @@ def within_budget(study: Any, number: int, trials: int) -> bool:
     while True:
         before = [t for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING))
                   if t.number < number]
-        held = sum(t.state == S.COMPLETE or (WORKER_ATTRS[0] in t.user_attrs and _alive(t))
+        held = sum(t.state == S.COMPLETE or (WORKER_ATTR in t.user_attrs and _alive(t))
                    for t in before)
-        unmarked = sum(t.state == S.RUNNING and WORKER_ATTRS[0] not in t.user_attrs
+        unmarked = sum(t.state == S.RUNNING and WORKER_ATTR not in t.user_attrs
                        for t in before)
         if held >= trials:
             return False
