@@ -79,6 +79,26 @@ EXIT_SIGTERM = 143
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `dse` command; the exit code. Ctrl-C and SIGTERM end it with one line and exit
     130 / 143 (every temporary removed on the way out: dse.atomic writes in `finally`)."""
+    code = _main(argv)
+    if argv is None and threading.current_thread() is threading.main_thread():
+        # the command's work is done and its code decided: a Ctrl-C or SIGTERM that arrives
+        # now (the interpreter shutting down) must not turn a written result's exit 0, or a
+        # stopped run's 130/143, into a death by signal (exit -2)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        if code in (EXIT_SIGINT, EXIT_SIGTERM):
+            # a stopped run has said so and removed its temporaries; leave now: an interrupt
+            # that landed in code the interpreter ran for a library (PyRun_*) marks it
+            # "unhandled", and the interpreter's own exit would then kill the process by
+            # SIGINT (exit -2) although the command caught it
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     name, debug = "", "--debug" in (sys.argv[1:] if argv is None else argv)
     with _sigterm_raises():
