@@ -306,22 +306,26 @@ def header(drv: object) -> str:
         return ""
 
 
-def click_option(drv: object, text: str) -> None:
-    """Click the radio option labelled `text` as soon as it is drawn (retrying while the
-    page re-renders it under the click)."""
+def click_labelled(drv: object, css: str, text: str) -> None:
+    """Click the element matching `css` whose text is `text` as soon as it is drawn (retrying
+    while the page re-renders it under the click)."""
     def clicked(d: object) -> bool:
         try:
-            opt = next((o for o in d.find_elements(By.CSS_SELECTOR,
-                                                   '[data-testid="stRadioOption"]')
-                        if o.text.strip() == text), None)
-            if opt is None:
+            el = next((o for o in d.find_elements(By.CSS_SELECTOR, css)
+                       if o.text.strip() == text), None)
+            if el is None:
                 return False
-            opt.click()
+            el.click()
             return True
         except StaleElementReferenceException:
             return False
 
     WebDriverWait(drv, 60).until(clicked)
+
+
+def click_option(drv: object, text: str) -> None:
+    """Click the radio option labelled `text` as soon as it is drawn."""
+    click_labelled(drv, '[data-testid="stRadioOption"]', text)
 
 
 def shows_one_state(cat: object, drv: object) -> bool:
@@ -371,18 +375,7 @@ def test_workflow_control_early_and_fast(cat, server, browser):
 
 def click_tab(drv: object, text: str) -> None:
     """Click the What-if tab labelled `text` as soon as it is drawn."""
-    def clicked(d: object) -> bool:
-        try:
-            tab = next((t for t in d.find_elements(By.CSS_SELECTOR, '[role="tab"]')
-                        if t.text.strip() == text), None)
-            if tab is None:
-                return False
-            tab.click()
-            return True
-        except StaleElementReferenceException:
-            return False
-
-    WebDriverWait(drv, 60).until(clicked)
+    click_labelled(drv, '[role="tab"]', text)
 
 
 def sidebar_number(drv: object, label: str) -> str:

@@ -96,28 +96,24 @@ def provenance_text(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) if prov else ""
 
 
-def confidence_type(s: str) -> float:
-    """An argparse type for --confidence: a number in [0.5, 1)."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0.5, 1), got {s[:40]!r}"
-                                         ) from None
-    if not 0.5 <= v < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0.5, 1), got {s[:40]!r}")
-    return v
+def _half_open_type(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse type for a number in [lo, hi)."""
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number in [{lo:g}, {hi:g}), got "
+                                             f"{s[:40]!r}") from None
+        if not lo <= v < hi:
+            raise argparse.ArgumentTypeError(f"must be in [{lo:g}, {hi:g}), got {s[:40]!r}")
+        return v
+
+    return parse
 
 
-def offload_fraction_type(s: str) -> float:
-    """An argparse type for --offload-fraction: a number in [0, 1)."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {s[:40]!r}"
-                                         ) from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {s[:40]!r}")
-    return v
+# --confidence: the interval end constraints are checked at; --offload-fraction: a share
+confidence_type = _half_open_type(0.5, 1.0)
+offload_fraction_type = _half_open_type(0.0, 1.0)
 
 
 def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:

@@ -112,37 +112,37 @@ def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, st
                         shape.total_params(p.model), op, generation)
 
 
-BORROWED = "other stacks' residuals"  # a width that is not the family's own: extrapolated
-
-
 @cache
-def _new_source_width(family: str, op: str) -> tuple[float, str]:
+def _new_source_width(family: str, op: str) -> tuple[float, str, bool]:
     """The log half-width of a GPU time for a source the calibration has not seen (another
     host, benchmark or version: what a user brings), and its basis. The family's own
     leave-one-source-out residuals where it has enough (several source documents); else the
     leave-one-source-out residuals of every family that has several sources (most profiles
     rest on one benchmark, whose own points cannot say how another source differs); else, for
     an operation with too few of those (prefill: one family's), the family's leave-one-out
-    residuals, a within-source width (dse/data/gpu_cv.json; docs/validation.md)."""
+    residuals, a within-source width, or every stack's where it has too few (`borrowed`: the
+    third value, extrapolated) (dse/data/gpu_cv.json; docs/validation.md)."""
     s = ev.settings()
     own = [r.log_error for r in ev.gpu_residuals() if r.family == family and r.op == op]
     if len(own) >= s.min_points:
         return (ev.half_width(own, s.level),
-                f"{family} leave-one-source-out, {len(own)} {op} points")
+                f"{family} leave-one-source-out, {len(own)} {op} points", False)
     cross = [r.log_error for r in ev.gpu_residuals() if r.op == op]
     if len(cross) >= s.min_points:
         return (ev.half_width(cross, s.level),
                 f"{family} has {len(own)} {op} points predicted from other sources: the "
                 f"{len(cross)} leave-one-source-out {op} residuals of the families with "
-                "several sources")
+                "several sources", False)
     loo = ev.gpu_loo_residuals(family, op)
     scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, too few: "
              f"{family}'s {len(loo)} leave-one-out {op} residuals (within a source)")
-    if len(loo) < s.min_points:
+    borrowed = len(loo) < s.min_points
+    if borrowed:
         loo = ev.gpu_loo_residuals(None, op)
         scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, and {family} has "
-                 f"too few leave-one-out ones: all stacks' {len(loo)} ({BORROWED})")
-    return ev.half_width(loo, s.level), scope
+                 f"too few leave-one-out ones: all stacks' {len(loo)} (other stacks' "
+                 "residuals)")
+    return ev.half_width(loo, s.level), scope, borrowed
 
 
 @cache
@@ -151,14 +151,14 @@ def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: in
     s = ev.settings()
     measured = [r for r in ev.gpu_points() if r.profile == serving]
     if not measured:
-        hw, scope = _new_source_width("", op)  # no family of its own
+        hw, scope, _ = _new_source_width("", op)  # no family of its own
         return (hw * s.extrapolation_factor, "extrapolated",
                 f"serving {serving!r} has no measured point: {scope.split(': ', 1)[-1]}, "
                 f"widened x{s.extrapolation_factor:g}")
     family = measured[0].family
     fam_all = [r for r in ev.gpu_points() if r.family == family]
-    hw, scope = _new_source_width(family, op)
-    why: list[str] = [scope] if BORROWED in scope else []
+    hw, scope, borrowed = _new_source_width(family, op)
+    why: list[str] = [scope] if borrowed else []
     gens = {r.generation for r in fam_all}
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
