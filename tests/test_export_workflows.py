@@ -292,3 +292,29 @@ def test_cli_exports_a_target_only_design(tmp_path, capsys):
     assert sorted(payload["files"]) == sorted({"gpu/vllm_target.yaml", "host/scheduler.yaml"}
                                               | BUNDLE_OWN)
     assert not (out / "fpga").exists() and payload["manifest"]["draft"] is None
+
+
+# ------------------------------------------------------------------------ KV cache, offload
+
+
+def test_fp8_kv_cache_and_offload_reach_the_vllm_file(cat):
+    """target_kv_precision = fp8 is vLLM's --kv-cache-dtype fp8; target_offload_fraction 0.5
+    of the 7B target's streamed weights is --cpu-offload-gb: 7,615,616,512 params x 2 B x 0.5
+    = 7.62 GB (every weight streams, the head and embeddings included), 7.7 rounded up to
+    0.1 GB."""
+    over = {"target_kv_precision": "fp8", "target_offload_fraction": 0.5}
+    _, files = bundle(cat, over)
+    man = check_bundle(files)
+    kv = vllm_file(text(files, "gpu/vllm_target.yaml"))
+    assert kv["kv-cache-dtype"] == "fp8"
+    assert float(kv["cpu-offload-gb"]) == pytest.approx(7.1)
+    draft = vllm_file(text(files, "gpu/vllm_draft.yaml"))
+    assert "kv-cache-dtype" not in draft and "cpu-offload-gb" not in draft
+    assert not any("kv_precision" in n for n in man["notes"])
+
+
+def test_a_kv_cache_vllm_cannot_hold_is_noted(cat):
+    _, files = bundle(cat, {"target_kv_precision": "q8_0"})
+    man = check_bundle(files)
+    assert "kv-cache-dtype" not in vllm_file(text(files, "gpu/vllm_target.yaml"))
+    assert any("target_kv_precision = q8_0 has no vLLM 0.9.2" in n for n in man["notes"])

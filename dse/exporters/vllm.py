@@ -173,6 +173,7 @@ def serve_options(cat: Catalog, design: Design, role: str,
             f"static split of {split.device} with the {others}: weights + KV "
             f"{split.need_bytes[r] / 1e9:.2f} GB of {split.memory_bytes / 1e9:g} GB, plus an "
             f"equal part of the headroom under {split.cap:g}")
+    _memory_options(design, role, p, opts, comments, notes)
     if p.precision.weight_bits < 16:
         comments["model"] = (f"{p.precision.name}: point this at a {p.precision.name} "
                              "checkpoint; vLLM reads the quantisation method from its config")
@@ -196,6 +197,30 @@ def serve_options(cat: Catalog, design: Design, role: str,
         notes.append(f"gpu/vllm_prm.yaml: {p.model.hf_id} has a value head that vLLM 0.9.2 "
                      "does not serve natively (RSD uses the Skywork PRM vLLM plugin)")
     return opts, comments, notes
+
+
+def _memory_options(design: Design, role: str, p: Placement, opts: dict[str, Any],
+                    comments: dict[str, str], notes: list[str]) -> None:
+    """The role's KV-cache precision and weight offload as the cost model counts them: an FP8
+    cache is `kv-cache-dtype: fp8`; int8 and llama.cpp's q8_0/q4_0 caches have no vLLM 0.9.2
+    form (its choices: auto, fp8, fp8_e4m3, fp8_e5m2), so the file keeps the model dtype and the
+    manifest says so. Offloaded weights are `cpu-offload-gb`, the offloaded share of the
+    streamed weights per GPU, rounded up to 0.1 GB (vLLM's --cpu-offload-gb: "the space in GiB
+    to offload to CPU, per GPU"; GB here, which offloads slightly less than the model)."""
+    kv = getattr(design.system, f"{role}_kv_precision", None)
+    if kv == "fp8":
+        opts["kv-cache-dtype"] = "fp8"
+        comments["kv-cache-dtype"] = f"{role}_kv_precision = fp8: an 8-bit KV cache"
+    elif kv not in (None, "16"):
+        notes.append(f"gpu/vllm_{role}.yaml: {role}_kv_precision = {kv} has no vLLM 0.9.2 "
+                     "--kv-cache-dtype (auto, fp8, fp8_e4m3, fp8_e5m2); the file keeps a "
+                     "16-bit cache, which needs more memory than the design counts")
+    frac = getattr(p, "offload_fraction", 0.0)
+    if frac > 0:
+        host_bytes = float(getattr(p.cost, "host_weight_bytes", 0.0)) / p.tp
+        opts["cpu-offload-gb"] = math.ceil(host_bytes / 1e8) / 10
+        comments["cpu-offload-gb"] = (f"{role}_offload_fraction = {frac:g}: that share of the "
+                                      "streamed weights stays in host memory, per GPU")
 
 
 def vllm_yaml(cat: Catalog, design: Design, role: str, gpus: str, version: str,
