@@ -42,31 +42,57 @@ def test_every_profile_with_several_sources_is_predicted_from_the_others():
 
 
 def _pt(i: int, family: str, doc: str, rel: float, timed: str = "decode",
-        loo: float = 0.0) -> CvPoint:
-    return CvPoint(f"p{i}", family, family, "gpu", "ampere", "m", "bf16", timed, 0, 1.0, 1.0,
-                   1.0 + loo, doc, 1.0 + rel)
+        loo: float = 0.0, tp: int = 1, gpu: str = "gpu", generation: str = "ampere") -> CvPoint:
+    return CvPoint(f"p{i}", family, family, gpu, generation, "m", "bf16", timed, 0, 1.0, 1.0,
+                   1.0 + loo, doc, 1.0 + rel, tp)
 
 
 def test_widths_use_the_familys_own_sources_then_every_familys_then_leave_one_out():
-    # family a: 10 points over two documents with |log error| log(1.1)...; family b: 2 points
+    # family a: 10 points over two documents with |log error| log(1.01) ... log(1.10)
     a = [_pt(i, "a", f"d{i % 2}", 0.01 * (i + 1)) for i in range(10)]
     b = [_pt(10 + i, "b", "e", 0.5) for i in range(2)]
-    cv = a + b
-    own = gpu_cv.loso_half_width(cv, "a", "decode")
-    # n = 10: the ceil(11 x 0.9) = 10th smallest of a's ten residuals
-    assert own == pytest.approx(math.log(1.10))
+    probe_a = _pt(99, "a", "new", 0.0)
+    # a new document of a: a's ten residuals, the ceil(11 x 0.9) = 10th smallest
+    assert gpu_cv.loso_half_width(a + b, probe_a) == pytest.approx(math.log(1.10))
     # b has 2 of its own (< 9): every family's 12 residuals, the 12th smallest (ceil(13 x 0.9))
-    assert gpu_cv.loso_half_width(cv, "b", "decode") == pytest.approx(math.log(1.5))
-    # leaving document d1 out keeps a's five d0 points (1, 3, 5, 7, 9%) and nine exact ones:
+    probe_b = _pt(98, "b", "new", 0.0)
+    assert gpu_cv.loso_half_width(a + b, probe_b) == pytest.approx(math.log(1.5))
+    # a point of d1 leaves d1 out: a's five d0 points (1, 3, 5, 7, 9%) and nine exact ones,
     # 14 residuals, the ceil(15 x 0.9) = 14th smallest is the largest, log(1.09)
     pre = [_pt(20 + i, "a", "d0", 0.0) for i in range(9)]
-    w = gpu_cv.loso_half_width(a + pre, "a", "decode", exclude_document="d1")
-    assert w == pytest.approx(math.log(1.09))
+    assert gpu_cv.loso_half_width(a + pre, a[1]) == pytest.approx(math.log(1.09))
     # a prefill point of a: no leave-one-source-out prefill residual anywhere, so its
     # family's leave-one-out residuals (here 9 of them, 2% ... 18%): the largest, log(1.18)
     pre = [_pt(30 + i, "a", "d0", 0.0, "prefill", loo=0.02 * (i + 1)) for i in range(9)]
     pre = [CvPoint(**{**p.__dict__, "loso_s": None}) for p in pre]
-    assert gpu_cv.loso_half_width(a + pre, "a", "prefill") == pytest.approx(math.log(1.18))
+    probe = _pt(97, "a", "new", 0.0, "prefill")
+    assert gpu_cv.loso_half_width(a + pre, probe) == pytest.approx(math.log(1.18))
+
+
+def test_a_one_gpu_width_ignores_tensor_parallel_residuals():
+    # nine one-GPU points 1-9% and nine TP-4 points 3x off: a one-GPU point gets 9%, a TP
+    # point the TP residuals' log(3)
+    one = [_pt(i, "a", f"d{i % 3}", 0.01 * (i + 1)) for i in range(9)]
+    tp4 = [_pt(10 + i, "a", f"d{i % 3}", 2.0, tp=4) for i in range(9)]
+    assert gpu_cv.loso_half_width(one + tp4, _pt(99, "a", "new", 0.0)) == \
+        pytest.approx(math.log(1.09))
+    assert gpu_cv.loso_half_width(one + tp4, _pt(98, "a", "new", 0.0, tp=4)) == \
+        pytest.approx(math.log(3.0))
+
+
+def test_an_unseen_gpu_takes_at_least_the_unseen_gpu_residuals_width():
+    # family a: nine points 1-9% on one GPU measured by three documents; family b: nine
+    # points 30% off, each on a GPU only its own document measured (their predictions were
+    # for an unseen GPU). A hopper point of a (a never measured hopper) takes b's log(1.3);
+    # an ampere point keeps a's own 9%.
+    a = [_pt(i, "a", f"d{i % 3}", 0.01 * (i + 1)) for i in range(9)]
+    b = [_pt(10 + i, "b", f"e{i}", 0.3, gpu=f"g{i}") for i in range(9)]
+    hopper = _pt(99, "a", "new", 0.0, gpu="h100", generation="hopper")
+    assert gpu_cv.loso_half_width(a + b, hopper) == pytest.approx(math.log(1.3))
+    assert gpu_cv.loso_half_width(a + b, _pt(98, "a", "new", 0.0)) == \
+        pytest.approx(math.log(1.09))
+    # fewer than nine unseen-GPU residuals: borrowed, widened by the extrapolation factor
+    assert gpu_cv.loso_half_width(a + b[:5], hopper) == pytest.approx(2 * math.log(1.09))
 
 
 def test_the_summary_counts_documents_and_coverage():

@@ -15,7 +15,7 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -144,7 +144,7 @@ def coverage_note(n: int, level: float) -> str:
 class GpuResidual:
     """One measured GPU point, grouped for the widths: its leave-one-source-out residual (the
     profile fitted without every point of its source document predicting it; nan where the
-    profile has no other source)."""
+    profile has no other source) and its leave-one-out one (nan: too few points to refit)."""
 
     profile: str
     family: str
@@ -153,6 +153,95 @@ class GpuResidual:
     op: str  # "decode" (decode and end-to-end timings) or "prefill"
     log_error: float  # ln(leave-one-source-out prediction / measurement); nan: none
     document: str = ""
+    device: str = ""
+    tp: int = 1  # GPUs one tensor-parallel pass spans
+    loo_log_error: float = math.nan  # ln(leave-one-out prediction / measurement)
+    # no other source of its family measured its GPU: its leave-one-source-out prediction
+    # extrapolated to a GPU the fit never saw (set by `with_unseen_gpus`)
+    unseen_gpu: bool = False
+
+
+def _log_ratio(num: float | None, den: float) -> float:
+    return math.log(num / den) if (num or 0) > 0 else math.nan
+
+
+def residual_of(c: Mapping[str, Any]) -> GpuResidual:
+    """One point of dse/data/gpu_cv.json (a dict, or dataclasses.asdict of a CvPoint)."""
+    return GpuResidual(c["profile"], c["family"], c["generation"], c["model"],
+                       "prefill" if c["timed"] == "prefill" else "decode",
+                       _log_ratio(c.get("loso_s"), c["measured_s"]), c.get("document", ""),
+                       c.get("device", ""), int(c.get("tp", 1)),
+                       _log_ratio(c.get("loo_s"), c["measured_s"]))
+
+
+def with_unseen_gpus(points: Sequence[GpuResidual]) -> tuple[GpuResidual, ...]:
+    """Each point marked where no other source document of its family measured its GPU (its
+    leave-one-source-out prediction is then one for a GPU the family's fit never saw)."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for r in points:
+        seen.setdefault((r.family, r.device), set()).add(r.document)
+    return tuple(replace(r, unseen_gpu=not (seen[(r.family, r.device)] - {r.document}))
+                 for r in points)
+
+
+@dataclass(frozen=True)
+class GpuWidth:
+    """The log half-width of a GPU time for a source the calibration has not seen, and what
+    it rests on (`borrowed`: other stacks' within-source residuals, or too few residuals of
+    the extrapolation asked for; the caller widens it)."""
+
+    log_half_width: float
+    basis: str
+    borrowed: bool
+
+
+def new_source_width(points: Sequence[GpuResidual], family: str, op: str, *, tp: int = 1,
+                     unseen_gpu: bool = False, level: float = 0.9, min_points: int = 9
+                     ) -> GpuWidth:
+    """The width a new source's GPU time gets: the leave-one-source-out residuals of the
+    family's points of the same operation and the same kind of pass (one GPU, or tensor
+    parallel: a TP point's residual measures the all-reduce term's extrapolation, which a
+    one-GPU pass does not have) where the family has enough (several source documents); else
+    every family's; else, for an operation with too few of those (prefill), the family's
+    leave-one-out residuals (a within-source width), or every stack's where it has too few
+    (`borrowed`). A GPU the family never measured (`unseen_gpu`) takes at least the width of
+    the points whose leave-one-source-out prediction was itself for an unseen GPU, across
+    families: what predicting another GPU has cost, measured, not a declared factor."""
+    kind = "tensor-parallel" if tp > 1 else "one-GPU"
+    same = [r for r in points if r.op == op and (r.tp > 1) == (tp > 1)]
+    loso = [r for r in same if math.isfinite(r.log_error)]
+    own = [r.log_error for r in loso if r.family == family]
+    if len(own) >= min_points:
+        width = GpuWidth(half_width(own, level), f"{family} leave-one-source-out, {len(own)} "
+                         f"{kind} {op} points", False)
+    elif len(loso) >= min_points:
+        width = GpuWidth(half_width([r.log_error for r in loso], level),
+                         f"{family} has {len(own)} {kind} {op} points predicted from other "
+                         f"sources: the {len(loso)} leave-one-source-out {kind} {op} residuals "
+                         "of the families with several sources", False)
+    else:
+        loo = [r.loo_log_error for r in same
+               if r.family == family and math.isfinite(r.loo_log_error)]
+        scope = (f"{len(loso)} leave-one-source-out {kind} {op} residuals in all, too few: "
+                 f"{family}'s {len(loo)} leave-one-out {op} residuals (within a source)")
+        if len(loo) < min_points:
+            loo = [r.loo_log_error for r in same if math.isfinite(r.loo_log_error)]
+            scope = (f"{len(loso)} leave-one-source-out {kind} {op} residuals in all, and "
+                     f"{family} has too few leave-one-out ones: all stacks' {len(loo)} (other "
+                     "stacks' residuals)")
+            return GpuWidth(half_width(loo, level), scope, True)
+        width = GpuWidth(half_width(loo, level), scope, False)
+    if not unseen_gpu:
+        return width
+    new = [r.log_error for r in loso if r.unseen_gpu]
+    if len(new) < min_points:
+        return replace(width, basis=f"{width.basis}; a GPU {family} never measured, and only "
+                       f"{len(new)} {op} residuals of such a prediction", borrowed=True)
+    hw = half_width(new, level)
+    return GpuWidth(max(width.log_half_width, hw),
+                    f"{width.basis}; a GPU {family} never measured: at least the width of the "
+                    f"{len(new)} {kind} {op} points predicted for a GPU no other source of "
+                    f"their family measured (90% within x{math.exp(hw):.3f})", width.borrowed)
 
 
 def _json(name: str) -> dict[str, Any]:
@@ -166,21 +255,7 @@ def _json(name: str) -> dict[str, Any]:
 def gpu_points() -> tuple[GpuResidual, ...]:
     """Every measured GPU point of dse/data/gpu_cv.json (read here: the evidence sits below
     the model; dse.validation, which writes the file, fits the model)."""
-    return tuple(GpuResidual(c["profile"], c["family"], c["generation"], c["model"],
-                             "prefill" if c["timed"] == "prefill" else "decode",
-                             math.log(c["loso_s"] / c["measured_s"])
-                             if (c.get("loso_s") or 0) > 0 else math.nan,
-                             c.get("document", ""))
-                 for c in _json("gpu_cv.json")["points"])
-
-
-@cache
-def gpu_loo_residuals(family: str | None, op: str) -> tuple[float, ...]:
-    """The leave-one-out log residuals of one family's (None: every family's) points of one
-    operation: a within-source width, for an operation too few sources measured."""
-    return tuple(math.log(c["loo_s"] / c["measured_s"]) for c in _json("gpu_cv.json")["points"]
-                 if (c["loo_s"] or 0) > 0 and (family is None or c["family"] == family)
-                 and ("prefill" if c["timed"] == "prefill" else "decode") == op)
+    return with_unseen_gpus([residual_of(c) for c in _json("gpu_cv.json")["points"]])
 
 
 @cache

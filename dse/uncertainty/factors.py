@@ -109,70 +109,46 @@ def _gpu_time(p: Placement, op: str, generation: str) -> tuple[float, Status, st
     every hardware choice, and it depends on the placement only through these names and the
     model's size)."""
     return _gpu_time_of(p.serving, p.device.name, p.model.name, p.precision.name,
-                        shape.total_params(p.model), op, generation)
-
-
-@cache
-def _new_source_width(family: str, op: str) -> tuple[float, str, bool]:
-    """The log half-width of a GPU time for a source the calibration has not seen (another
-    host, benchmark or version: what a user brings), and its basis. The family's own
-    leave-one-source-out residuals where it has enough (several source documents); else the
-    leave-one-source-out residuals of every family that has several sources (most profiles
-    rest on one benchmark, whose own points cannot say how another source differs); else, for
-    an operation with too few of those (prefill: one family's), the family's leave-one-out
-    residuals, a within-source width, or every stack's where it has too few (`borrowed`: the
-    third value, extrapolated) (dse/data/gpu_cv.json; docs/validation.md)."""
-    s = ev.settings()
-    own = [r.log_error for r in ev.gpu_residuals() if r.family == family and r.op == op]
-    if len(own) >= s.min_points:
-        return (ev.half_width(own, s.level),
-                f"{family} leave-one-source-out, {len(own)} {op} points", False)
-    cross = [r.log_error for r in ev.gpu_residuals() if r.op == op]
-    if len(cross) >= s.min_points:
-        return (ev.half_width(cross, s.level),
-                f"{family} has {len(own)} {op} points predicted from other sources: the "
-                f"{len(cross)} leave-one-source-out {op} residuals of the families with "
-                "several sources", False)
-    loo = ev.gpu_loo_residuals(family, op)
-    scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, too few: "
-             f"{family}'s {len(loo)} leave-one-out {op} residuals (within a source)")
-    borrowed = len(loo) < s.min_points
-    if borrowed:
-        loo = ev.gpu_loo_residuals(None, op)
-        scope = (f"{len(cross)} leave-one-source-out {op} residuals in all, and {family} has "
-                 f"too few leave-one-out ones: all stacks' {len(loo)} (other stacks' "
-                 "residuals)")
-    return ev.half_width(loo, s.level), scope, borrowed
+                        shape.total_params(p.model), op, generation, p.tp)
 
 
 @cache
 def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: int, op: str,
-                 generation: str) -> tuple[float, Status, str]:
+                 generation: str, tp: int = 1) -> tuple[float, Status, str]:
+    """The widths rest on the residuals of the placement's kind of pass, one GPU or tensor
+    parallel (evidence.new_source_width); a GPU generation its family never measured takes the width
+    that predicting an unmeasured GPU has cost; a model size outside the family's data, a
+    stack with no measured point or too few residuals of the extrapolation are widened by the
+    declared extrapolation factor."""
     s = ev.settings()
-    measured = [r for r in ev.gpu_points() if r.profile == serving]
+    points = ev.gpu_points()
+    measured = [r for r in points if r.profile == serving]
     if not measured:
-        hw, scope, _ = _new_source_width("", op)  # no family of its own
-        return (hw * s.extrapolation_factor, "extrapolated",
-                f"serving {serving!r} has no measured point: {scope.split(': ', 1)[-1]}, "
+        w = ev.new_source_width(points, "", op, tp=tp, level=s.level, min_points=s.min_points)
+        return (w.log_half_width * s.extrapolation_factor, "extrapolated",
+                f"serving {serving!r} has no measured point: {w.basis.split(': ', 1)[-1]}, "
                 f"widened x{s.extrapolation_factor:g}")
     family = measured[0].family
-    fam_all = [r for r in ev.gpu_points() if r.family == family]
-    hw, scope, borrowed = _new_source_width(family, op)
-    why: list[str] = [scope] if borrowed else []
+    fam_all = [r for r in points if r.family == family]
     gens = {r.generation for r in fam_all}
+    w = ev.new_source_width(points, family, op, tp=tp, unseen_gpu=generation not in gens,
+                            level=s.level, min_points=s.min_points)
+    why: list[str] = []
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
     sizes = [n for r in fam_all if (n := _model_params(r.model)) is not None]
+    wide = w.borrowed
     if sizes and not (min(sizes) / s.model_size_margin <= size <= max(sizes)
                       * s.model_size_margin):
         why.append(f"{model} outside {family}'s measured sizes "
                    f"({min(sizes) / 1e9:.2g}-{max(sizes) / 1e9:.2g} B parameters)")
-    if why:
-        return (hw * s.extrapolation_factor, "extrapolated",
-                "; ".join(why) + f"; widened x{s.extrapolation_factor:g}")
-    fitted = (serving, device, model, precision) in \
-        ev.gpu_fitted_settings()
-    basis = f"{scope}, 90% within x{np.exp(hw):.3f}"
+        wide = True
+    hw = w.log_half_width * (s.extrapolation_factor if wide else 1.0)
+    widened = f"; widened x{s.extrapolation_factor:g}" if wide else ""
+    if why or w.borrowed:
+        return hw, "extrapolated", "; ".join([*why, w.basis]) + widened
+    fitted = (serving, device, model, precision) in ev.gpu_fitted_settings()
+    basis = f"{w.basis}, 90% within x{np.exp(hw):.3f}"
     return (hw, "calibrated" if fitted else "cross-validated",
             ("a measured setting; " if fitted else "") + basis)
 

@@ -39,6 +39,7 @@ class CvPoint:
     # the fit without every point of its source document (None: the profile has no other
     # source, or too few points without it)
     loso_s: float | None = None
+    tp: int = 1  # GPUs one tensor-parallel pass spans (the measurement's)
 
     @property
     def loo_rel_error(self) -> float | None:
@@ -155,29 +156,23 @@ def _op(c: CvPoint) -> str:
     return "prefill" if c.timed == "prefill" else "decode"
 
 
-def loso_half_width(cv: Sequence[CvPoint], family: str, op: str, exclude_document: str = ""
-                    ) -> float:
-    """The 90% log half-width the uncertainty model gives a point of `family` and `op`
-    (dse.uncertainty.factors._new_source_width: the family's leave-one-source-out residuals
-    where it has enough, else every family's, else the leave-one-out ones), with the
-    document `exclude_document` left out, as a new source's points are."""
+def loso_half_width(cv: Sequence[CvPoint], point: CvPoint) -> float:
+    """The 90% log half-width the uncertainty model gives `point`
+    (dse.uncertainty.evidence.new_source_width, as dse.uncertainty.factors asks it), with its
+    whole source document left out, as a new source's points are: its family's, its kind of
+    pass's (one GPU or tensor parallel) and its operation's residuals of the other documents,
+    at least the unseen-GPU width where no other document of its family measured its GPU
+    generation, widened by the extrapolation factor where the evidence is borrowed."""
     from dse.uncertainty import evidence as ev
 
     s = ev.settings()
-    kept = [c for c in cv if c.document != exclude_document and _op(c) == op]
-    loso = [(c.family, math.log(c.loso_s / c.measured_s)) for c in kept
-            if c.loso_s is not None and c.loso_s > 0]
-    own = [r for f, r in loso if f == family]
-    if len(own) >= s.min_points:
-        return ev.half_width(own, s.level)
-    if len(loso) >= s.min_points:
-        return ev.half_width([r for _, r in loso], s.level)
-    loo = [math.log(c.loo_s / c.measured_s) for c in kept
-           if c.loo_s is not None and c.loo_s > 0 and c.family == family]
-    if len(loo) < s.min_points:
-        loo = [math.log(c.loo_s / c.measured_s) for c in kept
-               if c.loo_s is not None and c.loo_s > 0]
-    return ev.half_width(loo, s.level)
+    kept = ev.with_unseen_gpus([ev.residual_of(asdict(c)) for c in cv
+                                if c.document != point.document])
+    gens = {r.generation for r in kept if r.family == point.family}
+    w = ev.new_source_width(kept, point.family, _op(point), tp=point.tp,
+                            unseen_gpu=point.generation not in gens, level=s.level,
+                            min_points=s.min_points)
+    return w.log_half_width * (s.extrapolation_factor if w.borrowed else 1.0)
 
 
 def loso_summary(cv: Sequence[CvPoint]) -> list[LosoRow]:
@@ -190,7 +185,7 @@ def loso_summary(cv: Sequence[CvPoint]) -> list[LosoRow]:
         errs = [abs(c.loso_rel_error or 0.0) for c in scored]
         hws, hits = [], []
         for c in scored:
-            hw = loso_half_width(cv, c.family, _op(c), c.document)
+            hw = loso_half_width(cv, c)
             hws.append(math.expm1(hw))
             hits.append(abs(math.log((c.loso_s or 1.0) / c.measured_s)) <= hw)
         rows.append(LosoRow(fam or "all GPU points", len(pts), len({c.document for c in pts}),

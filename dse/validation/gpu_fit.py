@@ -271,10 +271,61 @@ def _log_errors(cat: Catalog, pts: Sequence[GpuMeasurement], serving: GpuServing
     return np.array([np.log(predict_s(cat, m, serving) / m.measured_s) for m in pts])
 
 
+# the profiles whose values a stack's unpinned terms take: eager PyTorch's for a stack without
+# CUDA graphs (its per-layer launch is a CPU cost a graph stack does not have), vLLM's else
+REFERENCE = {False: "hf-eager", True: "vllm-cudagraph"}
+PIN_TOLERANCE = 1e-9  # a term moving no point's log error by more than this is not pinned
+
+
+def unpinned_value(cat: Catalog, spec: FitSpec, p: Param) -> float:
+    """The value (file units) a term takes where the points cannot decide it: the reference
+    profile's of its kind (REFERENCE), as the catalog's derived values are (a stack with no
+    prefill point runs its prompts at vllm-cudagraph's compute efficiency), or the term's
+    start value for a reference profile itself or a term its reference does not set. Never
+    the profile's own fitted value, which may rest on the very points a cross-validation
+    fold leaves out."""
+    k = _key(p.key)
+    ref_name = REFERENCE[bool(cat.serving(spec.profile).cuda_graphs)]
+    ref = None if spec.profile == ref_name else getattr(cat.serving(ref_name), k.attr)
+    return p.x0 if ref is None else float(ref) / k.scale
+
+
+def pinned(resid: Callable[[np.ndarray], np.ndarray], x: np.ndarray, lo: np.ndarray,
+           hi: np.ndarray) -> np.ndarray:
+    """Which entries of the parameter vector move some point's log error at x (a 10% step, or
+    a step of 0.1% of the range from zero)."""
+    r0 = resid(x)
+    out = np.zeros(len(x), dtype=bool)
+    for i in range(len(x)):
+        t = x.copy()
+        step = 0.1 * abs(t[i]) + 1e-3 * (hi[i] - lo[i])
+        t[i] = t[i] + step if t[i] + step <= hi[i] else t[i] - step
+        out[i] = bool(np.max(np.abs(resid(t) - r0)) > PIN_TOLERANCE)
+    return out
+
+
+def hold_unpinned(resid: Callable[[np.ndarray], np.ndarray], x: np.ndarray, held: np.ndarray,
+                  lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """x with every term the points do not respond to at the fit set to its held value
+    (`unpinned_value`), where that leaves every point's prediction as it was. Least squares
+    with x_scale="jac" flings a term no point responds to towards a bound (an infinite scale
+    on a zero Jacobian column): llama.cpp's compute efficiency went to 0.05 in a fold without
+    its prefill points, which then predicted prefill 6-9x too slow."""
+    x = x.copy()
+    r0 = resid(x)
+    for i in np.flatnonzero(~pinned(resid, x, lo, hi)):
+        t = x.copy()
+        t[i] = np.clip(held[i], lo[i], hi[i])
+        if np.max(np.abs(resid(t) - r0)) <= PIN_TOLERANCE:
+            x = t
+    return x
+
+
 def fit_profile(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement], *,
                 base: GpuServingSpec | None = None, x0: np.ndarray | None = None) -> Fit:
     """Least squares on log(predicted / measured) over the profile's points. `base`: the
-    profile before the fit (default the catalog's), e.g. with derived values applied."""
+    profile before the fit (default the catalog's), e.g. with derived values applied. A term
+    the points do not decide is then held at `unpinned_value` (`hold_unpinned`)."""
     base_spec = cat.serving(spec.profile) if base is None else base
     base_gen, layout = _layout(cat, spec, pts)
     start = np.array([p.x0 for p, _ in layout]) if x0 is None else x0
@@ -291,8 +342,10 @@ def fit_profile(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement], *,
 
     r = least_squares(resid, x0=np.clip(start, lo, hi), bounds=(lo, hi), x_scale="jac",
                       loss="soft_l1", f_scale=ROBUST_SCALE)
-    values, over = _unpack(r.x, layout)
-    err = resid(r.x)
+    held = np.array([unpinned_value(cat, spec, p) for p, _ in layout])
+    x = hold_unpinned(resid, r.x, held, lo, hi)
+    values, over = _unpack(x, layout)
+    err = resid(x)
     return Fit(spec.profile, values, over, base_gen, len(pts),
                float(np.sqrt(np.mean(err ** 2))), float(np.max(np.abs(np.expm1(err)))))
 
@@ -366,7 +419,8 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
             loo = predict_s(spec.catalog(cat, serving), m, serving)
         out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,
                            m.timed, m.context_tokens, m.measured_s,
-                           predict_s(cat_full, m, serving_full), loo, m.document))
+                           predict_s(cat_full, m, serving_full), loo, m.document,
+                           tp=m.tp))
         if progress:
             progress(i + 1, len(pts))
     return out
