@@ -57,11 +57,13 @@ def _placements() -> list[object]:
                     if not pl.infeasibility():
                         out.append(pytest.param(pl, id=f"{kind.name}-{board}-{model}-{prec}"))
             # every other software of the kind (FPGA engines: flightllm, hls-stream, ...) on
-            # each board, with the small draft at the kind's default precision and at the
-            # lowest-bit one it runs: a new engine file is picked up here
+            # each board (GPU serving profiles: on the kind's first board), with the small draft
+            # at the kind's default precision and at the lowest-bit one it runs: a new engine or
+            # serving-profile file is picked up here
             low = min(kind.precisions, key=lambda p: shape.precision(p).weight_bits)
+            first = board == CAT.names(kind.catalog_kind)[0]
             for sw in CAT.names(kind.software_kind):
-                if sw == kind.default_software or kind.name != "fpga":
+                if sw == kind.default_software or not (kind.name == "fpga" or first):
                     continue
                 for prec in dict.fromkeys((kind.default_precision, low)):
                     pl = place(CAT, CAT.model(MODELS[0][0]), board, precision_name=prec,

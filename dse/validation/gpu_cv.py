@@ -222,6 +222,18 @@ MISS_NOTES: dict[str, str] = {
                       "is within 5%) and 129K-token inputs of quantised 7B models (-33%), "
                       "where the prefill of the quantised model dominates the benchmark's "
                       "timing.",
+    "vllm-v1": "4 decode points at concurrency 1 from 3 source documents (H100 SXM: vLLM "
+               "0.11.0 Qwen3-8B, 0.21.0 Llama-3.1-8B, 0.22.1 Qwen2.5-72B at TP 4; L4: 0.23.0 "
+               "Qwen2.5-0.5B), all at short contexts. On vllm-cudagraph they came out 28-55% too "
+               "slow on the H100 (the L4 point was vllm-cudagraph's only Ada point, so it fitted "
+               "it); fitted, the per-layer gap goes to zero and the per-step time stays at "
+               "0.6's 1.2 ms: V1's compiled, fully captured step leaves no gap between layers. "
+               "Its single-GPU points fit within 9%; the TP 4 point comes out 19% too slow "
+               "(33% left out): the all-reduce is 0.6's A100 value, which one TP point cannot "
+               "refit. No point decides the attention term (long contexts), the quantised "
+               "layers or a per-generation bandwidth share (the H100 points fall back to 0.6's "
+               "A100 share), and no vLLM 0.6-0.9 point on a Hopper part separates the version "
+               "from the generation.",
     "mlc-llm": "its single-GPU points fit within 11%; its worst are Llama-2-70B over A100 "
                "PCIe at TP 8 (+24% FP16, +36% q4f16_1) and TP 2 (-24% q4f16_1): the fitted "
                "all-reduce (a fixed cost per call, its ring steps near zero) follows TP 2-4 and "

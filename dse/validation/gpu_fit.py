@@ -104,6 +104,10 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("vllm-cudagraph", (_by_gen(E_MEM), E_ATTN, _by_gen(GAP), STEP, QUANT, ALLREDUCE),
             "vLLM >= 0.6 with CUDA graphs: the Qwen speed benchmark on A100 (vLLM 0.6.2/0.6.3, "
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
+    FitSpec("vllm-v1", (GAP, STEP),
+            "vLLM >= 0.10 (the V1 engine) at concurrency 1: vllm bench serve and a closed-loop "
+            "client, short-context decode steps (inputs 0-256) on H100 SXM (vLLM 0.11.0 Qwen3-8B, "
+            "0.21.0 Llama-3.1-8B, 0.22.1 Qwen2.5-72B at TP 4) and L4 (0.23.0 Qwen2.5-0.5B)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
     FitSpec("vllm-eager", (LAUNCH, PCIE_AR, PCIE_AR_CALL),
@@ -169,6 +173,11 @@ DERIVED: dict[tuple[str, str], str] = {
     **{(p, k): "vllm-cudagraph" for p in ("vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
                                             "hf-4.51", "llama.cpp")
        for k in ("mem_bw_efficiency", "layer_gap_us")},
+    # V1 keeps 0.6's weight-streaming GEMVs, paged-attention share, quantised GEMMs and custom
+    # all-reduce as far as its short-context, unquantised, mostly TP 1 points can tell
+    **{("vllm-v1", k): "vllm-cudagraph"
+       for k in ("mem_bw_efficiency", "attention_bw_efficiency", "quantized_layer_overhead_us",
+                 "allreduce_latency_us")},
     ("vllm-0.4", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("vllm-0.4", "allreduce_latency_us"): "vllm-cudagraph",
     ("sglang", "allreduce_latency_us"): "vllm-cudagraph",
@@ -196,10 +205,10 @@ DERIVED: dict[tuple[str, str], str] = {
     ("tensorrt-llm", "mem_bw_efficiency"): "torch-compile",
     ("tensorrt-llm", "layer_gap_us"): "torch-compile",
 }
-FIT_ORDER = ("vllm-cudagraph", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38", "hf-4.51",
-             "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "mlc-llm-2023-08",
-             "mlc-llm-jetson", "exllamav2", "tinychat", "autoawq", "lmdeploy-turbomind",
-             "fastertransformer")
+FIT_ORDER = ("vllm-cudagraph", "vllm-v1", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
+             "hf-4.51", "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm",
+             "mlc-llm-2023-08", "mlc-llm-jetson", "exllamav2", "tinychat", "autoawq",
+             "lmdeploy-turbomind", "fastertransformer")
 
 
 # ------------------------------------------------------------------------------ fitting
