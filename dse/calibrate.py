@@ -107,12 +107,15 @@ def fit_jetson_host(cat: Catalog, serving: GpuServingSpec | None = None) -> dict
     serving = cat.serving(profile) if serving is None else serving
     gpu0 = cat.gpu(pt.device)
 
-    def f(k: float) -> float:
-        c = gpu_cost_mod.gpu_cost(cat.model(pt.model), _with_stack_factor(gpu0, profile, k),
+    cpu = gpu0.host_cpu_slowdown
+
+    def f(total: float) -> float:  # solved for the total host factor, then split
+        c = gpu_cost_mod.gpu_cost(cat.model(pt.model),
+                                  _with_stack_factor(gpu0, profile, total / cpu),
                                   precision(pt.precision), serving)
         return 1.0 / float(gpu_cost_mod.decode_token_s(c, JETSON_CONTEXT_TOKENS)) - pt.tokens_per_s
 
-    return {profile: float(brentq(f, 0.01, 1000.0, xtol=1e-9))}
+    return {profile: float(brentq(f, 0.1, 1000.0, xtol=1e-9)) / cpu}
 
 
 # The other Orin modules run the same vLLM builds on the same Cortex-A78AE cores: the stack's
