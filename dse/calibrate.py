@@ -3,9 +3,10 @@
 Few, physically meaningful parameters are fitted, each to named data:
 - every GPU serving profile: see dse.validation.gpu_fit (the published batch-1 points of its
   own stack, leave-one-out cross-validated);
-- jetson-orin-nano-8gb: the host CPU slowdown of its launch-bound vLLM, to its 17 tokens/s
-  (dse/data/measured.toml, the paper's Jetson figure), jointly with eager vLLM's launch
-  (`with_jetson_hosts`); the other Orin modules scale it by CPU clock;
+- jetson-orin-nano-8gb: the factor by which vLLM's Jetson builds spend more host time than its
+  CPU speed gives (`host_stack_slowdown`), to its 17 tokens/s (dse/data/measured.toml, the
+  paper's Jetson figure), jointly with eager vLLM's launch (`with_jetson_hosts`); the other
+  Orin modules run the same build (the same factor) at their own CPU speed (a sourced default);
 - flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
   baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
 Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
@@ -26,7 +27,7 @@ from dse.devices import fpga as fpga_cost_mod
 from dse.devices import gpu as gpu_cost_mod
 from dse.devices.power import gpu_power_w
 from dse.devices.shape import precision
-from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec
+from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec, GpuSpec
 from dse.validation.measurements import JETSON_CONTEXT_TOKENS, QWEN_BENCH_GENERATED_TOKENS
 
 # Which serving profile models each measured framework. The Jetson build is assumed eager: its
@@ -91,55 +92,57 @@ def _rel_errors(cat: Catalog, pts: list[GpuPoint], serving: GpuServingSpec) -> n
     return np.array([predict_tokens_per_s(cat, p, serving) / p.tokens_per_s - 1 for p in pts])
 
 
+def _with_stack_factor(gpu: GpuSpec, profile: str, k: float) -> GpuSpec:
+    return replace(gpu, host_stack_slowdown={**(gpu.host_stack_slowdown or {}), profile: k})
+
+
 def fit_jetson_host(cat: Catalog, serving: GpuServingSpec | None = None) -> dict[str, float]:
-    """The Jetson Orin Nano's host_cpu_slowdown, to its measured.toml point (17 tokens/s,
-    vLLM eager on the module's Cortex-A78AE cores), with `serving` (default: the catalog's
-    profile of that framework)."""
+    """The factor by which vLLM's Jetson builds spend more host time than the Orin Nano's CPU
+    speed alone gives (its `host_stack_slowdown` for the eager vLLM profile), to its
+    measured.toml point (17 tokens/s, vLLM eager on the module's Cortex-A78AE cores), with
+    `serving` (default: the catalog's profile of that framework). The board's CPU speed
+    (`host_cpu_slowdown`) is a sourced default and stays as it is."""
     (pt,) = [p for p in gpu_points() if p.device == "jetson-orin-nano-8gb"]
-    serving = cat.serving(FRAMEWORK_PROFILE[pt.framework]) if serving is None else serving
+    profile = FRAMEWORK_PROFILE[pt.framework]
+    serving = cat.serving(profile) if serving is None else serving
     gpu0 = cat.gpu(pt.device)
 
-    def f(k: float) -> float:
-        c = gpu_cost_mod.gpu_cost(cat.model(pt.model), replace(gpu0, host_cpu_slowdown=k),
+    cpu = gpu0.host_cpu_slowdown
+
+    def f(total: float) -> float:  # solved for the total host factor, then split
+        c = gpu_cost_mod.gpu_cost(cat.model(pt.model),
+                                  _with_stack_factor(gpu0, profile, total / cpu),
                                   precision(pt.precision), serving)
         return 1.0 / float(gpu_cost_mod.decode_token_s(c, JETSON_CONTEXT_TOKENS)) - pt.tokens_per_s
 
-    return {"host_cpu_slowdown": float(brentq(f, 0.1, 1000.0, xtol=1e-9))}
+    return {profile: float(brentq(f, 0.1, 1000.0, xtol=1e-9)) / cpu}
 
 
-# Jetson Orin Nano "Super" mode raises the Cortex-A78AE clock from 1.5 to 1.7 GHz (same cores):
-# its host slowdown is the original module's fitted value scaled by the clock ratio.
-JETSON_CPU_GHZ = 1.5
-JETSON_SUPER_CPU_GHZ = 1.7
-JETSON_AGX_CPU_GHZ = 2.2  # Jetson AGX Orin 64GB: 12 Cortex-A78AE cores at 2.2 GHz (DS-10662)
-JETSON_NX_CPU_GHZ = 2.0  # Jetson Orin NX 16GB: 8 Cortex-A78AE cores at 2.0 GHz (DS-10712)
-# The other Orin modules, whose host slowdown is derived from the Orin Nano's: their CPU clock.
-JETSON_DERIVED_HOSTS = {"jetson-orin-nano-8gb-super": JETSON_SUPER_CPU_GHZ,
-                        "jetson-agx-orin-64gb": JETSON_AGX_CPU_GHZ,
-                        "jetson-orin-nx-16gb": JETSON_NX_CPU_GHZ}
-
-
-def derive_jetson_host(original: dict[str, float], cpu_ghz: float) -> dict[str, float]:
-    """Another Orin module's host slowdown: the Orin Nano's fitted value scaled by CPU clock."""
-    return {"host_cpu_slowdown": original["host_cpu_slowdown"] * JETSON_CPU_GHZ / cpu_ghz}
+# The other Orin modules run the same vLLM builds on the same Cortex-A78AE cores: the stack's
+# factor is the Orin Nano's; their own CPU speed (clock) is in their host_cpu_slowdown.
+JETSON_DERIVED_HOSTS = ("jetson-orin-nano-8gb-super", "jetson-agx-orin-64gb",
+                        "jetson-orin-nx-16gb")
 
 
 def jetson_hosts(cat: Catalog, serving: GpuServingSpec | None = None
                  ) -> dict[str, dict[str, float]]:
-    """Every Orin module's host_cpu_slowdown by GPU name: the Orin Nano's fitted to its point
-    with `serving` (the eager vLLM profile), the others derived from it by CPU clock."""
+    """Every Orin module's host_stack_slowdown for eager vLLM, by GPU name: the Orin Nano's
+    fitted to its point with `serving` (the eager vLLM profile), the others the same."""
     nano = fit_jetson_host(cat, serving)
-    return {"jetson-orin-nano-8gb": nano,
-            **{name: derive_jetson_host(nano, ghz) for name, ghz in JETSON_DERIVED_HOSTS.items()}}
+    return {"jetson-orin-nano-8gb": nano, **{name: dict(nano) for name in JETSON_DERIVED_HOSTS}}
 
 
 def with_jetson_hosts(cat: Catalog, serving: GpuServingSpec) -> Catalog:
-    """The catalog with the Orin modules' host slowdowns refitted to an eager vLLM profile:
-    eager vLLM's per-layer launch and the Orin hosts' slowdown are fitted jointly this way (the
-    Orin Nano point pins their product; the profile's other points pin the launch)."""
+    """The catalog with the Orin modules' vLLM factor refitted to an eager vLLM profile:
+    eager vLLM's per-layer launch and that factor are fitted jointly this way (the Orin Nano
+    point pins their product with the Nano's CPU speed; the profile's other points pin the
+    launch)."""
     hosts = jetson_hosts(cat, serving)
-    return cat.replacing("gpu", [replace(cat.gpu(name), host_cpu_slowdown=v["host_cpu_slowdown"])
-                                 for name, v in hosts.items()])
+    out = []
+    for name, v in hosts.items():
+        ((profile, k),) = v.items()
+        out.append(_with_stack_factor(cat.gpu(name), profile, k))
+    return cat.replacing("gpu", out)
 
 
 def hf_a100_llama1b_decode_s(cat: Catalog) -> float:

@@ -9,7 +9,10 @@ slowdown and the MLC profile's Jetson points depend on each other):
 1. every GPU serving profile of dse.validation.gpu_fit.FITS, to its own published points
    (dse/data/measured.toml, reference_points.toml, published.toml), values it takes from
    another profile copied first (gpu_fit.DERIVED);
-2. the Jetson Orin Nano's host CPU slowdown and FlexLLM's efficiency and power (dse/calibrate.py).
+2. the vLLM Jetson builds' host factor (the Orin boards' host_stack_slowdown) and FlexLLM's
+   efficiency and power (dse/calibrate.py);
+3. the GPUs' launch-bound power state (wait_power_fraction, dse.validation.gpu_power), to the
+   published batch-1 power of published.toml, written on every GPU board.
 Then the leave-one-out cross-validation of every profile goes to dse/data/gpu_cv.json, which
 `dse reproduce --markdown` (docs/validation.md) renders.
 """
@@ -29,7 +32,7 @@ import numpy as np
 from dse import calibrate
 from dse.specs import Catalog
 from dse.specs.schema import build_spec, parse_toml
-from dse.validation import gpu_cv, gpu_fit
+from dse.validation import gpu_cv, gpu_fit, gpu_power
 from dse.validation.measurements import load_gpu_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +107,11 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
             pending[path] = set_keys(path.read_text(encoding="utf-8"), values, path)
         pending[flex] = set_keys(flex.read_text(encoding="utf-8"), calibrate.fit_flexllm(cat),
                                  flex)
+        wait, _errors = gpu_power.fit_wait_power_fraction(cat)
+        for name in cat.names("gpu"):
+            path = GPUS / f"{name}.toml"
+            text = pending.get(path, path.read_text(encoding="utf-8"))
+            pending[path] = set_keys(text, {"wait_power_fraction": wait}, path)
         if pending == out:
             break
         out = pending

@@ -25,7 +25,8 @@ GPU_FIELDS = dict(
     memory_GB=24.0, memory_kind="gddr6x", mem_bw_GBps=1000.0, bf16_TFLOPS=100.0,
     fp16_TFLOPS=100.0, int8_TOPS=200.0, generation="ampere", tdp_W=300.0, idle_W=20.0,
     host_link="pcie-gen4-x16",
-    nvlink_bidir_GBps=0.0, unified_memory=False, host_cpu_slowdown=1.0, list_price_usd=1000.0,
+    nvlink_bidir_GBps=0.0, unified_memory=False, host_cpu_slowdown=1.0, wait_power_fraction=0.0,
+    list_price_usd=1000.0,
 )
 SERVING_FIELDS = dict(
     mem_bw_efficiency=1.0, attention_bw_efficiency=0.5, compute_efficiency=1.0,

@@ -7,6 +7,8 @@ Qwen2.5-0.5B: 24 layers; its BF16 decode at ctx 1023 is 2.013231360 ms (tests/te
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dse.devices import gpu
@@ -179,3 +181,48 @@ def test_quantised_models_stream_a_16_bit_head_unless_the_stack_quantises_it(cat
     assert float(c.weight_bytes) == pytest.approx(streamed * 0.5)
     bf16 = precision("bf16")  # 16-bit models are unchanged either way
     assert shape.streamed_weight_bytes(g, bf16) == pytest.approx(streamed * 2)
+
+
+def test_the_host_cpu_and_the_stacks_own_factor_multiply_the_cpu_side_only(qwen05):
+    """A host 2x slower and a stack factor of 3 on this board for one profile: that profile's
+    launch (100 us), step (1 ms) and prefill overhead (2 ms) x 6; another profile's x 2; the
+    GPU side (layer gap 10 us) unchanged."""
+    serving = make_serving(launch_per_layer_us=100.0, layer_gap_us=10.0,
+                           prefill_overhead_us=2000.0, cuda_graphs=False)
+    host = make_gpu(host_cpu_slowdown=2.0, host_stack_slowdown={"test": 3.0})
+    c = gpu.gpu_cost(qwen05, host, precision("bf16"), serving)
+    assert float(c.launch_per_layer_s) == pytest.approx(600e-6)
+    assert float(c.step_overhead_s) == pytest.approx(6e-3)
+    assert float(c.prefill_overhead_s) == pytest.approx(12e-3)
+    assert float(c.layer_gap_s) == pytest.approx(10e-6)
+    other = gpu.gpu_cost(qwen05, host, precision("bf16"), replace(serving, name="other"))
+    assert float(other.launch_per_layer_s) == pytest.approx(200e-6)
+
+
+def test_a_slow_host_does_not_slow_a_pass_whose_launches_hide_under_the_gpu_side(qwen05):
+    """The two sides overlap (max). GPU side 2.013 - 1 = 1.013 ms (no gaps). Launches of
+    24 x 20 us = 0.48 ms hide under it: at x1 the pass is 2.013 ms; at x2 (0.96 ms, still
+    hidden) only the step doubles: 1.013 + 2 ms. Launches of 24 x 50 us x 1.5 = 1.8 ms exceed
+    it: launch-bound, 1.8 + 1.5 ms."""
+    eager = make_serving(launch_per_layer_us=20.0, cuda_graphs=False)
+    fast = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), eager)
+    slow = gpu.gpu_cost(qwen05, make_gpu(host_cpu_slowdown=2.0), precision("bf16"), eager)
+    gpu_side = DECODE_1023_S - 1e-3
+    assert float(gpu.decode_token_s(fast, 1023)) == pytest.approx(DECODE_1023_S, rel=1e-9)
+    assert float(gpu.decode_token_s(slow, 1023)) == pytest.approx(gpu_side + 2e-3, rel=1e-9)
+    bound = make_serving(launch_per_layer_us=50.0, cuda_graphs=False)
+    c = gpu.gpu_cost(qwen05, make_gpu(host_cpu_slowdown=1.5), precision("bf16"), bound)
+    assert float(gpu.decode_token_s(c, 1023)) == pytest.approx(24 * 75e-6 + 1.5e-3, rel=1e-9)
+
+
+def test_the_launch_bound_power_state_holds_a_share_of_the_decode_draw(qwen05):
+    """idle 20 W, TDP 300 W, decode fraction 0.5: the dynamic range drawn is 140 W while
+    kernels run. Busy 0.25 with wait 0.4: 20 + 140 x (0.25 + 0.75 x 0.4) = 97 W; wait 0 (the
+    GPU idles in every gap): 20 + 140 x 0.25 = 55 W; wait 1: 160 W whatever the host does."""
+    from dse.devices.power import gpu_power_w
+    for wait, watts in ((0.4, 97.0), (0.0, 55.0), (1.0, 160.0)):
+        c = gpu.gpu_cost(qwen05, make_gpu(wait_power_fraction=wait), precision("bf16"),
+                         make_serving())
+        assert float(gpu_power_w(c, "decode", 0.25)) == pytest.approx(watts, rel=1e-12)
+        assert float(gpu_power_w(c, "decode", 1.0)) == pytest.approx(160.0, rel=1e-12)
+        assert float(gpu_power_w(c, "idle")) == 20.0

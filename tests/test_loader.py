@@ -77,6 +77,7 @@ host_link = "pcie-gen4-x16"
 nvlink_bidir_GBps = 0.0
 unified_memory = false
 host_cpu_slowdown = 1.0
+wait_power_fraction = 0.0
 list_price_usd = 1000.0
 [sources]
 "*" = "test"

@@ -104,15 +104,18 @@ def test_blackwell_takes_the_nearest_fitted_generation(cat: Catalog) -> None:
         assert s.for_generation("blackwell") == expect, n
 
 
-def test_orin_nx_host_slowdown_scales_the_nano_fit_by_cpu_clock(cat: Catalog) -> None:
-    """The Orin Nano's fitted host slowdown (Cortex-A78AE at 1.5 GHz) times 1.5 / 2.0 for the
-    Orin NX 16GB's 2.0 GHz cores: 21.1252 * 0.75 = 15.8439."""
-    nano = cat.gpu("jetson-orin-nano-8gb").host_cpu_slowdown
+def test_orin_nx_host_is_its_cpu_speed_and_the_nanos_vllm_factor(cat: Catalog) -> None:
+    """The Orin NX 16GB's CPU speed: 3.4 GHz / (2.0 GHz x 0.8) = 2.125 (its source's
+    arithmetic); vLLM's Jetson-build factor is the Orin Nano's fitted one, so its eager vLLM
+    host factor is the Nano's 21.1252 (2.83333 x the factor) times 1.5 / 2.0 = 15.8439."""
+    nano = cat.gpu("jetson-orin-nano-8gb")
     nx = cat.gpu("jetson-orin-nx-16gb")
-    assert calibrate.JETSON_DERIVED_HOSTS["jetson-orin-nx-16gb"] == 2.0
-    derived = calibrate.derive_jetson_host({"host_cpu_slowdown": nano}, 2.0)
-    assert nx.host_cpu_slowdown == pytest.approx(derived["host_cpu_slowdown"], rel=1e-5)
-    assert nx.host_cpu_slowdown == pytest.approx(15.8439, rel=1e-6)
+    assert nx.host_cpu_slowdown == pytest.approx(3.4 / (2.0 * 0.8), rel=1e-5)
+    assert nano.host_cpu_slowdown == pytest.approx(3.4 / (1.5 * 0.8), rel=1e-5)
+    assert "jetson-orin-nx-16gb" in calibrate.JETSON_DERIVED_HOSTS
+    assert nx.host_stack_slowdown == nano.host_stack_slowdown
+    assert nx.cpu_slowdown("vllm-eager") == pytest.approx(15.8439, rel=1e-5)
+    assert nx.cpu_slowdown("hf-eager") == nx.host_cpu_slowdown  # no factor of its own
     assert nx.unified_memory and nx.generation == "ampere"
 
 

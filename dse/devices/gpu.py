@@ -30,8 +30,12 @@ cost more per call than a 16-bit GEMV. The profile's values for the GPU's genera
 
 B, F: datasheet bandwidth and peak; e_mem, e_attn, e_comp, layer_gap, launch_per_layer and
 step_overhead are the serving profile's (calibrated on measured batch-1 points, see
-boards/serving/); the CPU-side terms (launch, step overhead) scale with the GPU host's
-`host_cpu_slowdown`. Small models at batch 1 are dominated by the overhead terms, which a
+boards/serving/, fitted on the calibration hosts); the CPU-side terms (launch, step and
+prefill overhead) scale with the host's CPU speed (`host_cpu_slowdown`, 1 on the calibration
+hosts; a system may name its own) times the stack's own factor on that board where its points
+there pin one (`host_stack_slowdown`: vLLM's Jetson builds). The two sides overlap (the max), so
+a slow host pushes a step above the GPU side only when its launches outlast the GPU's work.
+Small models at batch 1 are dominated by the overhead terms, which a
 pure roofline misses.
 
 Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
@@ -86,6 +90,7 @@ class GpuCost:
     tdp_w: Num
     decode_power_fraction: Num
     prefill_power_fraction: Num
+    wait_power_fraction: Num  # share of the state's dynamic power held while waiting on the host
     tp: Num
     host_weight_bytes: Num = 0.0  # offloaded: crosses the host link every forward pass
     host_link_bytes_per_s: Num = np.inf  # effective host-link bandwidth x tp
@@ -156,6 +161,7 @@ def gpu_cost(
         ar_fixed = ar_per_token = 0.0
     streamed = shape.streamed_weight_bytes(model, p)
     host = streamed * offload_fraction
+    cpu = gpu.cpu_slowdown(serving.name)  # the host's CPU speed x the stack's factor on it
     return GpuCost(
         layers=model.num_layers,
         weight_bytes=streamed - host,
@@ -168,19 +174,19 @@ def gpu_cost(
         flops_per_s=(peak_flops_per_s(gpu, p, fp16_accumulate=bool(serving.fp16_accumulate))
                      * compute_efficiency(serving, p) * tp),
         layer_gap_s=serving.layer_gap_s + quant_s,
-        launch_per_layer_s=(serving.launch_per_layer_s + quant_launch_s) * gpu.host_cpu_slowdown,
-        step_overhead_s=serving.step_overhead_s * gpu.host_cpu_slowdown,
-        prefill_overhead_s=(serving.prefill_overhead_s or 0.0) * gpu.host_cpu_slowdown,
+        launch_per_layer_s=(serving.launch_per_layer_s + quant_launch_s) * cpu,
+        step_overhead_s=serving.step_overhead_s * cpu,
+        prefill_overhead_s=(serving.prefill_overhead_s or 0.0) * cpu,
         graph_max_context_tokens=(np.inf if serving.graph_max_context_tokens is None
                                   else serving.graph_max_context_tokens),
-        eager_launch_per_layer_s=((serving.eager_launch_per_layer_s or 0.0) + quant_s)
-        * gpu.host_cpu_slowdown,
+        eager_launch_per_layer_s=((serving.eager_launch_per_layer_s or 0.0) + quant_s) * cpu,
         allreduce_s_per_layer=ar_fixed,
         allreduce_s_per_token_layer=ar_per_token,
         idle_w=gpu.idle_w * tp,
         tdp_w=gpu.tdp_w * tp,
         decode_power_fraction=serving.decode_power_fraction,
         prefill_power_fraction=serving.prefill_power_fraction,
+        wait_power_fraction=gpu.wait_power_fraction,
         tp=tp,
         host_weight_bytes=host,
         host_link_bytes_per_s=(np.inf if tp_link is None

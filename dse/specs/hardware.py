@@ -52,11 +52,28 @@ class GpuSpec(Spec):
     host_link: str = spec_field(help="the link kind it attaches with (boards/links)")
     nvlink_bidir_bytes_per_s: float = nonneg("nvlink_bidir_GBps", help="0: no NVLink")
     unified_memory: bool = spec_field(help="memory shared with the host CPU (Jetson)")
-    host_cpu_slowdown: float = pos(help="host-side overheads relative to a desktop CPU")
+    host_cpu_slowdown: float = pos(
+        help="the host CPU's single-thread time relative to the calibration host (the servers "
+        "of the published points, 1): scales every stack's CPU-side work (launches, per-step "
+        "and per-prefill host time); a system may name its own host "
+        "(`<role>_host_cpu_slowdown`)")
+    host_stack_slowdown: Mapping[str, float] | None = pos(
+        help="per serving profile: a further factor on that stack's CPU-side work on this "
+        "board beyond CPU speed, where the stack's points on the board pin one (a build of "
+        "the stack for this platform; absent: 1, CPU speed alone)")
+    wait_power_fraction: float = nonneg(
+        hi=1.0, help="share of the decode dynamic power the GPU keeps drawing while it waits "
+        "on the host between kernels (launch-bound decode: the gaps are microseconds, far shorter "
+        "than the power manager's clock and voltage steps, so it stays in its active state)")
     list_price_usd: float = nonneg(help="list price, USD")
 
     kind = "gpu"
     is_board = True  # a device a role can be placed on (Catalog.device)
+
+    def cpu_slowdown(self, serving: str) -> float:
+        """The factor on a serving profile's CPU-side terms on this board: the host CPU's speed
+        times the stack's own factor on this board (host_stack_slowdown, 1 where absent)."""
+        return self.host_cpu_slowdown * (self.host_stack_slowdown or {}).get(serving, 1.0)
 
 
 @dataclass(frozen=True)
