@@ -127,10 +127,12 @@ def software_of(s: SystemSpec, role: str, kind: DeviceKind) -> str | None:
 
 
 def memory_options(s: SystemSpec, role: str) -> dict[str, Any]:
-    """The role's KV-cache precision and weight offload from the system's keys
-    (`<role>_kv_precision`, `<role>_offload_fraction`; absent: 16-bit KV, no offload)."""
+    """The role's KV-cache precision, weight offload and host CPU from the system's keys
+    (`<role>_kv_precision`, `<role>_offload_fraction`, `<role>_host_cpu_slowdown`; absent:
+    16-bit KV, no offload, the board's host)."""
     return {"kv_precision": getattr(s, f"{role}_kv_precision"),
-            "offload_fraction": getattr(s, f"{role}_offload_fraction") or 0.0}
+            "offload_fraction": getattr(s, f"{role}_offload_fraction") or 0.0,
+            "host_cpu_slowdown": getattr(s, f"{role}_host_cpu_slowdown")}
 
 
 def placed_roles(s: SystemSpec) -> tuple[str, ...]:

@@ -107,6 +107,13 @@ class SystemSpec(Spec):
         "over its host link every forward pass (vLLM --cpu-offload-gb), in [0, 1); absent: 0")
     prm_offload_fraction: float | None = nonneg(hi=1.0, help="the PRM's (as draft's)")
     target_offload_fraction: float | None = nonneg(hi=1.0, help="the target's (as draft's)")
+    draft_host_cpu_slowdown: float | None = pos(
+        help="a GPU draft's host CPU: its single-thread time relative to the calibration hosts "
+        "(the servers of the published A100 points, 1; a Jetson's Cortex-A78AE about 2-3), "
+        "scaling the stack's launches and per-step host work; absent: the board's default "
+        "(boards/gpus, host_cpu_slowdown, with its source)")
+    prm_host_cpu_slowdown: float | None = pos(help="the PRM's GPU host CPU (as draft's)")
+    target_host_cpu_slowdown: float | None = pos(help="the target's GPU host CPU (as draft's)")
     fpga_clock_hz: float | None = pos("fpga_clock_MHz", legacy_zero=True,
                                       help="FPGA build clock; absent: the board's default")
     fpga_memory_channels: int | None = pos(legacy_zero=True,

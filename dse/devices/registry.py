@@ -16,7 +16,7 @@ UnknownNameError listing the valid ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from dse.devices import fpga, gpu
@@ -77,6 +77,9 @@ class DeviceKind:
     precision_families: tuple[str, ...] = ()
     kv_precisions: tuple[str, ...] = ()  # KV-cache precisions a system may set (shape)
     offloads: bool = False  # may hold part of its weights in host memory (<role>_offload_fraction)
+    # its board spec has a host CPU whose speed scales the software's host work
+    # (host_cpu_slowdown; a system may name its own: <role>_host_cpu_slowdown)
+    hosted: bool = False
 
     @property
     def a_label(self) -> str:
@@ -112,10 +115,11 @@ class DeviceKind:
                             f"valid: {', '.join(self.precision_choices)}")
         raise UnknownNameError("precision", name, list(self.precision_choices))
 
-    def check_memory_options(self, kv_precision: str | None, offload_fraction: float, *,
+    def check_memory_options(self, kv_precision: str | None, offload_fraction: float,
+                             host_cpu_slowdown: float | None = None, *,
                              where: object = "", role: str = "") -> None:
-        """A KV-cache precision and a weight offload the kind supports (one SpecError line
-        naming the system key otherwise)."""
+        """A KV-cache precision, a weight offload and a host CPU the kind supports (one
+        SpecError line naming the system key otherwise)."""
         prefix = f"{role}_" if role else ""
         if kv_precision is not None and kv_precision not in self.kv_precisions:
             what = (f"valid: {', '.join(self.kv_precisions)}" if self.kv_precisions else
@@ -125,6 +129,9 @@ class DeviceKind:
         if offload_fraction and not self.offloads:
             raise SpecError(where, f"{prefix}offload_fraction", f"{self.a_label} holds every "
                             "weight in its own memory; remove the key or set it to 0")
+        if host_cpu_slowdown is not None and not self.hosted:
+            raise SpecError(where, f"{prefix}host_cpu_slowdown", f"{self.a_label}'s costs have "
+                            "no host CPU term (its build runs the model); remove the key")
 
 
 class DeviceRegistry:
@@ -175,7 +182,7 @@ KINDS.register(DeviceKind(
     default_software="vllm-cudagraph",  # the serving profile when a system names none
     prompt_prefill_on_gpu=False,
     place=gpu.place, precision_families=("exl2",), kv_precisions=tuple(KV_PRECISIONS),
-    offloads=True,
+    offloads=True, hosted=True,
 ))
 KINDS.register(DeviceKind(
     name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=(Role.DRAFT,),
@@ -232,15 +239,19 @@ def place(
     knobs: Mapping[str, object] | None = None,
     kv_precision: str | None = None,
     offload_fraction: float = 0.0,
+    host_cpu_slowdown: float | None = None,
 ) -> Placement:
     """Place a model on a named device: resolve the board and its kind, default and check the
     precision, the KV precision and offload (check_memory_options) and the software (the
     kind's serving profile / engine), then call the kind's builder. Knobs must be among the
-    kind's build_knobs (a ValueError otherwise)."""
+    kind's build_knobs (a ValueError otherwise). host_cpu_slowdown: the placement's own host
+    CPU instead of the board's default (a hosted kind's spec field of that name)."""
     spec, kind = resolve(cat, device_name)
     pname = precision_name or kind.default_precision
     kind.check_precision(pname)
-    kind.check_memory_options(kv_precision, offload_fraction)
+    kind.check_memory_options(kv_precision, offload_fraction, host_cpu_slowdown)
+    if host_cpu_slowdown is not None:
+        spec = replace(spec, host_cpu_slowdown=host_cpu_slowdown)
     sw = software or kind.default_software
     cat.get(kind.software_kind, sw)
     extra = sorted(set(knobs or {}) - set(kind.build_knobs))
