@@ -19,7 +19,8 @@ REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precisi
             "batch": int, "points": list, "unit": str, "source": str, "setting": str}
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
             "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
-            "tp": int, "gpus": int, "simulated": bool, "served": str}
+            "tp": int, "gpus": int, "simulated": bool, "served": str,
+            "decode_tokens_per_s": float}  # a power row's throughput (dse.validation.gpu_power)
 # A kind's allowed units: decode as a rate (or, timed end to end, the whole call's time), prefill
 # as a time or a prompt-token rate.
 KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token", "s"}, "fpga_decode": {"tokens/s", "ms/token"},
@@ -168,3 +169,9 @@ def test_a_decode_time_in_seconds_is_timed_end_to_end(entries):
         if e["kind"] == "gpu_decode" and e["unit"] == "s":
             assert END_TO_END in e["setting"], i
             assert re.search(r"generat\w* (\d+) tokens", e["setting"]), i
+
+
+def test_only_power_rows_carry_a_throughput(entries):
+    for e in entries:
+        if "decode_tokens_per_s" in e:
+            assert e["kind"] == "power" and e["decode_tokens_per_s"] > 0, e["source"]
