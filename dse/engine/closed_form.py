@@ -46,6 +46,7 @@ from dse.schedules import (
     compose,
     step_costs,
 )
+from dse.schedules.compose import next_ahead_s
 from dse.schedules.fields import SUMMED_FIELDS
 from dse.workflow import (
     chain_bad_rate,
@@ -204,6 +205,9 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
         return _smooth_stall(batch, at, k, spec_ok, ew.expect(at), ew)
 
+    def run_ahead(k: StepCosts, outcome: int, ahead: F64) -> F64:  # E[next_ahead] -> [batch, t]
+        return ew.mean(next_ahead_s(k, s, outcome=outcome, spec_ok=True, ahead=ahead))
+
     # head start after an accept: min(D(x), W) of the previous attempt, W its verification: the
     # PRM read the whole context, problem + R (the previous step is the end of R), so the
     # previous step's length enters only through the link's microseconds and is taken at its
@@ -216,7 +220,9 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         ahead_a[..., 0] = 0.0
     else:
         ahead_a = np.zeros(1)
-    outcomes = (ACCEPT, REFINE, BACKTRACK)
+    # without backtracking no mass takes the backtrack outcome (its probability is 0): its
+    # attempts are not composed (their row of M stays 0)
+    outcomes = (ACCEPT, REFINE, BACKTRACK) if bt_on else (ACCEPT, REFINE)
     # M[prev, outcome, spec_ok] -> [fields, batch, t]; prev 0 = accepted before, 1 = rejected
     # before. An accepted step's prefetch is cut short; its length is the mean target step (as
     # in the simulator, whose traces do not record it).
@@ -236,23 +242,23 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
     flow = _masses(s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
     p_bk_t = flow.backtrack_share()
 
-    def rejected_next_ahead(mp: F64) -> F64:  # [batch, t], from M[prev] of one outcome
-        return (1 - p_bk_t) * mp[1, 1, i_ahead] + p_bk_t * mp[2, 1, i_ahead]
+    def rejected_next_ahead(refine: F64, backtrack: F64) -> F64:  # [batch, t], E[next_ahead]
+        return (1 - p_bk_t) * refine + p_bk_t * backtrack
 
     def one_step_on(a: F64) -> F64:  # [batch, t] -> the head start one position later
         out = np.zeros_like(a)
         out[:, 1:] = a[:, :-1]
         return out
 
-    after_acc = rejected_next_ahead(m[0])
+    after_acc = rejected_next_ahead(m[0, 1, 1, i_ahead], m[0, 2, 1, i_ahead])
     ahead_r = one_step_on(after_acc)
     k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
     tol = AHEAD_REL_TOL * m[0, 0, 1, SUMMED_FIELDS.index("time_s")].mean(axis=-1)  # [batch]
     active = np.ones(nb, dtype=bool)
-    for _ in range(n_pos):
-        for oi in (1, 2):
-            m[1, oi, 1] = run(k_rej, outcomes[oi], True, ahead_r)
-        mix = pa * after_acc + (1 - pa) * rejected_next_ahead(m[1])
+    for _ in range(n_pos):  # only the head starts: M[1] is composed in full below
+        bk_ahead = run_ahead(k_rej, BACKTRACK, ahead_r) if bt_on else m[1, 2, 1, i_ahead]
+        mix = pa * after_acc + (1 - pa) * rejected_next_ahead(
+            run_ahead(k_rej, REFINE, ahead_r), bk_ahead)
         mix[:, 0] = after_acc[:, 0]
         new = one_step_on(mix)
         step = np.abs(new - ahead_r).max(axis=-1)
