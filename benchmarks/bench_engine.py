@@ -36,8 +36,8 @@ from dse.scenario import WorkloadSpec
 from dse.schedules import PRESETS, Costs
 from dse.specs import Catalog
 from dse.symbolic import COMPONENTS, batch_metrics, components
-from dse.uncertainty import BATCH, BATCH_STEP_AHEAD, attach, design_factors
-from dse.uncertainty.perturb import scale_design, scale_design_batch
+from dse.uncertainty import attach, batch_size, design_factors
+from dse.uncertainty.perturb import batches, scale_design
 from dse.uncertainty.propagate import points
 from dse.workflow import beta_cdf, step_error_rate, steps_distribution
 
@@ -62,10 +62,10 @@ def accurate_figures(cat: Catalog, schedule: str, w: WorkloadSpec, repeats: int)
     one = median_s(lambda: evaluate(d, w), repeats)
     pts = [{f.key: v} for f in design_factors(d, w) if f.key.startswith("time:")
            for v in points(f)]  # power factors move the energy linearly: no evaluation
-    size = BATCH_STEP_AHEAD if d.schedule.step_ahead else BATCH
-    chunks = [(scale_design_batch(d, pts[i:i + size]),
-               [scale_design(d, v) for v in pts[i:i + size]]) for i in range(0, len(pts), size)]
-    batched = median_s(lambda: [evaluate_batch(b, m, w) for b, m in chunks], repeats)
+    size = batch_size(d)
+    chunks = [(b, [scale_design(d, pts[i]) for i in sel], rows)
+              for b, sel, rows in batches(d, pts, size)]
+    batched = median_s(lambda: [evaluate_batch(b, m, w, rows) for b, m, rows in chunks], repeats)
     r = evaluate(d, w)
     iv = median_s(lambda: attach(r, d, w), repeats)
     print(f"accurate closed form, {schedule}: {one * 1e3:.1f} ms per design alone; "

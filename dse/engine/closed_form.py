@@ -139,16 +139,19 @@ def closed_form(c: Costs) -> Report:
     return closed_form_batch(c, (c,))[0]
 
 
-def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
+def closed_form_batch(batch: Costs, members: Sequence[Costs],
+                      rows: Sequence[int] | None = None) -> list[Report]:
     """Closed-form expected metrics of a batch of designs in one vectorised pass: designs that
     differ only in their placements' cost multipliers (an uncertainty factor's ends, dse.
     uncertainty.perturb), so they share the step probabilities, the steps distribution and the
     propagated mass. `batch` is the design whose placements return arrays with a batch axis of
     len(members) before the position axis (multipliers shaped [members, 1]); `members` are the
-    same designs one by one (their prompt prefills and reports). Each report equals
-    `closed_form(members[i])` (the head-start fixed point is iterated per member)."""
+    same designs one by one (their prompt prefills and reports); rows: each member's row of
+    the batch (None: member i is row i; members whose attempts are equal share one). Each
+    report equals `closed_form(members[i])` (the head-start fixed point is iterated per row)."""
     d, w, s = batch.design, batch.workload, batch.design.schedule
-    nb = len(members)
+    rows = list(range(len(members))) if rows is None else list(rows)
+    nb = max(rows) + 1
     pr = design_step_probabilities(d, w)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
@@ -278,7 +281,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         j1[1:] = pj[0] / np.maximum(pj_cum[1:], 1e-300)
     m[:, 2, 0] = j1 * m[:, 2, 0] + (1 - j1) * m[:, 2, 1]
 
-    totals, counts = flow.totals(m), flow.counts  # [fields, batch]
+    totals, counts = flow.totals(m)[:, rows], flow.counts  # [fields, member]
     tokens = float((s_vals * s_p).sum()) * m_c
     accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
     reports = []

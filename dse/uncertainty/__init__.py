@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from dse.uncertainty.factors import Factor, accuracy_key, design_factors, provenance
 from dse.uncertainty.perturb import (
+    batches,
     is_time_only,
     perturb_workload,
     scale_design,
-    scale_design_batch,
 )
 from dse.uncertainty.propagate import BatchAt, EvaluateAt, Metrics, intervals, monte_carlo
 
@@ -107,11 +107,16 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
-# designs per batched closed form: the grid arrays of a few designs stay in cache, more run no
-# faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the most that pays
-# (benchmarks/bench_engine.py: 4 designs run about twice as fast per design as 1 without it)
+# distinct designs per batched closed form: the grid arrays of a few designs stay in cache,
+# more run no faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the
+# most that pays (benchmarks/bench_engine.py)
 BATCH = 4
 BATCH_STEP_AHEAD = 2
+
+
+def batch_size(d: Design) -> int:
+    """Distinct designs per batched closed form of the design's factor ends."""
+    return BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
 
 
 def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
@@ -191,12 +196,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
-        size = BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
-        for lo in range(0, len(batched), size):
-            idx = batched[lo:lo + size]
-            vals = [points[i] for i in idx]
-            rs = evaluate_batch(scale_design_batch(d, vals), [scale_design(d, v) for v in vals],
-                                w)
+        for batch, sel, rows in batches(d, [points[i] for i in batched], batch_size(d)):
+            idx = [batched[j] for j in sel]
+            rs = evaluate_batch(batch, [scale_design(d, points[i]) for i in idx], w, rows)
             for i, r in zip(idx, rs, strict=True):
                 out[i] = memo[tuple(sorted(points[i].items()))] = pick(r)
         return [o if o is not None else at(v) for o, v in zip(out, points, strict=True)]
