@@ -65,6 +65,9 @@ RESP_POINTS = 4
 AHEAD_REL_TOL = 1e-3
 # a device's busy time may exceed the latency by this share before a report is flagged
 BUSY_RTOL = 1e-3
+# both values of "a next step exists" on an axis before the grid's: without step-ahead one
+# composition of an attempt serves both, the terms that do not depend on it computed once
+SPEC_OK = np.array([False, True]).reshape(2, 1, 1, 1, 1, 1, 1)
 
 
 # ------------------------------------------------------------------------ closed form
@@ -96,8 +99,11 @@ class _Weights:
         self._reduced: dict[tuple[bool, ...], F64] = {}
 
     def _mean(self, v: Any) -> F64:
-        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes."""
+        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes (and its
+        spec_ok axis, SPEC_OK, where it has one)."""
         v = np.asarray(v, dtype=float)
+        if v.ndim > self.n + 2:
+            return np.stack([self._mean(u) for u in v.reshape(-1, *v.shape[-self.n - 2:])])
         shape = (1,) * (self.n + 2 - v.ndim) + v.shape
         grid = shape[:self.n]
         wv = self._reduced.get(grid)
@@ -113,10 +119,11 @@ class _Weights:
         return np.broadcast_to(self._mean(v), self.lead)
 
     def expect(self, at: Attempt) -> F64:
-        """Expectations of the summed fields -> [fields, batch, t]."""
-        out = np.empty((len(SUMMED_FIELDS), *self.lead))
+        """Expectations of the summed fields of an attempt composed with spec_ok = SPEC_OK
+        -> [spec_ok, fields, batch, t]."""
+        out = np.empty((2, len(SUMMED_FIELDS), *self.lead))
         for i, f in enumerate(SUMMED_FIELDS):
-            out[i] = self._mean(getattr(at, f))
+            out[:, i] = self._mean(getattr(at, f))
         return out
 
 
@@ -204,9 +211,13 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
         return step_costs(batch, s, resp=R, x=x, z=z, nt=n_t, u=u, n_alt=tbar,
                           resp_anchor=anchor)
 
-    def run(k: StepCosts, outcome: int, spec_ok: bool, ahead: Any) -> F64:
-        at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
-        return _smooth_stall(batch, at, k, spec_ok, ew.expect(at), ew)
+    def run(k: StepCosts, outcome: int, ahead: Any) -> F64:  # -> [spec_ok, fields, batch, t]
+        if not s.step_ahead:  # only the re-synchronisation varies with spec_ok
+            return ew.expect(compose(k, s, outcome=outcome, spec_ok=SPEC_OK, ahead=ahead))
+        # with step-ahead nearly every term does (the speculation): one composition each
+        off = ew.expect(compose(k, s, outcome=outcome, spec_ok=False, ahead=ahead))[0]
+        at = compose(k, s, outcome=outcome, spec_ok=True, ahead=ahead)
+        return np.stack([off, _smooth_stall(batch, at, k, ew.expect(at)[1], ew)])
 
     def run_ahead(k: StepCosts, outcome: int, ahead: F64) -> F64:  # E[next_ahead] -> [batch, t]
         return ew.mean(next_ahead_s(k, s, outcome=outcome, spec_ok=True, ahead=ahead))
@@ -232,8 +243,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
     m = np.zeros((2, 3, 2, len(SUMMED_FIELDS), nb, n_pos))
     k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
-        for si, ok in enumerate((False, True)):
-            m[0, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_a)
+        m[0, oi] = run(k_acc if o == ACCEPT else k_rej, o, ahead_a)
     # head start after a reject: the expected next_ahead of the rejected attempt one step back,
     # which itself followed an accept (share p_accept; the first attempt counts as one) or a
     # reject, whose own head start depends on the one before. The head starts are therefore a
@@ -270,8 +280,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
         if not active.any():
             break
     for oi, o in enumerate(outcomes):
-        for si, ok in enumerate((False, True)):
-            m[1, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_r)
+        m[1, oi] = run(k_acc if o == ACCEPT else k_rej, o, ahead_r)
     # a backtrack at a problem's last position ends it only when its anchor is one step back
     # (the alternative is then the last step); from further back the problem goes on, as from
     # any other position
@@ -302,13 +311,11 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
     return reports
 
 
-def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64,
-                  ew: _Weights) -> F64:
+def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, e: F64, ew: _Weights) -> F64:
     """Replace the expectation of `stalled` (an indicator over a few quadrature points of the
     next step's length z) by the exact probability over z's lognormal: the speculation of z
-    tokens ends before the verdict when z < window / (time per token)."""
-    if not (c.design.schedule.step_ahead and spec_ok):
-        return e
+    tokens ends before the verdict when z < window / (time per token). at: a step-ahead
+    attempt with a next step; e: its expectations [fields, batch, t]."""
     w = c.workload
     window = np.asarray(at.verdict_s) - np.asarray(at.draft_end_s)
     per_token = k.d_next / np.maximum(k.z, 1.0)  # the speculation's time per token

@@ -144,7 +144,9 @@ def _commit_path(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: Arra
     acc = out == ACCEPT
     bk = out == BACKTRACK
     rej = ~acc
-    spec_on = spec_ok & sa  # the draft speculates the next step during the verification
+    # the draft speculates the next step during the verification (never without step-ahead:
+    # then nothing below varies with spec_ok but the re-synchronisation it books)
+    spec_on = spec_ok & sa if sa else np.asarray(False)
     speculates = bool(np.any(spec_on))
     lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
 
