@@ -108,9 +108,10 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 MOVES = ("mean-value", "closed-form")
 # distinct designs per batched closed form: the grid arrays of a few designs stay in cache,
-# more run no faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the
-# most that pays (benchmarks/bench_engine.py)
-BATCH = 4
+# more run little faster (and slower where freed memory goes back to the system, see
+# dse/process.py); with step-ahead the full grid (x, z, nt) is materialised and 2 is the most
+# that pays (benchmarks/bench_engine.py)
+BATCH = 6
 BATCH_STEP_AHEAD = 2
 
 
