@@ -21,7 +21,7 @@ dse.engine.evaluate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +47,7 @@ from dse.schedules import (
     step_costs,
 )
 from dse.schedules.compose import next_ahead_s
+from dse.schedules.costs import rewrite_costs, uncached_costs
 from dse.schedules.fields import SUMMED_FIELDS
 from dse.workflow import (
     chain_bad_rate,
@@ -207,9 +208,13 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
 
     anchor = np.maximum(R - (j_mean - 1) * m_c, 0.0)
 
-    def costs(u: F64, n_t: Any) -> StepCosts:
-        return step_costs(batch, s, resp=R, x=x, z=z, nt=n_t, u=u, n_alt=tbar,
-                          resp_anchor=anchor)
+    # each operation's cost after an accept (u_a uncached tokens) for an accepted step (a
+    # prefetch cut short: the mean rewrite) and a rewrite of nt tokens; after a reject (no
+    # uncached tokens) the same but for the uncached ones' costs
+    k_acc = step_costs(batch, s, resp=R, x=x, z=z, nt=tbar, u=u_a, n_alt=tbar,
+                       resp_anchor=anchor)
+    k_rej = replace(k_acc, **rewrite_costs(batch, s, resp=R, z=z, nt=nt))
+    after_reject = uncached_costs(batch, resp=R, u=np.zeros(n_pos))
 
     def run(k: StepCosts, outcome: int, ahead: Any) -> F64:  # -> [spec_ok, fields, batch, t]
         if not s.step_ahead:  # only the re-synchronisation varies with spec_ok
@@ -241,7 +246,6 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
     # before. An accepted step's prefetch is cut short; its length is the mean target step (as
     # in the simulator, whose traces do not record it).
     m = np.zeros((2, 3, 2, len(SUMMED_FIELDS), nb, n_pos))
-    k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
         m[0, oi] = run(k_acc if o == ACCEPT else k_rej, o, ahead_a)
     # head start after a reject: the expected next_ahead of the rejected attempt one step back,
@@ -265,7 +269,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
 
     after_acc = rejected_next_ahead(m[0, 1, 1, i_ahead], m[0, 2, 1, i_ahead])
     ahead_r = one_step_on(after_acc)
-    k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
+    k_acc, k_rej = replace(k_acc, **after_reject), replace(k_rej, **after_reject)
     tol = AHEAD_REL_TOL * m[0, 0, 1, SUMMED_FIELDS.index("time_s")].mean(axis=-1)  # [batch]
     active = np.ones(nb, dtype=bool)
     for _ in range(n_pos):  # only the head starts: M[1] is composed in full below
