@@ -107,12 +107,13 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
-# distinct designs per batched closed form: the grid arrays of a few designs stay in cache,
-# more run little faster (and slower where freed memory goes back to the system, see
-# dse/process.py); with step-ahead the full grid (x, z, nt) is materialised and 2 is the most
-# that pays (benchmarks/bench_engine.py)
-BATCH = 6
-BATCH_STEP_AHEAD = 2
+# distinct designs per batched closed form: past these the grid arrays (with step-ahead the
+# full (x, z, nt) grid) outgrow the caches and a call runs slower per design; with glibc
+# keeping freed memory (dse/process.py, as the dse command does) a U280 design took 1.1 ms
+# in a batch of 8 without step-ahead and 5.5-6 ms in a batch of 4 with it, against 4 ms and
+# 9-12 ms alone (one core, CPU time; benchmarks/bench_engine.py)
+BATCH = 8
+BATCH_STEP_AHEAD = 4
 
 
 def batch_size(d: Design) -> int:
