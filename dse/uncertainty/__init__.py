@@ -127,10 +127,10 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     closed form's central report.
 
     moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
-    (10-40 ms each; `many` evaluates the points that move only placements' times and powers
-    a few designs per batched call). "mean-value": the sweep's mean-value model
-    (dse.symbolic, about 1 ms), whose relative move of each timing and energy metric is
-    applied to the closed form's value (the two share every timing rule,
+    (4-25 ms each alone; `many` evaluates the points that move only placements' times and
+    powers in batches of distinct designs, 1-6 ms a design there). "mean-value": the sweep's
+    mean-value model (dse.symbolic, about 1 ms), whose relative move of each timing and
+    energy metric is applied to the closed form's value (the two share every timing rule,
     dse.schedules.rules; for the paper's systems their intervals agree within a few percent
     of the width, tests/test_uncertainty.py, but where the mean-value model's overlaps
     differ, e.g. forward-only at a high threshold, an end can differ by a third of the
@@ -212,7 +212,8 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
            at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
     factors, around the closed form's value, each factor's moves by the closed form (about
-    12 evaluations, 0.1-0.4 s: what `dse evaluate` and the search's shown designs use) or,
+    12 evaluations, 20-90 ms in the `dse` command, 0.04-0.25 s where freed memory goes back
+    to the system, dse/process.py: what `dse evaluate` and the search's shown designs use) or,
     with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
     loaded: the dashboard's What-if headline). A simulated
     report gets the same relative interval around its own central value (its accuracy, an
