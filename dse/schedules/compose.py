@@ -119,7 +119,7 @@ class _Path:
     rem: F64
     w: F64
     verdict: F64
-    spec: F64 | float
+    spec: F64
     t_full: F64
     ready: F64
     sync_end: F64
@@ -130,7 +130,7 @@ class _Path:
     sync_final: F64
     gap: F64 | None  # commit - sync_final; None where nothing is rejected
     post: F64 | None  # the head start after a reject
-    next_ahead: F64 | float
+    next_ahead: F64
 
 
 def _commit_path(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
@@ -197,7 +197,7 @@ def _commit_path(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: Arra
 
 
 def next_ahead_s(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
-                 ahead: ArrayLike) -> F64 | float:
+                 ahead: ArrayLike) -> F64:
     """The head start an attempt hands to the next one (`compose(...).next_ahead_s`, without
     the rest of the attempt)."""
     return _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead).next_ahead

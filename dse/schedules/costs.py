@@ -8,7 +8,7 @@ before a schedule (dse.schedules.compose) decides what overlaps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -214,14 +214,14 @@ def step_costs(c: Costs, s: Schedule, *, resp: ArrayLike, x: ArrayLike, z: Array
     )
 
 
-def uncached_costs(c: Costs, *, resp: ArrayLike, u: ArrayLike) -> dict[str, F64]:
+def uncached_costs(c: Costs, *, resp: ArrayLike, u: ArrayLike) -> dict[str, Any]:
     """The step costs that depend on the tokens the target has not prefilled (u): sending
     and prefilling them (`dataclasses.replace` of a StepCosts with these moves its u)."""
     return {"lk_u": c.link_gpu(u), "t_pre": c.target_prefill(u, resp)}
 
 
 def rewrite_costs(c: Costs, s: Schedule, *, resp: ArrayLike, z: ArrayLike, nt: ArrayLike
-                  ) -> dict[str, F64]:
+                  ) -> dict[str, Any]:
     """The step costs that depend on the rewrite's length (nt): writing it, sending it to the
     draft, ingesting and scoring it, the next step after it (`dataclasses.replace` of a
     StepCosts with these moves its nt)."""
