@@ -79,7 +79,7 @@ def evaluate_at_of(params: Params) -> Any:
 @st.cache_data(max_entries=256, show_spinner=False)
 def report_with_intervals(params: Params) -> Report:
     """The report with its 90% intervals and provenance, as `dse evaluate` gives them
-    (dse.uncertainty: the factors' moves by the closed form, 0.1-0.4 s; cached per design)."""
+    (dse.uncertainty: the factors' moves by the closed form, 20-90 ms; cached per design)."""
     from dse.uncertainty import attach
 
     s = state_of(params)

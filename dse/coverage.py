@@ -80,19 +80,17 @@ def _time_factor_runs(cat: Catalog, central: Runs, factors: dict[str, Any]
     (dse.uncertainty.shifted_report: these factors move neither the workload nor the
     accuracy shift)."""
     from dse.engine.evaluate import evaluate_batch
-    from dse.uncertainty import BATCH, BATCH_STEP_AHEAD
-    from dse.uncertainty.perturb import is_time_only, scale_design, scale_design_batch
+    from dse.uncertainty import batch_size
+    from dse.uncertainty.perturb import batches, is_time_only, scale_design
 
     out: dict[tuple[str, float], dict[Any, Any]] = {}
     for key, (d, _) in list(central.cache.items()):
         pts = [(f.key, v) for f in design_factors(d, cat.workload(key[1]))
                if f.key in factors and is_time_only({f.key: 1.0}) for v in points(f)]
-        size = BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
-        for lo in range(0, len(pts), size):
-            chunk = pts[lo:lo + size]
+        for batch, sel, at_row in batches(d, [{k: v} for k, v in pts], batch_size(d)):
+            chunk = [pts[i] for i in sel]
             members = [scale_design(d, {k: v}) for k, v in chunk]
-            reports = evaluate_batch(scale_design_batch(d, [{k: v} for k, v in chunk]),
-                                     members, cat.workload(key[1]))
+            reports = evaluate_batch(batch, members, cat.workload(key[1]), at_row)
             for (k, v), m, r in zip(chunk, members, reports, strict=True):
                 out.setdefault((k, v), {})[key] = (m, r)
     return out

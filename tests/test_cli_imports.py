@@ -70,3 +70,19 @@ def test_search_vocabulary_imports_no_numpy():
     mods = set(json.loads(p.stdout))
     assert not under(mods, "numpy") and not under(mods, "dse.engine")
     assert set(under(mods, "dse.search")) == SEARCH_VOCABULARY
+
+
+def test_library_leaves_process_settings_to_the_entry_points():
+    """The library never loads dse.process (glibc's malloc thresholds: the `dse` command and
+    the dashboard set them at start); the `dse` command does."""
+    code = ("import json, sys; from dse.design import build_design; "
+            "from dse.design_files import load_system; from dse.engine.evaluate import evaluate; "
+            "from dse.schedules import PRESETS; from dse.specs import Catalog; "
+            "from dse.uncertainty import attach; cat = Catalog.load(); "
+            "d = build_design(cat, load_system(cat, 'paper-config1-u280'), PRESETS['rsd']); "
+            "w = cat.workload('math500'); attach(evaluate(d, w), d, w); "
+            "print(json.dumps(sorted(sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=120)
+    assert "dse.process" not in json.loads(p.stdout.strip().splitlines()[-1])
+    assert "dse.process" in loaded(EVALUATE)[1]

@@ -5,9 +5,12 @@ time."""
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dse.design import build_design
 from dse.design_files import load_system
@@ -15,8 +18,9 @@ from dse.engine.evaluate import evaluate, evaluate_batch
 from dse.schedules import PRESETS
 from dse.specs import Catalog
 from dse.uncertainty import design_factors, evaluate_at
-from dse.uncertainty.perturb import scale_design, scale_design_batch
+from dse.uncertainty.perturb import batches, scale_design, scale_design_batch
 from dse.uncertainty.propagate import intervals, points
+from tests.fuzzing import build_case, feasible, random_design_case
 
 CAT = Catalog.load()
 
@@ -63,3 +67,30 @@ def test_intervals_batched_equal_one_at_a_time() -> None:
     for m in metrics:
         for a, b in zip(batched[m], single[m], strict=True):
             assert math.isclose(float(a), float(b), rel_tol=1e-12), m
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(rng=st.randoms(use_true_random=False))
+def test_batches_equal_each_member_on_random_designs(cat, rng: random.Random) -> None:
+    """Random designs (tests/fuzzing.py: systems, overrides, schedules, workloads) and random
+    multipliers on one to three of their time and power factors per point, a point repeated
+    (one shared row) and batches of 1 to 5 rows: every member's batched report equals its own
+    closed form."""
+    case = random_design_case(cat, rng)
+    d = build_case(cat, case)
+    if not feasible(d) or not d.is_speculative:
+        return
+    w = cat.get("workload", case.workload)
+    keys = [f.key for f in design_factors(d, w) if f.quantity in ("time", "power")]
+    pts = [{k: rng.uniform(0.3, 3.0) for k in rng.sample(keys, rng.randint(1, min(3, len(keys))))}
+           for _ in range(rng.randint(1, 6))]
+    pts.append(dict(pts[0]))
+    seen = []
+    for batch, sel, rows in batches(d, pts, rng.randint(1, 5)):
+        members = [scale_design(d, pts[i]) for i in sel]
+        for r, m in zip(evaluate_batch(batch, members, w, rows), members, strict=True):
+            diffs = _close(evaluate(m, w).to_dict(), r.to_dict())
+            assert not diffs, (case.describe(), diffs[:5])
+        seen += sel
+    assert sorted(seen) == list(range(len(pts)))

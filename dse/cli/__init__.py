@@ -24,6 +24,7 @@ from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search
 from dse.cli.common import Command
 from dse.errors import DseError, Terminated, UsageError
+from dse.process import retain_freed_memory
 from dse.specs import Catalog
 from dse.specs.emit import jsonable
 
@@ -79,6 +80,7 @@ EXIT_SIGTERM = 143
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `dse` command; the exit code. Ctrl-C and SIGTERM end it with one line and exit
     130 / 143 (every temporary removed on the way out: dse.atomic writes in `finally`)."""
+    retain_freed_memory()
     code = _main(argv)
     if argv is None and threading.current_thread() is threading.main_thread():
         # the command's work is done and its code decided: a Ctrl-C or SIGTERM that arrives

@@ -21,7 +21,7 @@ dse.engine.evaluate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -46,6 +46,8 @@ from dse.schedules import (
     compose,
     step_costs,
 )
+from dse.schedules.compose import next_ahead_s
+from dse.schedules.costs import rewrite_costs, uncached_costs
 from dse.schedules.fields import SUMMED_FIELDS
 from dse.workflow import (
     chain_bad_rate,
@@ -64,6 +66,9 @@ RESP_POINTS = 4
 AHEAD_REL_TOL = 1e-3
 # a device's busy time may exceed the latency by this share before a report is flagged
 BUSY_RTOL = 1e-3
+# both values of "a next step exists" on an axis before the grid's: without step-ahead one
+# composition of an attempt serves both, the terms that do not depend on it computed once
+SPEC_OK = np.array([False, True]).reshape(2, 1, 1, 1, 1, 1, 1)
 
 
 # ------------------------------------------------------------------------ closed form
@@ -95,8 +100,11 @@ class _Weights:
         self._reduced: dict[tuple[bool, ...], F64] = {}
 
     def _mean(self, v: Any) -> F64:
-        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes."""
+        """E[v] over the quadrature axes, shaped like v's trailing [batch, t] axes (and its
+        spec_ok axis, SPEC_OK, where it has one)."""
         v = np.asarray(v, dtype=float)
+        if v.ndim > self.n + 2:
+            return np.stack([self._mean(u) for u in v.reshape(-1, *v.shape[-self.n - 2:])])
         shape = (1,) * (self.n + 2 - v.ndim) + v.shape
         grid = shape[:self.n]
         wv = self._reduced.get(grid)
@@ -112,10 +120,11 @@ class _Weights:
         return np.broadcast_to(self._mean(v), self.lead)
 
     def expect(self, at: Attempt) -> F64:
-        """Expectations of the summed fields -> [fields, batch, t]."""
-        out = np.empty((len(SUMMED_FIELDS), *self.lead))
+        """Expectations of the summed fields of an attempt composed with spec_ok = SPEC_OK
+        -> [spec_ok, fields, batch, t]."""
+        out = np.empty((2, len(SUMMED_FIELDS), *self.lead))
         for i, f in enumerate(SUMMED_FIELDS):
-            out[i] = self._mean(getattr(at, f))
+            out[:, i] = self._mean(getattr(at, f))
         return out
 
 
@@ -138,16 +147,19 @@ def closed_form(c: Costs) -> Report:
     return closed_form_batch(c, (c,))[0]
 
 
-def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
+def closed_form_batch(batch: Costs, members: Sequence[Costs],
+                      rows: Sequence[int] | None = None) -> list[Report]:
     """Closed-form expected metrics of a batch of designs in one vectorised pass: designs that
     differ only in their placements' cost multipliers (an uncertainty factor's ends, dse.
     uncertainty.perturb), so they share the step probabilities, the steps distribution and the
     propagated mass. `batch` is the design whose placements return arrays with a batch axis of
     len(members) before the position axis (multipliers shaped [members, 1]); `members` are the
-    same designs one by one (their prompt prefills and reports). Each report equals
-    `closed_form(members[i])` (the head-start fixed point is iterated per member)."""
+    same designs one by one (their prompt prefills and reports); rows: each member's row of
+    the batch (None: member i is row i; members whose attempts are equal share one). Each
+    report equals `closed_form(members[i])` (the head-start fixed point is iterated per row)."""
     d, w, s = batch.design, batch.workload, batch.design.schedule
-    nb = len(members)
+    rows = list(range(len(members))) if rows is None else list(rows)
+    nb = max(rows) + 1
     pr = design_step_probabilities(d, w)
     pa, pf = float(pr.p_accept), float(pr.p_fail)
     xbar, tbar = w.draft_step_tokens_mean, w.target_step_tokens_mean
@@ -196,13 +208,24 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
 
     anchor = np.maximum(R - (j_mean - 1) * m_c, 0.0)
 
-    def costs(u: F64, n_t: Any) -> StepCosts:
-        return step_costs(batch, s, resp=R, x=x, z=z, nt=n_t, u=u, n_alt=tbar,
-                          resp_anchor=anchor)
+    # each operation's cost after an accept (u_a uncached tokens) for an accepted step (a
+    # prefetch cut short: the mean rewrite) and a rewrite of nt tokens; after a reject (no
+    # uncached tokens) the same but for the uncached ones' costs
+    k_acc = step_costs(batch, s, resp=R, x=x, z=z, nt=tbar, u=u_a, n_alt=tbar,
+                       resp_anchor=anchor)
+    k_rej = replace(k_acc, **rewrite_costs(batch, s, resp=R, z=z, nt=nt))
+    after_reject = uncached_costs(batch, resp=R, u=np.zeros(n_pos))
 
-    def run(k: StepCosts, outcome: int, spec_ok: bool, ahead: Any) -> F64:
-        at = compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
-        return _smooth_stall(batch, at, k, spec_ok, ew.expect(at), ew)
+    def run(k: StepCosts, outcome: int, ahead: Any) -> F64:  # -> [spec_ok, fields, batch, t]
+        if not s.step_ahead:  # only the re-synchronisation varies with spec_ok
+            return ew.expect(compose(k, s, outcome=outcome, spec_ok=SPEC_OK, ahead=ahead))
+        # with step-ahead nearly every term does (the speculation): one composition each
+        off = ew.expect(compose(k, s, outcome=outcome, spec_ok=False, ahead=ahead))[0]
+        at = compose(k, s, outcome=outcome, spec_ok=True, ahead=ahead)
+        return np.stack([off, _smooth_stall(batch, at, k, ew.expect(at)[1], ew)])
+
+    def run_ahead(k: StepCosts, outcome: int, ahead: F64) -> F64:  # E[next_ahead] -> [batch, t]
+        return ew.mean(next_ahead_s(k, s, outcome=outcome, spec_ok=True, ahead=ahead))
 
     # head start after an accept: min(D(x), W) of the previous attempt, W its verification: the
     # PRM read the whole context, problem + R (the previous step is the end of R), so the
@@ -216,15 +239,15 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         ahead_a[..., 0] = 0.0
     else:
         ahead_a = np.zeros(1)
-    outcomes = (ACCEPT, REFINE, BACKTRACK)
+    # without backtracking no mass takes the backtrack outcome (its probability is 0): its
+    # attempts are not composed (their row of M stays 0)
+    outcomes = (ACCEPT, REFINE, BACKTRACK) if bt_on else (ACCEPT, REFINE)
     # M[prev, outcome, spec_ok] -> [fields, batch, t]; prev 0 = accepted before, 1 = rejected
     # before. An accepted step's prefetch is cut short; its length is the mean target step (as
     # in the simulator, whose traces do not record it).
     m = np.zeros((2, 3, 2, len(SUMMED_FIELDS), nb, n_pos))
-    k_acc, k_rej = costs(u_a, tbar), costs(u_a, nt)
     for oi, o in enumerate(outcomes):
-        for si, ok in enumerate((False, True)):
-            m[0, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_a)
+        m[0, oi] = run(k_acc if o == ACCEPT else k_rej, o, ahead_a)
     # head start after a reject: the expected next_ahead of the rejected attempt one step back,
     # which itself followed an accept (share p_accept; the first attempt counts as one) or a
     # reject, whose own head start depends on the one before. The head starts are therefore a
@@ -236,23 +259,23 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
     flow = _masses(s_vals, s_p, pa, pf, bt_on, d.max_backtracks, win, n_pos)
     p_bk_t = flow.backtrack_share()
 
-    def rejected_next_ahead(mp: F64) -> F64:  # [batch, t], from M[prev] of one outcome
-        return (1 - p_bk_t) * mp[1, 1, i_ahead] + p_bk_t * mp[2, 1, i_ahead]
+    def rejected_next_ahead(refine: F64, backtrack: F64) -> F64:  # [batch, t], E[next_ahead]
+        return (1 - p_bk_t) * refine + p_bk_t * backtrack
 
     def one_step_on(a: F64) -> F64:  # [batch, t] -> the head start one position later
         out = np.zeros_like(a)
         out[:, 1:] = a[:, :-1]
         return out
 
-    after_acc = rejected_next_ahead(m[0])
+    after_acc = rejected_next_ahead(m[0, 1, 1, i_ahead], m[0, 2, 1, i_ahead])
     ahead_r = one_step_on(after_acc)
-    k_acc, k_rej = costs(np.zeros(n_pos), tbar), costs(np.zeros(n_pos), nt)
+    k_acc, k_rej = replace(k_acc, **after_reject), replace(k_rej, **after_reject)
     tol = AHEAD_REL_TOL * m[0, 0, 1, SUMMED_FIELDS.index("time_s")].mean(axis=-1)  # [batch]
     active = np.ones(nb, dtype=bool)
-    for _ in range(n_pos):
-        for oi in (1, 2):
-            m[1, oi, 1] = run(k_rej, outcomes[oi], True, ahead_r)
-        mix = pa * after_acc + (1 - pa) * rejected_next_ahead(m[1])
+    for _ in range(n_pos):  # only the head starts: M[1] is composed in full below
+        bk_ahead = run_ahead(k_rej, BACKTRACK, ahead_r) if bt_on else m[1, 2, 1, i_ahead]
+        mix = pa * after_acc + (1 - pa) * rejected_next_ahead(
+            run_ahead(k_rej, REFINE, ahead_r), bk_ahead)
         mix[:, 0] = after_acc[:, 0]
         new = one_step_on(mix)
         step = np.abs(new - ahead_r).max(axis=-1)
@@ -261,8 +284,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         if not active.any():
             break
     for oi, o in enumerate(outcomes):
-        for si, ok in enumerate((False, True)):
-            m[1, oi, si] = run(k_acc if o == ACCEPT else k_rej, o, ok, ahead_r)
+        m[1, oi] = run(k_acc if o == ACCEPT else k_rej, o, ahead_r)
     # a backtrack at a problem's last position ends it only when its anchor is one step back
     # (the alternative is then the last step); from further back the problem goes on, as from
     # any other position
@@ -272,7 +294,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
         j1[1:] = pj[0] / np.maximum(pj_cum[1:], 1e-300)
     m[:, 2, 0] = j1 * m[:, 2, 0] + (1 - j1) * m[:, 2, 1]
 
-    totals, counts = flow.totals(m), flow.counts  # [fields, batch]
+    totals, counts = flow.totals(m)[:, rows], flow.counts  # [fields, member]
     tokens = float((s_vals * s_p).sum()) * m_c
     accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
     reports = []
@@ -293,13 +315,11 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs]) -> list[Report]:
     return reports
 
 
-def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, spec_ok: bool, e: F64,
-                  ew: _Weights) -> F64:
+def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, e: F64, ew: _Weights) -> F64:
     """Replace the expectation of `stalled` (an indicator over a few quadrature points of the
     next step's length z) by the exact probability over z's lognormal: the speculation of z
-    tokens ends before the verdict when z < window / (time per token)."""
-    if not (c.design.schedule.step_ahead and spec_ok):
-        return e
+    tokens ends before the verdict when z < window / (time per token). at: a step-ahead
+    attempt with a next step; e: its expectations [fields, batch, t]."""
     w = c.workload
     window = np.asarray(at.verdict_s) - np.asarray(at.draft_end_s)
     per_token = k.d_next / np.maximum(k.z, 1.0)  # the speculation's time per token

@@ -43,15 +43,17 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
                                                 timeline_problem=None)))
 
 
-def evaluate_batch(batch: Design, members: Sequence[Design], workload: WorkloadSpec
-                   ) -> list[Report]:
+def evaluate_batch(batch: Design, members: Sequence[Design], workload: WorkloadSpec,
+                   rows: Sequence[int] | None = None) -> list[Report]:
     """The closed-form reports of designs that differ only in their placements' cost
-    multipliers (an uncertainty factor's ends) in one vectorised pass: `batch` carries each
-    member's multipliers along a batch axis (dse.uncertainty.perturb.scale_design_batch),
-    `members` are the designs one by one. Equal to `evaluate` of each member."""
+    multipliers (an uncertainty factor's ends) in one vectorised pass: `batch` carries the
+    multipliers along a batch axis (dse.uncertainty.perturb.scale_design_batch), `members` are
+    the designs one by one, `rows` each member's row of the batch (None: member i is row i;
+    members that share a row have equal attempts, dse.uncertainty.perturb.scale_design_rows).
+    Equal to `evaluate` of each member."""
     if not batch.is_speculative:
         return [evaluate(m, workload) for m in members]
     from dse.engine.closed_form import closed_form_batch
 
     return [finite(r) for r in closed_form_batch(Costs(batch, workload),
-                                                 [Costs(m, workload) for m in members])]
+                                                 [Costs(m, workload) for m in members], rows)]

@@ -8,7 +8,7 @@ evaluator's, or the simulator's means: `report_from_replay`); `finite` refuses o
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -125,13 +125,15 @@ def finite(r: Report) -> Report:
     """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
     the edge of the model's range must not come out as silent NaNs)."""
     def walk(prefix: str, v: Any) -> str | None:
+        if is_dataclass(v) and not isinstance(v, type):  # its fields, as to_dict gives them
+            v = {f.name: getattr(v, f.name) for f in fields(v)}
         if isinstance(v, dict):
             return next((bad for k, x in v.items() if (bad := walk(f"{prefix}.{k}", x))), None)
         if isinstance(v, float) and not np.isfinite(v):
             return f"{prefix.lstrip('.')} = {v}"
         return None
 
-    bad = walk("", r.to_dict())
+    bad = walk("", r)  # not r.to_dict(): no deep copy of every report the closed form makes
     if bad:
         raise DseError(f"{r.system} on {r.workload} ({r.schedule}): the model gives {bad}; "
                        "an input is outside its valid range")

@@ -106,11 +106,36 @@ def attempt(
     return compose(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
 
 
-def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
-            ahead: ArrayLike) -> Attempt:
-    """The schedule: how an attempt's operations (`k`) overlap, for an outcome (ACCEPT, REFINE
-    or BACKTRACK), whether a next step exists (spec_ok) and the draft's head start (ahead).
-    Each time is one rule of dse.schedules.rules on numpy arrays."""
+@dataclass(frozen=True)
+class _Path:
+    """The commit path of one attempt: the times up to its commit and the head start it hands
+    on (what the closed form's head-start fixed point iterates; `compose` books the rest)."""
+
+    acc: NDArray[np.bool_]
+    bk: NDArray[np.bool_]
+    rej: NDArray[np.bool_]
+    spec_on: NDArray[np.bool_]
+    speculates: bool
+    rem: F64
+    w: F64
+    verdict: F64
+    spec: F64
+    t_full: F64
+    ready: F64
+    sync_end: F64
+    commit_ref: F64
+    t_alt: F64 | float
+    sync2_work: F64 | float
+    commit: F64
+    sync_final: F64
+    gap: F64 | None  # commit - sync_final; None where nothing is rejected
+    post: F64 | None  # the head start after a reject
+    next_ahead: F64
+
+
+def _commit_path(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
+                 ahead: ArrayLike) -> _Path:
+    """The times of an attempt up to its commit and its next head start (rules as `compose`)."""
     o = NUMPY
     out = np.asarray(outcome)
     ahead = np.asarray(ahead, dtype=float)
@@ -119,7 +144,9 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     acc = out == ACCEPT
     bk = out == BACKTRACK
     rej = ~acc
-    spec_on = spec_ok & sa  # the draft speculates the next step during the verification
+    # the draft speculates the next step during the verification (never without step-ahead:
+    # then nothing below varies with spec_ok but the re-synchronisation it books)
+    spec_on = spec_ok & sa if sa else np.asarray(False)
     speculates = bool(np.any(spec_on))
     lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
 
@@ -128,10 +155,6 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     w = r.verification_s(to_verifier=k.lk1, score=k.p1, verdict_back=lkv)
     verdict = r.verdict_s(on_path=rem, verification=w)
     spec = _where(spec_on, r.speculation_s(o, next_decode=k.d_next, verification=w), 0.0)
-    stall = _where(spec_on, np.maximum(w - k.d_next, 0.0), 0.0)
-    # the paper's speculation stall counts steps: those where the draft finished speculating
-    # the next step before the verdict on this one, and waited
-    stalled = _where(spec_on & (w > k.d_next), 1.0, 0.0)
 
     # target; the shadow-sync lag is the rewrite's mean per-token absorb time
     t_full = k.t_pre + k.t_dec
@@ -144,14 +167,65 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     # backtrack: alternative from the anchor (cached prefix), draft rolls back and ingests it
     t_alt: F64 | float
     sync2_work: F64 | float
-    spec_bt: F64 | float
-    sync1_work: F64 | float
     if np.any(bk):
         t_alt, sync2_work = k.t_alt, k.sync2_work
         alt_end = r.alternative_end_s(refine_commit=commit_ref, alternative=t_alt)
         sync2 = r.resync_end_s(o, start=commit_ref, ready=alt_end, to_draft=lk_a,
                                ingest=sync2_work, lag=sync2_work / np.maximum(k.n_alt, 1),
                                shadow_sync=shadow)
+        commit_bk = r.backtrack_commit_s(alternative_end=alt_end, to_draft=lk_a)
+    else:  # no backtrack among the inputs: the backtrack-only terms are never selected
+        t_alt = sync2_work = 0.0
+        sync2, commit_bk = sync_end, commit_ref
+
+    commit = _where(acc, verdict, _where(bk, commit_bk, commit_ref))
+    sync_final = _where(bk, sync2, sync_end)
+    # after a reject the draft speculates the next step from its re-synchronisation to the
+    # commit (post > 0), or starts late (post < 0)
+    gap = post = None
+    next_ahead = spec
+    if np.any(rej):
+        gap = commit - sync_final
+        # the next step's decode matters only where the draft speculates (else a late start)
+        post = r.head_start_after_reject_s(
+            o, gap=gap, next_decode=_where(bk, k.d_next_alt, k.d_next_ref) if speculates
+            else 0.0, speculates=spec_on)
+        next_ahead = _where(acc, spec, post)
+    return _Path(acc, bk, rej, spec_on, speculates, rem, w, verdict, spec, t_full, ready,
+                 sync_end, commit_ref, t_alt, sync2_work, commit, sync_final, gap, post,
+                 next_ahead)
+
+
+def next_ahead_s(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
+                 ahead: ArrayLike) -> F64:
+    """The head start an attempt hands to the next one (`compose(...).next_ahead_s`, without
+    the rest of the attempt)."""
+    return _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead).next_ahead
+
+
+def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
+            ahead: ArrayLike) -> Attempt:
+    """The schedule: how an attempt's operations (`k`) overlap, for an outcome (ACCEPT, REFINE
+    or BACKTRACK), whether a next step exists (spec_ok) and the draft's head start (ahead).
+    Each time is one rule of dse.schedules.rules on numpy arrays."""
+    o = NUMPY
+    p = _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
+    ahead = np.asarray(ahead, dtype=float)
+    spec_ok = np.asarray(spec_ok, dtype=bool)
+    sa, bt, shadow = s.step_ahead, s.backtracking, s.shadow_sync
+    acc, bk, rej, spec_on, speculates = p.acc, p.bk, p.rej, p.spec_on, p.speculates
+    lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
+    rem, w, verdict, spec, t_full, ready = p.rem, p.w, p.verdict, p.spec, p.t_full, p.ready
+    sync_end, commit_ref, t_alt, sync2_work = p.sync_end, p.commit_ref, p.t_alt, p.sync2_work
+    commit, sync_final, next_ahead = p.commit, p.sync_final, p.next_ahead
+    stall = _where(spec_on, np.maximum(w - k.d_next, 0.0), 0.0)
+    # the paper's speculation stall counts steps: those where the draft finished speculating
+    # the next step before the verdict on this one, and waited
+    stalled = _where(spec_on & (w > k.d_next), 1.0, 0.0)
+
+    spec_bt: F64 | float
+    sync1_work: F64 | float
+    if np.any(bk):
         # speculation the draft did after re-synchronising, before the rewrite's verdict;
         # wasted when that verdict sends the system back (none where nothing speculates)
         spec_bt = (_where(bk & spec_on, np.minimum(np.maximum(commit_ref - sync_end, 0.0),
@@ -162,27 +236,14 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
         start = verdict if shadow else ready + lk_t
         sync1_work = k.sync_work * np.minimum(np.maximum(
             (commit_ref - start) / np.maximum(sync_end - start, 1e-12), 0.0), 1.0)
-        commit_bk = r.backtrack_commit_s(alternative_end=alt_end, to_draft=lk_a)
-    else:  # no backtrack among the inputs: the backtrack-only terms are never selected
-        t_alt = sync2_work = spec_bt = sync1_work = 0.0
-        alt_end, sync2, commit_bk = commit_ref, sync_end, commit_ref
-
-    commit = _where(acc, verdict, _where(bk, commit_bk, commit_ref))
-    sync_final = _where(bk, sync2, sync_end)
-    # after a reject the draft speculates the next step from its re-synchronisation to the
-    # commit (post > 0), or starts late (post < 0)
-    if np.any(rej):
-        gap = commit - sync_final
-        # the next step's decode matters only where the draft speculates (else a late start)
-        post = r.head_start_after_reject_s(
-            o, gap=gap, next_decode=_where(bk, k.d_next_alt, k.d_next_ref) if speculates
-            else 0.0, speculates=spec_on)
-        next_ahead = _where(acc, spec, post)
-        post_spec = _where(rej, np.maximum(post, 0.0), 0.0)
-        # gap - min(gap, d) = max(gap - d, 0): waiting after the speculation of the next step
-        stall_after = _where(rej & spec_on, gap - post, 0.0)
     else:
-        next_ahead, post_spec, stall_after = spec, 0.0, 0.0
+        spec_bt = sync1_work = 0.0
+    if p.post is not None and p.gap is not None:
+        post_spec = _where(rej, np.maximum(p.post, 0.0), 0.0)
+        # gap - min(gap, d) = max(gap - d, 0): waiting after the speculation of the next step
+        stall_after = _where(rej & spec_on, p.gap - p.post, 0.0)
+    else:
+        post_spec, stall_after = 0.0, 0.0
 
     # critical path by role
     crit_prm = r.verifier_busy_s(o, score=k.p1, rewrite=k.p2, rejected=rej)

@@ -8,7 +8,7 @@ before a schedule (dse.schedules.compose) decides what overlaps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -199,22 +199,37 @@ def step_costs(c: Costs, s: Schedule, *, resp: ArrayLike, x: ArrayLike, z: Array
     resp = np.asarray(resp, dtype=float)
     x = np.asarray(x, dtype=float)
     z = np.asarray(z, dtype=float)
-    nt = np.asarray(nt, dtype=float)
     n_alt = np.asarray(n_alt, dtype=float)
     resp_anchor = np.asarray(resp_anchor, dtype=float)
     ingest = c.draft_absorb if s.shadow_sync else c.draft_prefill
-    t_dec = c.target_decode(nt, resp)
     return StepCosts(
-        z=z, nt=nt, n_alt=n_alt,
+        z=z, n_alt=n_alt,
         d_step=c.draft_decode(x, resp), lk1=c.link_draft(x), lkv=c.link_verdict(),
         p1=c.prm(x, resp), d_next=c.draft_decode(z, resp + x),
-        lk_u=c.link_gpu(u), t_pre=c.target_prefill(u, resp), t_dec=t_dec,
-        lk_t=c.link_to_draft(nt), sync_work=ingest(nt, resp),
-        p2=c.prm(nt, resp) if s.backtracking else np.zeros_like(t_dec),
-        d_next_ref=c.draft_decode(z, resp + nt),
         t_alt=c.target_decode(n_alt, resp_anchor), lk_a=c.link_to_draft(n_alt),
         sync2_work=ingest(n_alt, resp_anchor), d_next_alt=c.draft_decode(z, resp_anchor + n_alt),
         draft_w=c.draft_dyn_w(resp), prm_w_step=c.prm_dyn_w(x, resp),
-        prm_w_rewrite=c.prm_dyn_w(nt, resp),
         target_w=c.target_dyn_w(resp),
+        **uncached_costs(c, resp=resp, u=u), **rewrite_costs(c, s, resp=resp, z=z, nt=nt),
     )
+
+
+def uncached_costs(c: Costs, *, resp: ArrayLike, u: ArrayLike) -> dict[str, Any]:
+    """The step costs that depend on the tokens the target has not prefilled (u): sending
+    and prefilling them (`dataclasses.replace` of a StepCosts with these moves its u)."""
+    return {"lk_u": c.link_gpu(u), "t_pre": c.target_prefill(u, resp)}
+
+
+def rewrite_costs(c: Costs, s: Schedule, *, resp: ArrayLike, z: ArrayLike, nt: ArrayLike
+                  ) -> dict[str, Any]:
+    """The step costs that depend on the rewrite's length (nt): writing it, sending it to the
+    draft, ingesting and scoring it, the next step after it (`dataclasses.replace` of a
+    StepCosts with these moves its nt)."""
+    resp = np.asarray(resp, dtype=float)
+    nt = np.asarray(nt, dtype=float)
+    ingest = c.draft_absorb if s.shadow_sync else c.draft_prefill
+    t_dec = c.target_decode(nt, resp)
+    return {"nt": nt, "t_dec": t_dec, "lk_t": c.link_to_draft(nt),
+            "sync_work": ingest(nt, resp),
+            "p2": c.prm(nt, resp) if s.backtracking else np.zeros_like(t_dec),
+            "d_next_ref": c.draft_decode(z, resp + nt), "prm_w_rewrite": c.prm_dyn_w(nt, resp)}

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from dse.uncertainty.factors import Factor, accuracy_key, design_factors, provenance
 from dse.uncertainty.perturb import (
+    batches,
     is_time_only,
     perturb_workload,
     scale_design,
-    scale_design_batch,
 )
 from dse.uncertainty.propagate import BatchAt, EvaluateAt, Metrics, intervals, monte_carlo
 
@@ -107,11 +107,18 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
-# designs per batched closed form: the grid arrays of a few designs stay in cache, more run no
-# faster; with step-ahead the full grid (x, z, nt) is materialised and 2 is the most that pays
-# (benchmarks/bench_engine.py: 4 designs run about twice as fast per design as 1 without it)
-BATCH = 4
-BATCH_STEP_AHEAD = 2
+# distinct designs per batched closed form: past these the grid arrays (with step-ahead the
+# full (x, z, nt) grid) outgrow the caches and a call runs slower per design; with glibc
+# keeping freed memory (dse/process.py, as the dse command does) a U280 design took 1.1 ms
+# in a batch of 8 without step-ahead and 5.5-6 ms in a batch of 4 with it, against 4 ms and
+# 9-12 ms alone (one core, CPU time; benchmarks/bench_engine.py)
+BATCH = 8
+BATCH_STEP_AHEAD = 4
+
+
+def batch_size(d: Design) -> int:
+    """Distinct designs per batched closed form of the design's factor ends."""
+    return BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
 
 
 def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
@@ -120,10 +127,10 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     closed form's central report.
 
     moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
-    (10-40 ms each; `many` evaluates the points that move only placements' times and powers
-    a few designs per batched call). "mean-value": the sweep's mean-value model
-    (dse.symbolic, about 1 ms), whose relative move of each timing and energy metric is
-    applied to the closed form's value (the two share every timing rule,
+    (4-25 ms each alone; `many` evaluates the points that move only placements' times and
+    powers in batches of distinct designs, 1-6 ms a design there). "mean-value": the sweep's
+    mean-value model (dse.symbolic, about 1 ms), whose relative move of each timing and
+    energy metric is applied to the closed form's value (the two share every timing rule,
     dse.schedules.rules; for the paper's systems their intervals agree within a few percent
     of the width, tests/test_uncertainty.py, but where the mean-value model's overlaps
     differ, e.g. forward-only at a high threshold, an end can differ by a third of the
@@ -191,12 +198,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
-        size = BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
-        for lo in range(0, len(batched), size):
-            idx = batched[lo:lo + size]
-            vals = [points[i] for i in idx]
-            rs = evaluate_batch(scale_design_batch(d, vals), [scale_design(d, v) for v in vals],
-                                w)
+        for batch, sel, rows in batches(d, [points[i] for i in batched], batch_size(d)):
+            idx = [batched[j] for j in sel]
+            rs = evaluate_batch(batch, [scale_design(d, points[i]) for i in idx], w, rows)
             for i, r in zip(idx, rs, strict=True):
                 out[i] = memo[tuple(sorted(points[i].items()))] = pick(r)
         return [o if o is not None else at(v) for o, v in zip(out, points, strict=True)]
@@ -208,7 +212,8 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
            at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
     factors, around the closed form's value, each factor's moves by the closed form (about
-    12 evaluations, 0.1-0.4 s: what `dse evaluate` and the search's shown designs use) or,
+    12 evaluations, 20-90 ms in the `dse` command, 0.04-0.25 s where freed memory goes back
+    to the system, dse/process.py: what `dse evaluate` and the search's shown designs use) or,
     with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
     loaded: the dashboard's What-if headline). A simulated
     report gets the same relative interval around its own central value (its accuracy, an

@@ -125,6 +125,35 @@ def scale_design_batch(d: Design, points: Sequence[Mapping[str, float]]) -> Desi
     return replace(d, **changes) if changes else d
 
 
+# the placements an attempt runs on (the closed form's batch axis); init_gpu prefills the
+# prompt once per problem, outside the attempts
+ATTEMPT_PLACEMENTS = ("draft_placement", "prm_placement", "target")
+_SCALES = ("decode_factor", "prefill_factor", "power_factor", "absorb_factor")
+
+
+def _attempt_key(d: Design) -> tuple[tuple[float, ...], ...]:
+    """The multipliers of the placements an attempt runs on (1 where not scaled)."""
+    return tuple(tuple(float(getattr(p, a)) for a in _SCALES) if isinstance(p, ScaledPlacement)
+                 else (1.0,) * len(_SCALES) for p in (getattr(d, n) for n in ATTEMPT_PLACEMENTS))
+
+
+def batches(d: Design, points: Sequence[Mapping[str, float]], size: int
+            ) -> list[tuple[Design, list[int], list[int]]]:
+    """The points (time and power factors only) as batches of at most `size` distinct rows:
+    (the batch design, `scale_design_batch` of one point per row; the indices of its points;
+    each one's row). Points whose multipliers of the placements an attempt runs on are equal
+    share a row (they differ only in the prompt's prefill on another GPU), so their attempts
+    are evaluated once (dse.engine.evaluate.evaluate_batch's `rows`)."""
+    first: dict[tuple[tuple[float, ...], ...], int] = {}
+    rows = [first.setdefault(_attempt_key(scale_design(d, v)), len(first)) for v in points]
+    out = []
+    for lo in range(0, len(first), size):
+        idx = [i for i, r in enumerate(rows) if lo <= r < lo + size]
+        reps = [points[rows.index(r)] for r in range(lo, min(lo + size, len(first)))]
+        out.append((scale_design_batch(d, reps), idx, [rows[i] - lo for i in idx]))
+    return out
+
+
 def with_concentration(w: WorkloadSpec, kappa: float, threshold: float) -> WorkloadSpec:
     """The workload with the PRM scores at concentration kappa (alpha + beta): the PRM's
     discrimination (dse.discrimination.prm_scores) then moves both means so that each CDF at
