@@ -134,6 +134,8 @@ def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: in
     w = ev.new_source_width(points, family, op, tp=tp, unseen_gpu=generation not in gens,
                             level=s.level, min_points=s.min_points)
     why: list[str] = []
+    if not any(r.op == op for r in fam_all):
+        why.append(f"no {op} point in {family}'s data (its {op} terms are derived or assumed)")
     if generation not in gens:
         why.append(f"no {generation} GPU in {family}'s data ({', '.join(sorted(gens))})")
     sizes = [n for r in fam_all if (n := _model_params(r.model)) is not None]
