@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from dse.devices import fpga, gpu
 from dse.devices.protocol import Placement
@@ -251,7 +251,7 @@ def place(
     kind.check_precision(pname)
     kind.check_memory_options(kv_precision, offload_fraction, host_cpu_slowdown)
     if host_cpu_slowdown is not None:
-        spec = replace(spec, host_cpu_slowdown=host_cpu_slowdown)
+        spec = replace(cast(Any, spec), host_cpu_slowdown=host_cpu_slowdown)  # hosted: a field
     sw = software or kind.default_software
     cat.get(kind.software_kind, sw)
     extra = sorted(set(knobs or {}) - set(kind.build_knobs))

@@ -217,7 +217,7 @@ def _memory_options(design: Design, role: str, p: Placement, opts: dict[str, Any
                      "16-bit cache, which needs more memory than the design counts")
     frac = getattr(p, "offload_fraction", 0.0)
     if frac > 0:
-        host_bytes = float(getattr(p.cost, "host_weight_bytes", 0.0)) / p.tp
+        host_bytes = float(getattr(getattr(p, "cost", None), "host_weight_bytes", 0.0)) / p.tp
         opts["cpu-offload-gb"] = math.ceil(host_bytes / 1e8) / 10
         comments["cpu-offload-gb"] = (f"{role}_offload_fraction = {frac:g}: that share of the "
                                       "streamed weights stays in host memory, per GPU")

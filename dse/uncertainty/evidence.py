@@ -162,7 +162,7 @@ class GpuResidual:
 
 
 def _log_ratio(num: float | None, den: float) -> float:
-    return math.log(num / den) if (num or 0) > 0 else math.nan
+    return math.log(num / den) if num is not None and num > 0 else math.nan
 
 
 def residual_of(c: Mapping[str, Any]) -> GpuResidual:
