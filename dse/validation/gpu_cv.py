@@ -163,31 +163,42 @@ def loso_half_width(cv: Sequence[CvPoint], point: CvPoint) -> float:
     pass's (one GPU or tensor parallel) and its operation's residuals of the other documents,
     at least the unseen-GPU width where no other document of its family measured its GPU
     generation, widened by the extrapolation factor where the evidence is borrowed."""
+    return _loso_widths(cv, [point])[0]
+
+
+def _loso_widths(cv: Sequence[CvPoint], points: Sequence[CvPoint]) -> list[float]:
+    """loso_half_width of each of `points`, the residuals without each document built once."""
     from dse.uncertainty import evidence as ev
 
     s = ev.settings()
-    kept = ev.with_unseen_gpus([ev.residual_of(asdict(c)) for c in cv
-                                if c.document != point.document])
-    gens = {r.generation for r in kept if r.family == point.family}
-    w = ev.new_source_width(kept, point.family, _op(point), tp=point.tp,
-                            unseen_gpu=point.generation not in gens, level=s.level,
-                            min_points=s.min_points)
-    return w.log_half_width * (s.extrapolation_factor if w.borrowed else 1.0)
+    residuals = [(c.document, ev.residual_of(asdict(c))) for c in cv]
+    kept_without: dict[str, tuple[ev.GpuResidual, ...]] = {}
+    out = []
+    for point in points:
+        if point.document not in kept_without:
+            kept_without[point.document] = ev.with_unseen_gpus(
+                [r for d, r in residuals if d != point.document])
+        kept = kept_without[point.document]
+        gens = {r.generation for r in kept if r.family == point.family}
+        w = ev.new_source_width(kept, point.family, _op(point), tp=point.tp,
+                                unseen_gpu=point.generation not in gens, level=s.level,
+                                min_points=s.min_points)
+        out.append(w.log_half_width * (s.extrapolation_factor if w.borrowed else 1.0))
+    return out
 
 
 def loso_summary(cv: Sequence[CvPoint]) -> list[LosoRow]:
     """Per serving family, then all: leave-one-source-out error and interval coverage."""
+    scored_all = [c for c in cv if c.loso_rel_error is not None]
+    width = dict(zip((c.id for c in scored_all), _loso_widths(cv, scored_all), strict=True))
     rows = []
     fams = sorted({c.family for c in cv})
     for fam in [*fams, None]:
         pts = [c for c in cv if fam is None or c.family == fam]
         scored = [c for c in pts if c.loso_rel_error is not None]
         errs = [abs(c.loso_rel_error or 0.0) for c in scored]
-        hws, hits = [], []
-        for c in scored:
-            hw = loso_half_width(cv, c)
-            hws.append(math.expm1(hw))
-            hits.append(abs(math.log((c.loso_s or 1.0) / c.measured_s)) <= hw)
+        hws = [math.expm1(width[c.id]) for c in scored]
+        hits = [abs(math.log((c.loso_s or 1.0) / c.measured_s)) <= width[c.id] for c in scored]
         rows.append(LosoRow(fam or "all GPU points", len(pts), len({c.document for c in pts}),
                             len(scored), float(np.median(errs)) if errs else None,
                             float(np.mean(hits)) if hits else None,
