@@ -105,9 +105,11 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "vLLM >= 0.6 with CUDA graphs: the Qwen speed benchmark on A100 (vLLM 0.6.2/0.6.3, "
             "Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-129024, TP 1-4)"),
     FitSpec("vllm-v1", (GAP, STEP),
-            "vLLM >= 0.10 (the V1 engine) at concurrency 1: vllm bench serve and a closed-loop "
-            "client, short-context decode steps (inputs 0-256) on H100 SXM (vLLM 0.11.0 Qwen3-8B, "
-            "0.21.0 Llama-3.1-8B, 0.22.1 Qwen2.5-72B at TP 4) and L4 (0.23.0 Qwen2.5-0.5B)"),
+            "vLLM >= 0.10 (the V1 engine) at concurrency 1: SpareCores' vLLM 0.22.1 runs "
+            "(GuideLLM synchronous ITL; Llama-3.1-8B, Gemma-2-2B, Qwen2.5-0.5B at 256-4096 "
+            "prompt tokens on H100 SXM/NVL, A100 SXM/PCIe/40GB, L40S, L4), vllm bench serve "
+            "and a closed-loop client on H100 SXM (vLLM 0.11.0 Qwen3-8B, 0.21.0 Llama-3.1-8B, "
+            "0.22.1 Qwen2.5-72B at TP 4) and an L4 (0.23.0 Qwen2.5-0.5B)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
     FitSpec("vllm-eager", (LAUNCH, PCIE_AR, PCIE_AR_CALL),
