@@ -46,6 +46,7 @@ PURPOSE = {
     Role.VERIFIER: "vllm serve --config for the PRM, a reward (pooling) model (vLLM 0.9.2)",
     Role.TARGET: "vllm serve --config for the target (vLLM 0.9.2)",
 }
+BYTES_PER_GIB = 2**30  # --cpu-offload-gb counts GiB
 SHARE_DECIMALS = 4  # a colocated role's gpu-memory-utilization, rounded down to these
 
 
@@ -205,8 +206,9 @@ def _memory_options(design: Design, role: str, p: Placement, opts: dict[str, Any
     cache is `kv-cache-dtype: fp8`; int8 and llama.cpp's q8_0/q4_0 caches have no vLLM 0.9.2
     form (its choices: auto, fp8, fp8_e4m3, fp8_e5m2), so the file keeps the model dtype and the
     manifest says so. Offloaded weights are `cpu-offload-gb`, the offloaded share of the
-    streamed weights per GPU, rounded up to 0.1 GB (vLLM's --cpu-offload-gb: "the space in GiB
-    to offload to CPU, per GPU"; GB here, which offloads slightly less than the model)."""
+    streamed weights per GPU in GiB, rounded up to 0.1 GiB (vLLM's --cpu-offload-gb: "The space
+    in GiB to offload to CPU, per GPU", vllm/engine/arg_utils.py), so vLLM offloads at least
+    what the design counts."""
     kv = getattr(design.system, f"{role}_kv_precision", None)
     if kv == "fp8":
         opts["kv-cache-dtype"] = "fp8"
@@ -218,9 +220,9 @@ def _memory_options(design: Design, role: str, p: Placement, opts: dict[str, Any
     frac = getattr(p, "offload_fraction", 0.0)
     if frac > 0:
         host_bytes = float(getattr(getattr(p, "cost", None), "host_weight_bytes", 0.0)) / p.tp
-        opts["cpu-offload-gb"] = math.ceil(host_bytes / 1e8) / 10
+        opts["cpu-offload-gb"] = math.ceil(host_bytes / BYTES_PER_GIB * 10) / 10
         comments["cpu-offload-gb"] = (f"{role}_offload_fraction = {frac:g}: that share of the "
-                                      "streamed weights stays in host memory, per GPU")
+                                      "streamed weights stays in host memory, GiB per GPU")
 
 
 def vllm_yaml(cat: Catalog, design: Design, role: str, gpus: str, version: str,
