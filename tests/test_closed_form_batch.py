@@ -25,10 +25,17 @@ from tests.fuzzing import build_case, feasible, random_design_case
 CAT = Catalog.load()
 
 
-def _close(a: Any, b: Any, path: str = "") -> list[str]:
+def _close(a: Any, b: Any, path: str = "", time_scale_s: float | None = None) -> list[str]:
+    """Every float equal to 1e-12 relative; a time (a key ending in `_s`) may also differ by
+    1e-12 of the problem's latency: a device's idle time is the latency less its busy time,
+    so summation-order noise of the latency (1e-16 relative) is 1e-12 of a small idle time."""
+    if time_scale_s is None and isinstance(a, dict):
+        time_scale_s = abs(float(a.get("report", a).get("latency_s_per_problem", 0.0)))
     if isinstance(a, dict):
-        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, float) and not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300):
+        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}", time_scale_s)]
+    abs_tol = 1e-12 * (time_scale_s or 0.0) if path.endswith("_s") else 0.0
+    if isinstance(a, float) and not math.isclose(a, b, rel_tol=1e-12,
+                                                 abs_tol=max(abs_tol, 1e-300)):
         return [f"{path}: {a!r} != {b!r}"]
     return []
 
