@@ -140,12 +140,12 @@ def prm_f1_pct(prm: ModelSpec | None, subset: str, p: AccuracyParams) -> tuple[f
 def beta_mean_at_cdf(cdf: float, kappa: float, threshold: float) -> float:
     """The mean mu of Beta(mu kappa, (1 - mu) kappa) whose CDF at `threshold` is `cdf` (the CDF
     falls as mu grows; bisection, 60 halvings: 1e-18 of the unit interval)."""
-    from scipy import special  # here: `dse roofline` loads this module and never needs scipy
+    from dse.special import betainc
 
     lo, hi = 1e-9, 1 - 1e-9
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if special.betainc(mid * kappa, (1 - mid) * kappa, threshold) > cdf:
+        if betainc(mid * kappa, (1 - mid) * kappa, threshold) > cdf:
             lo = mid
         else:
             hi = mid
@@ -157,9 +157,9 @@ def at_concentration(mu: float, kappa_from: float, kappa_to: float, threshold: f
     kappa_from (mu itself when the two concentrations agree)."""
     if math.isclose(kappa_from, kappa_to, rel_tol=0.0, abs_tol=1e-12):
         return mu
-    from scipy import special
+    from dse.special import betainc
 
-    cdf = float(special.betainc(mu * kappa_from, (1 - mu) * kappa_from, threshold))
+    cdf = float(betainc(mu * kappa_from, (1 - mu) * kappa_from, threshold))
     return beta_mean_at_cdf(cdf, kappa_to, threshold)
 
 

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
+from dse import special
 from dse.discrimination import (
     AccuracyParams,
     ScoreStats,

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
+from dse import special
 from dse.design import Design
 from dse.discrimination import AccuracyParams
 from dse.engine.report import Report, assemble
@@ -195,9 +195,7 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
     # the context at position t is a sum of t random step lengths: RESP_POINTS equal-probability
     # points of a gamma with that mean and variance (the step-length spread inside max())
     cv2 = w.draft_step_tokens_cv ** 2
-    qs = (np.arange(RESP_POINTS) + 0.5) / RESP_POINTS
-    shape_t = np.maximum(tpos / max(cv2, 1e-9), 1e-9)
-    pts = special.gammaincinv(shape_t[:, None], qs[None, :]) * (m_c * cv2)  # gamma quantiles
+    pts = _gamma_quantiles(n_pos, cv2) * (m_c * cv2)
     pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
         pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
     # grid layout: [context point, x, z, nt, batch, t]: the long axes innermost
@@ -313,6 +311,18 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
             p_accept=pa,
         ))
     return reports
+
+
+@lru_cache(maxsize=64)
+def _gamma_quantiles(n_pos: int, cv2: float) -> F64:
+    """RESP_POINTS equal-probability points (quantiles (i + 1/2) / RESP_POINTS) of unit-scale
+    gammas of shape t / cv2 for positions t = 0..n_pos-1 [n_pos, RESP_POINTS] (read-only:
+    shared by every design of a workload)."""
+    qs = (np.arange(RESP_POINTS) + 0.5) / RESP_POINTS
+    shape_t = np.maximum(np.arange(n_pos, dtype=float) / max(cv2, 1e-9), 1e-9)
+    pts = special.gammaincinv(shape_t[:, None], qs[None, :])
+    pts.flags.writeable = False
+    return pts
 
 
 def _smooth_stall(c: Costs, at: Attempt, k: StepCosts, e: F64, ew: _Weights) -> F64:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
+from dse import special
 from dse.errors import SpecError, UsageError
 from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS, MAX_TRACE_FILE_BYTES
 from dse.roles import busy_field, crit_field, dyn_field
