@@ -1,5 +1,5 @@
-"""Mean-value step model, derived once with sympy, lambdified for batches and differentiated
-for sensitivities.
+"""Mean-value step model, derived with sympy, lambdified for batches and differentiated for
+sensitivities.
 
 The accurate closed form (dse.engine.closed_form) takes expectations over token-count
 quadrature at every step position; it costs ~0.1 s per design. For screening a million designs
@@ -14,6 +14,12 @@ with t_acc, t_rej, t_bk the accept / reject / backtrack attempt times of each sc
 (`step_expressions`), and energy likewise from the per-attempt busy times and powers.
 `sensitivities` returns d ln(metric) / d ln(component) from the symbolic derivatives. Search
 ranks with this model and re-evaluates the designs it reports with the accurate closed form.
+
+The lambdified functions a search evaluates are generated once into dse/mean_value_forms.py
+(`generated_source`, written by `python scripts/generate_mean_value_forms.py`;
+tests/test_symbolic.py fails when the file is not what the rules give now), so that a sweep does
+not import sympy (0.5 s) and lambdify 64 expressions (0.6 s) on every run. sympy is imported
+here only to derive (`step_expressions`, `sensitivities`, `generated_source`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy as sp
 from numpy.typing import NDArray
 
 from dse.design import Design
@@ -35,6 +40,9 @@ from dse.workflow import (
     max_steps,
     steps_distribution,
 )
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 F64 = NDArray[np.float64]
 
@@ -58,8 +66,8 @@ COMPONENTS = tuple(COMPONENT_LABELS)
 PROBS = ("pa", "pb")  # accept probability; backtrack probability per reject
 COUNTS = ("N", "B")  # attempts, backtracks per problem
 
-
-SYMPY = rules.Ops(max=sp.Max, min=sp.Min, where=rules.select_bool)
+FLAG_SETS = tuple((sa, sh, bt) for sa in (False, True) for sh in (False, True)
+                  for bt in (False, True))  # (step_ahead, shadow, backtracking)
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,9 @@ def step_expressions(step_ahead: bool, shadow: bool, backtracking: bool) -> Step
     what it feeds the rules: the mean head start below, the shadow-sync lag `a1`, the rewrite's
     score P2 that includes the verdict link, and the draft's busy booking (rules.draft_busy_s).
     """
-    o = SYMPY
+    import sympy as sp
+
+    o = rules.Ops(max=sp.Max, min=sp.Min, where=rules.select_bool)
     sym = {n: sp.Symbol(n, nonnegative=True) for n in (*COMPONENTS, *PROBS, *COUNTS)}
     D, W, Tf, Lu, Lt, Sy, a1, P2, Ta, init = (sym[n] for n in
                                               ("D", "W", "Tf", "Lu", "Lt", "Sy", "a1", "P2",
@@ -165,20 +175,94 @@ def step_expressions(step_ahead: bool, shadow: bool, backtracking: bool) -> Step
 @cache
 def _lambdified(step_ahead: bool, shadow: bool, backtracking: bool
                 ) -> dict[str, Callable[..., Any]]:
-    e = step_expressions(step_ahead, shadow, backtracking)
-    args = [e.symbols[n] for n in (*COMPONENTS, *PROBS, *COUNTS)]
-    mods = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]
-    return {"latency": sp.lambdify(args, e.latency, mods),
-            "energy_dyn": sp.lambdify(args, e.energy_dyn, mods),
-            "wasted_j": sp.lambdify(args, e.wasted, mods)}
+    """latency, energy_dyn and wasted_j of one schedule as functions of (COMPONENTS, PROBS,
+    COUNTS), from the generated module."""
+    from dse import mean_value_forms as g
+
+    return dict(g.METRICS[(step_ahead, shadow, backtracking)])
 
 
 @cache
 def _derivative(step_ahead: bool, shadow: bool, backtracking: bool, metric: str, wrt: str
                 ) -> sp.Expr:
+    import sympy as sp
+
     e = step_expressions(step_ahead, shadow, backtracking)
     expr = {"latency": e.latency, "energy_dyn": e.energy_dyn}[metric]
     return sp.diff(expr, e.symbols[wrt])
+
+
+def _expressions(flags: tuple[bool, bool, bool]) -> dict[str, tuple[list[str], sp.Expr]]:
+    """The generated module's functions of one schedule: name -> (argument names, expression):
+    the three metrics of `_lambdified` and the linear forms' coefficients c0, cN, cB of
+    latency and dynamic energy (`linear_forms`), each checked linear in the counts."""
+    import sympy as sp
+
+    e = step_expressions(*flags)
+    n, b = e.symbols["N"], e.symbols["B"]
+    full = [*COMPONENTS, *PROBS, *COUNTS]
+    coef = [*COMPONENTS, "pa"]
+    tag = "".join(str(int(f)) for f in flags)
+    out = {f"{m}_{tag}": (full, x) for m, x in
+           (("latency", e.latency), ("energy_dyn", e.energy_dyn), ("wasted_j", e.wasted))}
+    for name, expr in (("latency", e.latency), ("energy_dyn", e.energy_dyn)):
+        if not (sp.diff(expr, n, 2) == 0 and sp.diff(expr, b, 2) == 0
+                and sp.diff(expr, n, b) == 0):
+            raise AssertionError(f"{name} is not linear in the counts")
+        for c, x in (("c0", expr.subs({n: 0, b: 0})), ("cN", sp.diff(expr, n)),
+                     ("cB", sp.diff(expr, b))):
+            out[f"{name}_{c}_{tag}"] = (coef, x)
+    return out
+
+
+def generated_source() -> str:
+    """The text of dse/mean_value_forms.py: every schedule's mean-value functions as sympy's
+    lambdify prints them (Max and Min as numpy's maximum and minimum), wrapped to 100 columns
+    between tokens."""
+    import inspect
+    import textwrap
+
+    import sympy as sp
+
+    mods = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]
+    blocks, names = [], set()
+    for flags in FLAG_SETS:
+        for fname, (args, expr) in _expressions(flags).items():
+            e = step_expressions(*flags)
+            fn = sp.lambdify([e.symbols[a] for a in args], expr, mods)
+            names |= set(fn.__code__.co_names)
+            body = inspect.getsource(fn).split("return ", 1)[1].strip()
+            head = textwrap.fill(f"def {fname}({', '.join(f'{a}:@A' for a in args)}) -> A:",
+                                 100, subsequent_indent=" " * (len(fname) + 5)
+                                 ).replace(":@", ": ")  # a line breaks after a comma only
+            blocks.append(head + "\n" + textwrap.fill(
+                f"return ({body})", 100, initial_indent="    ", subsequent_indent="        ",
+                break_long_words=False, break_on_hyphens=False))
+    unknown = names - {"reduce", "maximum", "minimum"}
+    if unknown:
+        raise AssertionError(f"generated code needs names not imported: {sorted(unknown)}")
+    table = []
+    for flags in FLAG_SETS:
+        tag = "".join(str(int(f)) for f in flags)
+        table.append(f"    {flags}: {{\"latency\": (latency_c0_{tag}, latency_cN_{tag}, "
+                     f"latency_cB_{tag}),\n" + " " * 25 + f"\"energy_dyn\": (energy_dyn_c0_{tag}, "
+                     f"energy_dyn_cN_{tag}, energy_dyn_cB_{tag})}},")
+    metrics = [f"    {flags}: {{\"latency\": latency_{''.join(str(int(f)) for f in flags)}, "
+               f"\"energy_dyn\": energy_dyn_{''.join(str(int(f)) for f in flags)},\n"
+               + " " * 25 + f"\"wasted_j\": wasted_j_{''.join(str(int(f)) for f in flags)}}},"
+               for flags in FLAG_SETS]
+    return ('"""The mean-value model\'s functions (dse.symbolic), generated: do not edit.\n\n'
+            "Written by `python scripts/generate_mean_value_forms.py` from "
+            "dse.symbolic.step_expressions\n(the schedule rules in sympy) by sympy's lambdify; "
+            "tests/test_symbolic.py fails when this file\nis not what the rules give now. "
+            "Suffix: step-ahead, shadow sync, backtracking (0/1).\n"
+            '"""\n\nfrom functools import reduce\nfrom typing import Any\n\n'
+            "from numpy import maximum, minimum\n\nA = Any\n\n\n"
+            + "\n\n\n".join(blocks)
+            + "\n\n\n# (step_ahead, shadow, backtracking) -> the linear forms' coefficients\n"
+            "LINEAR = {\n" + "\n".join(table) + "\n}\n"
+            "# (step_ahead, shadow, backtracking) -> the metrics of (COMPONENTS, PROBS, COUNTS)\n"
+            "METRICS = {\n" + "\n".join(metrics) + "\n}\n")
 
 
 def pa_context(w: WorkloadSpec, pa: F64, max_context_tokens: int
@@ -272,19 +356,12 @@ class LinearForm:
 
 @cache
 def linear_forms(step_ahead: bool, shadow: bool, backtracking: bool) -> dict[str, LinearForm]:
-    """Lambdified coefficients (arguments: COMPONENTS then p_a) of latency and dynamic
-    energy."""
-    e = step_expressions(step_ahead, shadow, backtracking)
-    n, b = e.symbols["N"], e.symbols["B"]
-    args = [e.symbols[k] for k in (*COMPONENTS, "pa")]
-    mods = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]
-    out = {}
-    for name, expr in (("latency", e.latency), ("energy_dyn", e.energy_dyn)):
-        assert sp.diff(expr, n, 2) == 0 and sp.diff(expr, b, 2) == 0 and \
-            sp.diff(expr, n, b) == 0, f"{name} is not linear in the counts"
-        out[name] = LinearForm(*(sp.lambdify(args, x, mods) for x in
-                                 (expr.subs({n: 0, b: 0}), sp.diff(expr, n), sp.diff(expr, b))))
-    return out
+    """Coefficients (arguments: COMPONENTS then p_a) of latency and dynamic energy, from the
+    generated module."""
+    from dse import mean_value_forms as g
+
+    return {name: LinearForm(*fns)
+            for name, fns in g.LINEAR[(step_ahead, shadow, backtracking)].items()}
 
 
 def expected_counts(s_mean: F64, pa: F64, pf: F64, window: F64, max_bt: F64,
@@ -363,6 +440,8 @@ def sensitivities(d: Design, w: WorkloadSpec) -> dict[str, dict[str, float]]:
     vals = {**{k: comp[k] for k in COMPONENTS}, "pa": comp["_pa"], "pb": float(pb)}
     args = [np.atleast_1d(np.asarray(v, dtype=float))
             for v in [vals[k] for k in (*COMPONENTS, *PROBS)] + [float(n), float(b)]]
+    import sympy as sp
+
     out: dict[str, dict[str, float]] = {}
     for metric in ("latency", "energy_dyn"):
         base = float(np.asarray(f[metric](*args)).ravel()[0])

@@ -35,6 +35,7 @@ p_accept 1 it is 0.3 (0.25 at p_accept 0.5); P(target bad | draft good) = 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -116,9 +117,9 @@ def step_probabilities(
     """scores: the verifier's score distributions (dse.verifiers); params: the error nesting
     and in-chain factors (None: the shipped accuracy model's)."""
     p = params or shipped()
-    s_vals, s_p = steps_distribution(w, quality_max_steps(w))
-    h_d = step_error_rate(model_accuracy(w, draft_model), s_vals, s_p)
-    h_t = step_error_rate(model_accuracy(w, target_model), s_vals, s_p)
+    n = quality_max_steps(w)
+    h_d = _solo_step_error_rate(model_accuracy(w, draft_model), w.steps_mean, w.steps_cv, n)
+    h_t = _solo_step_error_rate(model_accuracy(w, target_model), w.steps_mean, w.steps_cv, n)
     sc = scores
     fg_a = beta_cdf(accept_threshold, sc.good_alpha, sc.good_beta)
     fb_a = beta_cdf(accept_threshold, sc.bad_alpha, sc.bad_beta)
@@ -227,20 +228,40 @@ def token_quadrature(mean: float, cv: float, k: int = 8) -> tuple[F64, F64]:
 
 
 def steps_distribution(w: WorkloadSpec, max_steps: int) -> tuple[NDArray[np.int64], F64]:
-    """Committed steps per problem: a lognormal rounded to an integer in 1..max_steps."""
+    """Committed steps per problem: a lognormal rounded to an integer in 1..max_steps
+    (read-only arrays, shared by every design of the workload)."""
+    return _steps_distribution(float(w.steps_mean), float(w.steps_cv), int(max_steps))
+
+
+@lru_cache(maxsize=256)
+def _steps_distribution(steps_mean: float, steps_cv: float, max_steps: int
+                        ) -> tuple[NDArray[np.int64], F64]:
     s_vals = np.arange(1, max_steps + 1)
-    if w.steps_cv <= 0:
-        k = min(max(round(w.steps_mean), 1), max_steps)
-        return np.array([k]), np.array([1.0])
-    mu, s = lognormal_params(w.steps_mean, w.steps_cv)
-    # lognormal cdf, P(X < x) = Phi(ln(x / e^mu) / s), as scipy.stats.lognorm computes it
-    upper = special.ndtr(np.log((s_vals + 0.5) / np.exp(mu)) / s)
-    lower = special.ndtr(np.log((s_vals - 0.5) / np.exp(mu)) / s)
-    lower[0] = 0.0
-    upper[-1] = 1.0
-    p = upper - lower
-    keep = p > 1e-12
-    return s_vals[keep], p[keep] / p[keep].sum()
+    if steps_cv <= 0:
+        k = min(max(round(steps_mean), 1), max_steps)
+        vals, p = np.array([k]), np.array([1.0])
+    else:
+        mu, s = lognormal_params(steps_mean, steps_cv)
+        # lognormal cdf, P(X < x) = Phi(ln(x / e^mu) / s), as scipy.stats.lognorm computes it
+        upper = special.ndtr(np.log((s_vals + 0.5) / np.exp(mu)) / s)
+        lower = special.ndtr(np.log((s_vals - 0.5) / np.exp(mu)) / s)
+        lower[0] = 0.0
+        upper[-1] = 1.0
+        p = upper - lower
+        keep = p > 1e-12
+        vals, p = s_vals[keep], p[keep] / p[keep].sum()
+    vals.flags.writeable = False
+    p.flags.writeable = False
+    return vals, p
+
+
+@lru_cache(maxsize=1024)
+def _solo_step_error_rate(accuracy_pct: float, steps_mean: float, steps_cv: float,
+                          max_steps: int) -> float:
+    """`step_error_rate` over the workload's steps distribution, remembered: a search asks for
+    the same model on the same workload for every design (60 bisection halvings each)."""
+    return step_error_rate(accuracy_pct, *_steps_distribution(float(steps_mean),
+                                                              float(steps_cv), max_steps))
 
 
 def sample_steps(rng: np.random.Generator, w: WorkloadSpec, max_steps: int, size: int

@@ -69,3 +69,59 @@ def test_sensitivity_signs(cat):
     assert lat["D"] > 0 and lat["Tf"] > 0  # slower draft or target: slower problem
     assert lat["pa"] < 0  # accepting more steps: faster
     assert sens["energy_dyn"]["wt"] > 0
+
+
+def test_the_generated_module_is_what_the_rules_give_now():
+    """dse/mean_value_forms.py is sympy's lambdify of today's step_expressions: a change to
+    the schedule rules without `python scripts/generate_mean_value_forms.py` fails here."""
+    from pathlib import Path
+
+    from dse.symbolic import generated_source
+
+    path = Path(__file__).resolve().parent.parent / "dse" / "mean_value_forms.py"
+    assert path.read_text(encoding="utf-8") == generated_source(), (
+        "dse/mean_value_forms.py is stale: run python scripts/generate_mean_value_forms.py")
+
+
+@pytest.mark.parametrize("flags", [(sa, sh, bt) for sa in (False, True) for sh in (False, True)
+                                   for bt in (False, True)])
+def test_linear_forms_rebuild_the_metrics(flags):
+    """c0 + cN N + cB B equals the metric itself at random components, probabilities and
+    counts, and the metric equals sympy's expression substituted (the generated functions are
+    the expressions, not an approximation)."""
+    from dse.symbolic import COMPONENTS, COUNTS, PROBS, _lambdified, linear_forms
+
+    rng = np.random.default_rng(sum(f << i for i, f in enumerate(flags)))
+    comp = {k: rng.uniform(0.01, 3.0, 5) for k in COMPONENTS}
+    pa, pb = rng.uniform(0.05, 0.95, 5), rng.uniform(0.0, 1.0, 5)
+    n, b = rng.uniform(5.0, 40.0, 5), rng.uniform(0.0, 3.0, 5)
+    full = _lambdified(*flags)
+    forms = linear_forms(*flags)
+    e = step_expressions(*flags)
+    for metric in ("latency", "energy_dyn"):
+        whole = full[metric](*[comp[k] for k in COMPONENTS], pa, pb, n, b)
+        lf = forms[metric]
+        args = [comp[k] for k in COMPONENTS] + [pa]
+        rebuilt = (np.asarray(lf.c0(*args)) + np.asarray(lf.cN(*args)) * n
+                   + np.asarray(lf.cB(*args)) * b)
+        np.testing.assert_allclose(rebuilt, whole, rtol=1e-12)
+        expr = getattr(e, metric)
+        subs = {e.symbols[k]: comp[k][0] for k in COMPONENTS} | {
+            e.symbols["pa"]: pa[0], e.symbols["pb"]: pb[0], e.symbols["N"]: n[0],
+            e.symbols["B"]: b[0]}
+        assert float(np.asarray(whole)[0]) == pytest.approx(float(expr.subs(subs)), rel=1e-12)
+    assert set(PROBS) == {"pa", "pb"} and set(COUNTS) == {"N", "B"}
+
+
+def test_the_search_path_does_not_import_sympy():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import dse.search.grid\n"
+            "from dse.symbolic import FLAG_SETS, _lambdified, linear_forms\n"
+            "[(linear_forms(*f), _lambdified(*f)) for f in FLAG_SETS]\n"
+            "print('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"

@@ -337,13 +337,36 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         acc = _solo_accuracy_factor(w, d.target.model.name)
         out[acc.key] = acc
         return tuple(out.values())
-    acc = _accuracy_factor(w, d.draft.model.name, d.target.model.name, d.verifier.name,
-                           d.prm_placement.model if d.prm_placement is not None else None)
+    acc = _remembered_accuracy_factor(
+        w, d.draft.model.name, d.target.model.name, d.verifier.name,
+        d.prm_placement.model if d.prm_placement is not None else None)
     out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
     for f in _workload_factors(w, ts, prm_scores=not d.verifier.is_target):
         out[f.key] = f
     return tuple(out.values())
+
+
+_ACCURACY_FACTORS: dict[tuple[int, str, str, str, int],
+                        tuple[WorkloadSpec, ModelSpec | None, Factor]] = {}
+
+
+def _remembered_accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str,
+                                prm: ModelSpec | None) -> Factor:
+    """`_accuracy_factor`, remembered per workload and PRM object: it depends on neither the
+    hardware nor the thresholds, and a search asks for it once per hardware choice (1,434
+    times in the default sweep, about 1 ms each). Specs are frozen, so one object gives one
+    factor; the entry keeps its objects and is used only when they are the very ones asked
+    about, so a reused id never returns another workload's factor."""
+    key = (id(w), draft, target, verifier, id(prm))
+    hit = _ACCURACY_FACTORS.get(key)
+    if hit is not None and hit[0] is w and hit[1] is prm:
+        return hit[2]
+    f = _accuracy_factor(w, draft, target, verifier, prm)
+    if len(_ACCURACY_FACTORS) >= 256:
+        _ACCURACY_FACTORS.clear()
+    _ACCURACY_FACTORS[key] = (w, prm, f)
+    return f
 
 
 def _accuracy_key(w: WorkloadSpec, draft: str, target: str, verifier: str | None) -> str:
