@@ -126,6 +126,32 @@ def test_grid_equals_mean_value_model(cat, tiny):
             assert r.metrics["accuracy"][f, a, k] == pytest.approx(accuracy_only(d, w), abs=1.0)
 
 
+def test_accuracy_intervals_over_the_knob_cells_equal_the_whole_grid(cat):
+    """A sweep constrained on accuracy alone propagates its interval over the [1, A, K] knob
+    cells with the accuracy factors only; that equals propagating over the whole [F, A, K]
+    grid with every factor of the design (device factors never move the accuracy), NaN where
+    the hardware cannot run a schedule, for a sample of the default space's hardware."""
+    from dse.uncertainty import intervals
+
+    space = load_space(cat)
+    ev = Evaluator(cat, space, confidence=0.9, checked={"accuracy": "min"})
+    hws = [hw for hw in hardware(cat, space) if hw.draft is not None]
+    for hw in hws[:: max(len(hws) // 12, 1)]:
+        d = ev.design(hw)
+        central = ev.metrics(hw, d)
+        central["accuracy"] = np.where(ev.valid(hw), central["accuracy"], np.nan)
+        lo, hi = ev.intervals(hw, d, central, ("accuracy",))["accuracy"]
+        ref_lo, ref_hi = intervals(
+            ev.factors(d), {**central, "p_accept": ev.p_accept(hw)},
+            lambda values, hw=hw: {"accuracy": ev.accuracy(hw, values)},
+            ("accuracy",))["accuracy"]
+        ref_lo = np.where(np.isnan(central["accuracy"]), np.nan, ref_lo)
+        ref_hi = np.where(np.isnan(central["accuracy"]), np.nan, ref_hi)
+        np.testing.assert_allclose(lo, ref_lo, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(hi, ref_hi, rtol=1e-12, atol=1e-12)
+        assert np.isnan(lo).sum() == np.isnan(central["accuracy"]).sum()
+
+
 def test_cost_metric_by_hand(cat, tiny):
     """$/Mtoken = (capex / lifetime + power x $/kWh) / goodput x 1e6."""
     ev = Evaluator(cat, tiny)

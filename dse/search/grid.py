@@ -330,17 +330,19 @@ class Evaluator:
                 checked[metric] = m[metric]
         return HardwareResult(hw, (), m, self.capex_usd(hw), checked, 1)
 
-    def factors(self, d: Design) -> list[Any]:
+    def factors(self, d: Design, *, accuracy_only: bool = False) -> list[Any]:
         """The hardware's uncertain factors over the space's workloads (an accuracy shift
-        weighted by its workload's weight in the mix)."""
+        weighted by its workload's weight in the mix); accuracy_only: only those that can
+        move the accuracy (no device time or power factor is built)."""
         from dataclasses import replace
 
-        from dse.uncertainty import design_factors
+        from dse.uncertainty import accuracy_factors, design_factors
 
+        of = accuracy_factors if accuracy_only else design_factors
         out: dict[str, Any] = {}
         for w, weight in self.workloads:
-            for f in design_factors(d, w, thresholds=(*map(float, self.grid.accept),
-                                                    *map(float, self.grid.backtrack))):
+            for f in of(d, w, thresholds=(*map(float, self.grid.accept),
+                                          *map(float, self.grid.backtrack))):
                 if f.additive:
                     f = replace(f, low=f.low * weight, high=f.high * weight)
                 out.setdefault(f.key, f)
@@ -348,25 +350,45 @@ class Evaluator:
 
     def intervals(self, hw: Hardware, d: Design, central: Mapping[str, F64],
                   metrics: tuple[str, ...]) -> dict[str, tuple[F64, F64]]:
-        """90% intervals of the given metrics over the whole grid of one hardware choice."""
+        """90% intervals of the given metrics over the whole grid of one hardware choice.
+        Accuracy alone (a sweep constrained on it) depends on the models, knobs and workloads
+        but not on the timings or the schedule flags: it is propagated over the [1, A, K]
+        cells and broadcast over the flags, with the central's NaN (cells this hardware
+        cannot run) kept."""
         from dse.uncertainty import intervals, scale_design
 
+        if set(metrics) <= {"accuracy"}:
+            def acc_at(values: Mapping[str, float]) -> dict[str, F64]:
+                return {"accuracy": self.accuracy_cells(hw, values)}
+
+            cells = {"accuracy": self.accuracy_cells(hw, {}),
+                     "p_accept": self.p_accept(hw)[:1]}
+            lo, hi = intervals(self.factors(d, accuracy_only=True), cells, acc_at,
+                               ("accuracy",))["accuracy"]
+            nan = np.isnan(central["accuracy"])
+            shape = self.grid.shape
+            return {"accuracy": (np.where(nan, np.nan, np.broadcast_to(lo, shape)),
+                                 np.where(nan, np.nan, np.broadcast_to(hi, shape)))}
+
         def at(values: Mapping[str, float]) -> dict[str, F64]:
-            if set(metrics) <= {"accuracy"}:  # the models and knobs alone: no timing
-                return {"accuracy": self.accuracy(hw, values)}
             return self.metrics(hw, scale_design(d, values), values)
 
         return intervals(self.factors(d), {**central, "p_accept": self.p_accept(hw)}, at,
                          metrics)
 
-    def accuracy(self, hw: Hardware, values: Mapping[str, float]) -> F64:
-        """The accuracy over the grid [F, A, K] at the factor values (the space's workloads'
-        weighted mean, as `metrics` forms it): it depends on the models, the knobs and the
-        workload, not on the timings, so a robust accuracy floor costs no timing evaluation."""
+    def accuracy_cells(self, hw: Hardware, values: Mapping[str, float]) -> F64:
+        """The accuracy over the knob cells [1, A, K] at the factor values (the space's
+        workloads' weighted mean, as `metrics` forms it): the same for every schedule flag."""
         acc: F64 | float = 0.0
         for w0, weight in self.workloads:
             acc = acc + weight * self._pair_at(w0, hw, values).accuracy[None, :, :]
-        return np.broadcast_to(np.asarray(acc, dtype=float), self.grid.shape)
+        return np.asarray(acc, dtype=float)
+
+    def accuracy(self, hw: Hardware, values: Mapping[str, float]) -> F64:
+        """The accuracy over the grid [F, A, K] at the factor values: it depends on the
+        models, the knobs and the workload, not on the timings, so a robust accuracy floor
+        costs no timing evaluation."""
+        return np.broadcast_to(self.accuracy_cells(hw, values), self.grid.shape)
 
     def p_accept(self, hw: Hardware) -> F64:
         """The accept probability over the grid [F, A, K], the space's workloads' weighted

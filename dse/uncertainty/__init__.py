@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dse.uncertainty.factors import Factor, accuracy_key, design_factors, provenance
+from dse.uncertainty.factors import (
+    Factor,
+    accuracy_factors,
+    accuracy_key,
+    design_factors,
+    provenance,
+)
 from dse.uncertainty.perturb import (
     batches,
     is_time_only,
@@ -36,6 +42,7 @@ INTERVAL_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_toke
 __all__ = [
     "INTERVAL_METRICS",
     "Factor",
+    "accuracy_factors",
     "attach",
     "design_factors",
     "dynamic_energy_by_power_key",

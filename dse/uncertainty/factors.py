@@ -333,18 +333,22 @@ def design_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | 
         pf = _power_factor(p, component)
         if pf is not None:
             out.setdefault(pf.key, pf)
+    for f in accuracy_factors(d, w, thresholds=thresholds):
+        out[f.key] = f
+    return tuple(out.values())
+
+
+def accuracy_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] | None = None
+                     ) -> tuple[Factor, ...]:
+    """The factors of `design_factors` that can move a design's accuracy: its accuracy shift
+    and the workload's (no device time or power factor moves it)."""
     if not d.is_speculative:
-        acc = _solo_accuracy_factor(w, d.target.model.name)
-        out[acc.key] = acc
-        return tuple(out.values())
+        return (_solo_accuracy_factor(w, d.target.model.name),)
     acc = _remembered_accuracy_factor(
         w, d.draft.model.name, d.target.model.name, d.verifier.name,
         d.prm_placement.model if d.prm_placement is not None else None)
-    out[acc.key] = acc
     ts = (d.accept_threshold, d.backtrack_threshold) if thresholds is None else thresholds
-    for f in _workload_factors(w, ts, prm_scores=not d.verifier.is_target):
-        out[f.key] = f
-    return tuple(out.values())
+    return (acc, *_workload_factors(w, ts, prm_scores=not d.verifier.is_target))
 
 
 _ACCURACY_FACTORS: dict[tuple[int, str, str, str, int],
