@@ -53,7 +53,7 @@ def test_a_gpu_takes_every_memory_option_with_its_boards_host(cat):
 
 def test_kv_labels():
     assert [views.kv_label(k) for k in ALL_KV] == [
-        "16-bit (the model dtype; default)", "fp8 (8 bits)", "int8 (8 bits)",
+        "16-bit (default)", "fp8 (8 bits)", "int8 (8 bits)",
         "q8_0 (8.5 bits)", "q4_0 (4.5 bits)"]
 
 

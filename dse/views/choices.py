@@ -96,9 +96,9 @@ OFFLOAD_WIDGET_MAX = 0.99
 
 
 def kv_label(name: str) -> str:
-    """A KV-cache precision in words: '16-bit (the model dtype; default)', 'fp8 (8 bits)'."""
+    """A KV-cache precision in words: '16-bit (default)' (the model dtype), 'fp8 (8 bits)'."""
     if name == KV_DEFAULT:
-        return "16-bit (the model dtype; default)"
+        return "16-bit (default)"
     return f"{name} ({KV_PRECISIONS[name]:g} bits)" if name in KV_PRECISIONS else name
 
 
