@@ -1,7 +1,8 @@
 """What-if's sidebar: the widgets (each addressed by `wi_<system key>`), how a design state
 loads into them and how their values make one, and the callbacks that keep a choice
-consistent: a preset's knobs, a device's precision and software, and a placement's roles on
-one device with only the schedules it can run (dse.views.choices)."""
+consistent: a preset's knobs, a device's precision and software (and the memory options its
+kind takes), and a placement's roles on one device with only the schedules it can run
+(dse.views.choices)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ DEFAULT_KNOBS = {k.toml for k in SCHEMAS["system"].keys if k.legacy_zero}
 # the workflow widgets' values that stand for an absent key
 ABSENT = {"workflow": "speculative", "verifier": "prm", "colocate": views.NO_COLOCATION}
 ROLE_TITLES = {"draft": "Draft", "prm": "PRM", "target": "Target"}
+# each role's KV-cache, offload and host-CPU keys: their widgets' words for an absent key and
+# their overrides follow the device's kind (views.memory_overrides)
+MEMORY_KEYS = {f"{r}_{o}" for r in DEVICE_ROLES for o in views.MEMORY_OPTIONS}
 
 
 def wkey(toml_key: str) -> str:
@@ -39,6 +43,7 @@ def load_widgets(state: views.DesignState, *, force: bool) -> None:
     spec = _spec(state)
     values: dict[str, Any] = {k: v for k, v in system_to_toml(spec).items()
                               if k in SYSTEM_KEYS}
+    values |= views.memory_widget_values(spec)  # an absent key: its widget's word for it
     values |= {"workflow": spec.workflow_name, "verifier": spec.verifier or ABSENT["verifier"],
                "colocate": spec.colocate or views.NO_COLOCATION}
     params = state.params()
@@ -274,6 +279,7 @@ def role_controls(role: str, spec: SystemSpec) -> None:
            disabled=off)
     if role == "target":
         number(st, "Tensor parallel GPUs", wkey("target_tp"), min_value=1, step=1)
+    memory_controls(role, dev, opts, off)
     if role == "draft" and opts.build_knobs:  # the system's fpga_* knob keys
         r = views.build_knob_ranges(cat, dev)
         number(st, "FPGA clock (MHz, 0 = board default)", wkey("fpga_clock_MHz"), min_value=0.0,
@@ -286,6 +292,36 @@ def role_controls(role: str, spec: SystemSpec) -> None:
                disabled=off)
 
 
+def memory_controls(role: str, dev: str, opts: views.RoleOptions, off: bool) -> None:
+    """A role's KV cache, weight offload and host CPU (`<role>_kv_precision`,
+    `<role>_offload_fraction`, `<role>_host_cpu_slowdown`), each enabled where the device's
+    kind takes it (views.supports) and disabled, keeping its value, otherwise; the widgets'
+    words for an absent key ("16", 0) make no override."""
+    why_not = {"kv_precision": f"{dev} fixes its KV-cache width in its build: not applied. ",
+               "offload_fraction": f"{dev} holds every weight in its own memory: not "
+               "applied. ",
+               "host_cpu_slowdown": f"{dev}'s costs have no host CPU term: not applied. "}
+    if views.supports(opts, "host_cpu_slowdown"):
+        why_not["host_cpu_slowdown"] = (f"{dev}'s own host: {opts.host_cpu_slowdown:g} "
+                                        f"({opts.host_cpu_source}). ")
+    for o in views.MEMORY_OPTIONS:
+        if views.supports(opts, o) and o != "host_cpu_slowdown":
+            why_not[o] = ""
+
+    def kw(o: str) -> dict[str, Any]:
+        return {"disabled": off or not views.supports(opts, o),
+                "help": why_not[o] + common.tip(o)}
+
+    kv, offload, host = (wkey(f"{role}_{o}") for o in views.MEMORY_OPTIONS)
+    select(st, "KV cache", with_current(opts.kv_choices, ss[kv]), kv,
+           format_func=views.kv_label, **kw("kv_precision"))
+    number(st, "Weights offloaded to host", offload, min_value=0.0, step=0.05,
+           max_value=max(views.OFFLOAD_WIDGET_MAX, float(ss[offload])), format="%g",
+           **kw("offload_fraction"))
+    number(st, "Host CPU slowdown (0 = board default)", host, min_value=0.0, step=0.1,
+           format="%g", **kw("host_cpu_slowdown"))
+
+
 def widget_state(state: views.DesignState) -> views.DesignState:
     """The design the widgets' session values describe (`state`: the one they were loaded
     from), with only the keys that design uses (views.applicable)."""
@@ -293,16 +329,18 @@ def widget_state(state: views.DesignState) -> views.DesignState:
     # widgets not shown this run (e.g. FPGA knobs of a GPU draft) keep the state's values
     cur = system_to_toml(_spec(state))
     base = system_to_toml(cat.get("system", ss.wi_system))  # type: ignore[arg-type]
-    values = {k: ss.get(wkey(k), cur.get(k)) for k in SYSTEM_KEYS}
+    values = {k: ss.get(wkey(k), cur.get(k)) for k in SYSTEM_KEYS if k not in MEMORY_KEYS}
     for k, absent in ABSENT.items():  # the widgets' word for an absent key
         if values.get(k) == absent and base.get(k) is None:
             values[k] = None
     # optional keys (prm_tp) may be absent from both: no override
     overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
                  and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
-    # a role's software and build knobs follow its device: switching to a preset whose draft is
-    # on a GPU must not carry the FPGA preset's engine and knobs along as overrides
-    for role in ("draft", "prm", "target"):
+    # a role's software, build knobs and memory options follow its device: switching to a
+    # preset whose draft is on a GPU must not carry the FPGA preset's engine and knobs along
+    # as overrides, nor a GPU draft's KV cache, offload or host CPU onto an FPGA
+    shown = views.memory_widget_values(_spec(state))  # widgets not drawn: the state's values
+    for role in DEVICE_ROLES:
         device = overrides.get(f"{role}_device", base.get(f"{role}_device"))
         if not isinstance(device, str):
             continue
@@ -313,5 +351,8 @@ def widget_state(state: views.DesignState) -> views.DesignState:
         if role == "draft" and not opts.build_knobs:
             for k in DEFAULT_KNOBS:
                 overrides.pop(k, None)
+        memory = {o: ss.get(wkey(f"{role}_{o}"), shown[f"{role}_{o}"])
+                  for o in views.MEMORY_OPTIONS}
+        overrides |= views.memory_overrides(opts, role, memory, base)
     sched = PRESETS[ss.wi_schedule].with_flags(**{f: bool(ss[wkey(f)]) for f in FLAGS})
     return views.applicable(views.DesignState(ss.wi_system, ss.wi_workload, sched, overrides))

@@ -3,8 +3,10 @@ headless Chromium through Selenium. Checks that the key metrics appear (the valu
 evaluate` computes for the design in the URL), that no Streamlit exception box is shown, that
 a widget change re-renders and updates the URL, that designs pinned in What-if appear side by
 side on Compare, survive a reload of its URL and download as CSV, that clicking a point of
-the Pareto chart chooses that design and opens it in What-if, and that a page other than the
-first opens from a direct link. Saves screenshots and the server log under tests/artifacts/.
+the Pareto chart chooses that design and opens it in What-if, that a page other than the
+first opens from a direct link, and that controls clicked as soon as they are drawn (the
+workflow, the verifier, a role's KV cache) leave the page on the URL's design. Saves
+screenshots and the server log under tests/artifacts/.
 
 Needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`, which
 .ci/run does) and selenium (the `test` extra); skips with the reason otherwise.
@@ -411,3 +413,61 @@ def test_early_clicks_on_fresh_loads_keep_the_design(cat, server, browser):
         assert sidebar_number(drv, "Max backtracks") == str(spec.max_backtracks), tab
         assert sidebar_number(drv, "Backtrack window (steps)") == str(spec.backtrack_window)
         no_exception(drv)
+
+
+def choose_early(drv: object, label: str, index: int, option: str) -> None:
+    """Open the `index`-th sidebar selectbox labelled `label` and click its option `option`,
+    as soon as both are drawn (retrying while the page re-renders them under the click)."""
+    from selenium.common.exceptions import WebDriverException
+
+    def chosen(d: object) -> bool:
+        try:
+            boxes = [w for w in d.find_elements(
+                By.CSS_SELECTOR, '[data-testid="stSidebar"] [data-testid="stSelectbox"]')
+                if w.text.strip().startswith(label)]
+            if len(boxes) <= index:
+                return False
+            boxes[index].find_element(By.CSS_SELECTOR, "input").click()
+            opt = next((o for o in d.find_elements(By.CSS_SELECTOR, '[role="option"]')
+                        if o.text.strip() == option), None)
+            if opt is None:
+                return False
+            opt.click()
+            return True
+        except WebDriverException:  # stale, or covered by a redraw: try again
+            return False
+
+    WebDriverWait(drv, 60).until(chosen)
+
+
+def sidebar_select(drv: object, label: str, index: int) -> str:
+    """The value shown by the `index`-th sidebar selectbox labelled `label` ("" if not
+    drawn)."""
+    try:
+        boxes = [w for w in drv.find_elements(
+            By.CSS_SELECTOR, '[data-testid="stSidebar"] [data-testid="stSelectbox"]')
+            if w.text.strip().startswith(label)]
+        return (boxes[index].find_element(By.CSS_SELECTOR, "input").get_attribute("value")
+                if len(boxes) > index else "")
+    except StaleElementReferenceException:
+        return ""
+
+
+def test_kv_cache_chosen_early_settles_on_the_urls_design(cat, server, browser):
+    """On a fresh load, open *Hardware and models* and choose the target's KV cache (fp8) as
+    soon as they are drawn (the page's first run still going): the page settles on the URL's
+    design, which carries target_kv_precision=fp8; its header names the KV cache and the
+    metrics are its closed form; the select shows fp8."""
+    drv = browser
+    drv.get(server)
+    click_labelled(drv, '[data-testid="stSidebar"] summary [data-testid="stMarkdownContainer"]',
+                   "Hardware and models")
+    choose_early(drv, "KV cache", 2, "fp8 (8 bits)")  # draft, PRM, target
+    WebDriverWait(drv, 60).until(lambda d: "target_kv_precision=fp8" in d.current_url
+                                 and shows_one_state(cat, d))
+    time.sleep(1)  # settled: no late run draws another state
+    assert "target_kv_precision=fp8" in drv.current_url and shows_one_state(cat, drv)
+    assert "(bf16, KV fp8)" in header(drv)
+    assert sidebar_select(drv, "KV cache", 2) == "fp8 (8 bits)"
+    no_exception(drv)
+    drv.save_screenshot(str(ARTIFACTS / "whatif-kv-cache.png"))

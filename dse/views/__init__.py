@@ -7,7 +7,8 @@ Nothing here imports Streamlit or plotly. One module per concern:
 
 - `state`: the design state, its URL round trip, design files as states, design labels, the
   target alone of a design;
-- `choices`: widget choices (a role's devices, models, precisions, software; build knobs; the
+- `choices`: widget choices (a role's devices, models, precisions, software; its KV-cache,
+  weight-offload and host-CPU options and the overrides those widgets make; build knobs; the
   workflows, verifiers and placements, and the schedules and flags a placement allows);
 - `alternative`: a design against its target model alone (margins, joint 90% intervals of
   the differences, in words);
@@ -35,7 +36,10 @@ from dse.views.alternative import (
 )
 from dse.views.choices import (
     COLOCATE_LABELS,
+    KV_DEFAULT,
+    MEMORY_ABSENT,
     NO_COLOCATION,
+    OFFLOAD_WIDGET_MAX,
     VERIFIER_LABELS,
     WORKFLOW_LABELS,
     RoleOptions,
@@ -45,11 +49,15 @@ from dse.views.choices import (
     colocate_options,
     colocation_moves,
     flag_conflicts,
+    kv_label,
+    memory_overrides,
+    memory_widget_values,
     role_options,
     runnable_flags,
     runs_precision,
     schedule_choices,
     shared_devices,
+    supports,
 )
 from dse.views.compare import (
     HEADLINE,
@@ -86,6 +94,7 @@ from dse.views.state import (
     DEFAULT_SYSTEM,
     DEFAULT_WORKLOAD,
     MAX_PINS,
+    MEMORY_OPTIONS,
     PIN_PARAM,
     TARGET_KEYS,
     DesignState,
@@ -110,8 +119,12 @@ __all__ = [
     "HEADLINE",
     "INTERVAL_PANELS",
     "JOINT_METRICS",
+    "KV_DEFAULT",
     "MAX_PINS",
+    "MEMORY_ABSENT",
+    "MEMORY_OPTIONS",
     "NO_COLOCATION",
+    "OFFLOAD_WIDGET_MAX",
     "PIN_PARAM",
     "PROB_LABELS",
     "ROLE_LABELS",
@@ -146,9 +159,12 @@ __all__ = [
     "interval_rows",
     "joint_csv_columns",
     "joint_intervals",
+    "kv_label",
     "margin_rows",
     "margin_sentence",
     "margins",
+    "memory_overrides",
+    "memory_widget_values",
     "metric_rows",
     "operating_context",
     "paper_points",
@@ -167,6 +183,7 @@ __all__ = [
     "sqlite_file",
     "state_from_design",
     "state_from_params",
+    "supports",
     "system_diff",
     "tornado",
     "url_state",

@@ -1,5 +1,6 @@
 """Widget choices: the devices, models, precisions and software a role can use on a device,
-and a device kind's build-knob ranges, from the device registry's capabilities; the workflows,
+its memory and host options (KV-cache precisions, weight offload, the board's host CPU) and a
+device kind's build-knob ranges, from the device registry's capabilities; the workflows,
 verifiers and placements (roles sharing one device) with their labels, and which schedules
 and flags a placement allows (dse.design.schedule_conflicts).
 """
@@ -8,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from dse.design import schedule_conflicts
 from dse.devices.registry import device_names, kind_of, resolve
 from dse.errors import DseError
+from dse.roles import DEVICE_ROLES
 from dse.scenario import COLOCATIONS, SystemSpec
 from dse.schedules import FLAGS, PRESETS
 from dse.specs import Catalog
+from dse.specs.model import KV_PRECISIONS
+from dse.views.state import MEMORY_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -31,18 +36,37 @@ class RoleOptions:
     serving_label: str  # what its software is called: "Serving", "FPGA engine"
     software_key: str  # the system key suffix naming it: "serving" (<role>_serving), "engine"
     build_knobs: tuple[str, ...]  # the kind's build knobs (empty: none to show)
+    # the KV-cache precisions a system may set on the kind (<role>_kv_precision; empty: its
+    # build fixes the KV width, as an FPGA's does)
+    kv_precisions: tuple[str, ...] = ()
+    offloads: bool = False  # may hold weights in host memory (<role>_offload_fraction)
+    hosted: bool = False  # has a host CPU a system may replace (<role>_host_cpu_slowdown)
+    # the board's own host CPU slowdown and its source (a hosted kind; None and "" otherwise)
+    host_cpu_slowdown: float | None = None
+    host_cpu_source: str = ""
+
+    @property
+    def kv_choices(self) -> list[str]:
+        """The KV-cache widget's options: the 16-bit cache (KV_DEFAULT, the widget's word for
+        an absent key) first, then the kind's other KV precisions; KV_DEFAULT alone for a kind
+        without KV choices."""
+        return [KV_DEFAULT, *(p for p in self.kv_precisions if p != KV_DEFAULT)]
 
 
 def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
     """Devices, models, precisions and serving profiles (FPGA engines) a role can use on a
     device, from the device kind's capabilities (the PRM and target run on GPUs; the draft on
-    a GPU or an FPGA)."""
+    a GPU or an FPGA), with the kind's KV-cache precisions, whether it offloads weights to
+    host memory and, for a hosted kind, the board's host CPU slowdown and its source."""
     devices = device_names(cat, role)
     models = [n for n in cat.names("model") if role in cat.model(n).roles]
-    k = kind_of(cat, device)
+    b, k = resolve(cat, device)
+    host = float(cast(Any, b).host_cpu_slowdown) if k.hosted else None  # hosted: a field
+    source = (b.sources.get("host_cpu_slowdown") or b.sources.get("*", "")) if k.hosted else ""
     return RoleOptions(devices, models, list(k.precisions), cat.names(k.software_kind),
                        k.default_precision, k.default_software, k.name, k.software_label,
-                       k.software_key, k.build_knobs)
+                       k.software_key, k.build_knobs, k.kv_precisions, k.offloads, k.hosted,
+                       host, source)
 
 
 def runs_precision(cat: Catalog, device: str, name: str | None) -> bool:
@@ -56,6 +80,68 @@ def runs_precision(cat: Catalog, device: str, name: str | None) -> bool:
     except DseError:
         return False
     return True
+
+
+# ------------------------------------------------------------------ KV cache, offload, host CPU
+
+# The KV widget's word for an absent <role>_kv_precision: the 16-bit cache (the model dtype,
+# vLLM's kv_cache_dtype=auto), which every GPU precision keeps when the key is absent, so the
+# two evaluate alike; an unchanged widget makes no override (memory_overrides).
+KV_DEFAULT = "16"
+# The number widgets' 0 stands for an absent key: no offload, the board's own host CPU.
+MEMORY_ABSENT: dict[str, Any] = dict(zip(MEMORY_OPTIONS, (KV_DEFAULT, 0.0, 0.0), strict=True))
+# The offload widget's upper end: the key takes [0, 1) (the GPU keeps the activations, the KV
+# cache and some weights), so the widget stops one step of 0.01 short of 1.
+OFFLOAD_WIDGET_MAX = 0.99
+
+
+def kv_label(name: str) -> str:
+    """A KV-cache precision in words: '16-bit (default)' (the model dtype), 'fp8 (8 bits)'."""
+    if name == KV_DEFAULT:
+        return "16-bit (default)"
+    return f"{name} ({KV_PRECISIONS[name]:g} bits)" if name in KV_PRECISIONS else name
+
+
+def supports(opts: RoleOptions, option: str) -> bool:
+    """Whether the role's device kind takes the memory option (one of MEMORY_OPTIONS): KV
+    choices, weight offload, a host CPU of its own."""
+    return {"kv_precision": bool(opts.kv_precisions), "offload_fraction": opts.offloads,
+            "host_cpu_slowdown": opts.hosted}[option]
+
+
+def memory_widget_values(spec: SystemSpec) -> dict[str, Any]:
+    """Each role's KV-cache, offload and host-CPU widget value (`<role>_<option>`): the
+    system's key, else the widget's word for an absent key (MEMORY_ABSENT: "16", 0.0, 0.0)."""
+    out: dict[str, Any] = {}
+    for role in DEVICE_ROLES:
+        for option, absent in MEMORY_ABSENT.items():
+            v = getattr(spec, f"{role}_{option}")
+            out[f"{role}_{option}"] = absent if v is None else v
+    return out
+
+
+def memory_overrides(opts: RoleOptions, role: str, values: Mapping[str, Any],
+                     preset: Mapping[str, Any]) -> dict[str, Any]:
+    """The `<role>_<option>` overrides the role's memory widgets make against the preset
+    system (`preset`: its TOML table). values: option -> widget value (None: not drawn, as
+    absent). A widget at its word for an absent key makes no override where the preset leaves
+    the key out, and says the absent value explicitly where the preset sets one ("16", 0.0,
+    or the board's own host CPU slowdown); an option the device's kind does not take makes
+    none (an FPGA draft: the override is dropped, the widget keeps its value)."""
+    out: dict[str, Any] = {}
+    for option, absent in MEMORY_ABSENT.items():
+        key = f"{role}_{option}"
+        v = values.get(option)
+        if not supports(opts, option) or (option == "kv_precision" and v is not None
+                                          and v != KV_DEFAULT and v not in opts.kv_precisions):
+            continue
+        if v is None or v == absent:
+            if preset.get(key) is None:
+                continue
+            v = opts.host_cpu_slowdown if option == "host_cpu_slowdown" else absent
+        if v != preset.get(key):
+            out[key] = v
+    return out
 
 
 def build_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:

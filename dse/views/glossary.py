@@ -180,6 +180,19 @@ TERMS = (
          "graphs, eager vLLM, HF transformers, ...): its bandwidth and compute efficiencies, "
          "per-layer and per-step overheads and prefix caching, fitted to that stack's "
          "published measurements.", ("serving", "software")),
+    Term("KV-cache precision", "The width of a GPU role's cached keys and values "
+         "(`<role>_kv_precision`): 16 bits (the model dtype, the default), fp8 or int8 (8), "
+         "q8_0 (8.5) or q4_0 (4.5, llama.cpp blocks). It scales the KV bytes each token reads "
+         "and the KV memory at the maximum context; an FPGA build fixes its own.",
+         ("kv_precision", "KV cache")),
+    Term("weight offload", "The share of a GPU role's weights held in host memory and copied "
+         "over its host link on every forward pass (`<role>_offload_fraction`, in [0, 1); "
+         "vLLM --cpu-offload-gb): a model fits a smaller GPU, at the link's speed per token.",
+         ("offload_fraction", "offload")),
+    Term("host CPU slowdown", "A GPU's host CPU: its single-thread time relative to the hosts "
+         "the serving profiles were fitted on (1), scaling kernel launches and per-step host "
+         "work (`<role>_host_cpu_slowdown`; absent: the board's own, with its source).",
+         ("host_cpu_slowdown", "host CPU")),
     Term("projection only", "A bundle part that cannot be built as exported: a board without "
          "a public Vitis platform (the V80) gets a build that stops at the .xo; the manifest "
          "says why.", ("projection_only",)),

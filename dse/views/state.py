@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dse.design import Design, build_design
+from dse.design import Design, build_design, placed_roles
 from dse.design_files import ALIASES, DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
-from dse.errors import DseError, UnknownNameError
+from dse.errors import DseError, SpecError, UnknownNameError
 from dse.resolve import override_spec, read_source
 from dse.scenario import PRM_KEYS, SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
@@ -32,14 +32,18 @@ _META_KEYS = ("schema_version", "kind", "name", "description", "sources")
 # system key, so a design's own parameters never collide with it.
 PIN_PARAM = "pin"
 MAX_PINS = 8
+# A role's memory and host options, each a system key `<role>_<option>` (dse.design.
+# memory_options: its KV-cache precision, the share of its weights in host memory, its GPU's
+# host CPU).
+MEMORY_OPTIONS = ("kv_precision", "offload_fraction", "host_cpu_slowdown")
 # The system keys a target-only design uses (its target and its generation budget); every
 # other key (draft, PRM, thresholds, FPGA build, verifier, placement) does not apply to it.
 TARGET_KEYS = ("target_model", "target_device", "target_tp", "target_precision",
-               "target_serving", "max_context_tokens")
+               "target_serving", *(f"target_{o}" for o in MEMORY_OPTIONS), "max_context_tokens")
 # The keys that describe the workflow rather than a role's placement.
 WORKFLOW_KEYS = ("workflow", "verifier", "colocate")
 # The PRM's own keys: unused when the target verifies.
-PRM_ONLY_KEYS = (*PRM_KEYS, "prm_tp")
+PRM_ONLY_KEYS = (*PRM_KEYS, "prm_tp", *(f"prm_{o}" for o in MEMORY_OPTIONS))
 
 
 @dataclass(frozen=True)
@@ -82,14 +86,17 @@ class DesignState:
         """The paper's homogeneous GPU baseline `name` (rsd, brsd, brsd_stepahead) of this
         design: the same models, PRM and target, thresholds and workload, with a draft that
         is not on the PRM's GPU moved there (the GPU kind's default precision and serving
-        profile: BF16, vLLM with CUDA graphs), as the paper's 3 x RTX 3090 baselines are to
-        its FPGA systems. A baseline is speculative with a PRM verifier and each role on its
-        own device, whatever this state's workflow, verifier and placement."""
+        profile: BF16, vLLM with CUDA graphs; a 16-bit KV cache, every weight on the GPU and
+        the GPU's own host, its memory options dropped), as the paper's 3 x RTX 3090 baselines
+        are to its FPGA systems. A baseline is speculative with a PRM verifier and each role on
+        its own device, whatever this state's workflow, verifier and placement."""
         # the paper's baselines verify with a PRM, each role on its own GPU
         over = {k: v for k, v in self.overrides.items() if k not in WORKFLOW_KEYS}
         spec = override_spec(read_source(cat, self.system).spec, over, source="--set")
         if spec.prm_device is not None and spec.draft_device != spec.prm_device:
             gpu = kind_of(cat, spec.prm_device)
+            for o in MEMORY_OPTIONS:
+                over.pop(f"draft_{o}", None)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
                      "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
                      "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
@@ -176,8 +183,9 @@ def _check_name(cat: Catalog, key: str, value: Any) -> None:
                 cat.get(kind, value)
 
 
-def _short(e: Exception, limit: int = 200) -> str:
-    """An error's message cut at a word boundary (a long list of valid names ends in '...')."""
+def _short(e: Exception | str, limit: int = 200) -> str:
+    """An error's message (or a reason) cut at a word boundary (a long list of valid names ends
+    in '...')."""
     text = str(e)
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
@@ -226,12 +234,43 @@ def url_state(cat: Catalog, params: Mapping[str, str]) -> tuple[DesignState, lis
         flags |= fl
     state = DesignState(system, workload, PRESETS[sched_name].with_flags(**flags), overrides)
     try:
-        state.spec(cat)
+        spec = state.spec(cat)
     except DseError as e:
         warnings.append(f"the link's settings do not combine ({_short(e)}); showing {system} "
                         "as shipped")
-        state = DesignState(system, workload, PRESETS[sched_name])
+        return DesignState(system, workload, PRESETS[sched_name]), warnings
+    refused = _refused_memory(cat, spec, overrides)
+    for k, why in refused.items():
+        warnings.append(f"URL parameter {k}={str(overrides[k])[:40]!r} ignored: "
+                        f"{_short(why)}")
+    if refused:
+        state = DesignState(system, workload, state.schedule,
+                            {k: v for k, v in overrides.items() if k not in refused})
     return state, warnings
+
+
+def _refused_memory(cat: Catalog, spec: SystemSpec, overrides: Mapping[str, Any]
+                    ) -> dict[str, str]:
+    """The memory options among the overrides that their role's device kind refuses (a KV
+    precision or a host CPU on an FPGA draft: the kind's check_memory_options), each with
+    the reason; roles the design does not place are left to `applicable`."""
+    out: dict[str, str] = {}
+    for role in placed_roles(spec):
+        try:
+            kind = kind_of(cat, str(getattr(spec, f"{role}_device")))
+        except UnknownNameError:  # the page reports it with the design's other errors
+            continue
+        for o in MEMORY_OPTIONS:
+            key = f"{role}_{o}"
+            if key not in overrides:
+                continue
+            given: dict[str, Any] = {"kv_precision": None, "offload_fraction": 0.0,
+                                     "host_cpu_slowdown": None, o: overrides[key]}
+            try:
+                kind.check_memory_options(**given, role=role)
+            except SpecError as e:
+                out[key] = e.reason
+    return out
 
 
 def encode_pin(state: DesignState) -> str:
@@ -313,17 +352,34 @@ def short_label(state: DesignState, index: int) -> str:
     return label + (" · " + ", ".join(changes) if changes else "")
 
 
+def _memory(s: SystemSpec, role: str) -> list[str]:
+    """The memory options a system sets for a role, in words: ["KV fp8", "25% of weights in
+    host memory", "host CPU 1.5x"] (none set: [])."""
+    kv, off, host = (getattr(s, f"{role}_{o}") for o in MEMORY_OPTIONS)
+    return [*([f"KV {kv}"] if kv is not None else []),
+            *([f"{100 * off:g}% of weights in host memory"] if off else []),
+            *([f"host CPU {host:g}x"] if host is not None else [])]
+
+
+def _how(s: SystemSpec, role: str) -> str:
+    """A role's precision and the memory options its system sets: "bf16", "bf16, KV fp8"."""
+    return ", ".join([str(getattr(s, f"{role}_precision")), *_memory(s, role)])
+
+
 def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
     """One line naming the workflow, the hardware split, the models and the knobs: "target
     alone: ..." for a target-only design; "verifier: the target" when the target judges; the
-    roles that share a device."""
+    roles that share a device; a role's KV cache, weight offload and host CPU where the system
+    sets them."""
     tp = f" x{s.target_tp}" if s.target_tp > 1 else ""
-    target = f"{s.target_model} on {s.target_device}{tp} ({s.target_precision})"
+    target = f"{s.target_model} on {s.target_device}{tp} ({_how(s, 'target')})"
     if s.workflow_name == "target-only":
         return f"target alone: {target}"
-    parts = [f"draft {s.draft_model} on {s.draft_device} ({s.draft_precision})",
+    prm_memory = ", ".join(_memory(s, "prm"))
+    parts = [f"draft {s.draft_model} on {s.draft_device} ({_how(s, 'draft')})",
              ("verifier: the target" if s.verifier_name == "target"
-              else f"{str(s.verifier_name).upper()} {s.prm_model} on {s.prm_device}"),
+              else f"{str(s.verifier_name).upper()} {s.prm_model} on {s.prm_device}"
+              + (f" ({prm_memory})" if prm_memory else "")),
              f"target {target}"]
     if s.colocate:
         parts.append(f"{s.colocate} on one device")
