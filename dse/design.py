@@ -321,7 +321,8 @@ def _check_names(cat: Catalog, s: SystemSpec, roles: tuple[str, ...]) -> None:
     for role, kind in kinds.items():
         check(f"{role}_precision", lambda name, k=kind, r=role: k.check_precision(
             name, where=s.path, key=f"{r}_precision"))
-        kind.check_memory_options(**memory_options(s, role), where=s.path, role=role)
+        kind.check_memory_options(**memory_options(s, role), where=s.path, role=role,
+                                  board=cat.device(str(getattr(s, f"{role}_device"))))
     for role, kind in kinds.items():  # the serving profile, or the engine, of the role's kind
         check(f"{role}_{kind.software_key}", lambda name, k=kind: cat.get(k.software_kind, name))
 

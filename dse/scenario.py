@@ -174,7 +174,7 @@ KNOB_KEYS: tuple[str, ...] = ("accept_threshold", "backtrack_threshold", "max_ba
 def _check_system(path: object, v: dict[str, Any]) -> None:
     """What a workflow needs: a speculative design names its draft, its verifier's placement
     (a PRM's; a target verifier is the target) and its thresholds; a target-only design has no
-    verifier; colocated roles name one device."""
+    verifier; colocated roles name one device and one host CPU."""
     for role in ("draft", "prm", "target"):
         if (v[f"{role}_offload_fraction"] or 0.0) >= 1.0:
             raise SpecError(path, f"{role}_offload_fraction", "must be below 1: the GPU keeps "
@@ -206,6 +206,15 @@ def _check_system(path: object, v: dict[str, Any]) -> None:
         if len(set(devices.values())) > 1:
             raise SpecError(path, "colocate", "colocated roles must name the same device, got "
                             + ", ".join(f"{r}_device = {d!r}" for r, d in devices.items()))
+        # one device, one host: a role's own host CPU must be its group's
+        hosts = {r: v[f"{r}_host_cpu_slowdown"] for r in roles
+                 if not (r == "prm" and verifier == "target")}
+        if len(set(hosts.values())) > 1:
+            later = next(r for r in reversed(list(hosts)) if hosts[r] is not None)
+            raise SpecError(path, f"{later}_host_cpu_slowdown", "colocated roles share one "
+                            "device and so one host CPU; give them the same host_cpu_slowdown "
+                            "(or none: the board's), got " + ", ".join(
+                                f"{r}_host_cpu_slowdown = {hosts[r]!r}" for r in hosts))
 
 
 register_kind("workload", WorkloadSpec)

@@ -59,16 +59,16 @@ def test_target_kv_fp8_is_dse_evaluates_and_reset_clears_it(cat, capsys):
     assert metric(at, "Energy per token") == before
 
 
-def test_offload_and_host_cpu_of_a_gpu_draft(cat, capsys):
-    """The Jetson preset's GPU draft: a quarter of its weights in host memory and a host CPU
-    at 1.0 (the board's own is 2.83333, its source in the help): each is
-    `dse evaluate --set`'s; the faster host shortens the draft's launch-bound steps."""
+def test_host_cpu_of_a_gpu_draft(cat, capsys):
+    """The Jetson preset's GPU draft: a host CPU at 1.0 (the board's own is 2.83333, its
+    source in the help) is `dse evaluate --set`'s and shortens the draft's launch-bound steps;
+    its offload widget is disabled (unified memory: no host memory apart)."""
     at = ok(run_app(system="paper-config1-jetson"))
     host = at.number_input(key="wi_draft_host_cpu_slowdown")
     assert host.value == 0.0 and not host.disabled
     assert "jetson-orin-nano-8gb's own host: 2.83333" in host.help
     assert "3.4 GHz / (1.5 GHz x 0.8)" in host.help  # the board file's source
-    assert not at.number_input(key="wi_draft_offload_fraction").disabled
+    assert at.number_input(key="wi_draft_offload_fraction").disabled
     before = at.session_state["wi_report"]
     at.number_input(key="wi_draft_host_cpu_slowdown").set_value(1.0)
     ok(at.run())
@@ -77,19 +77,34 @@ def test_offload_and_host_cpu_of_a_gpu_draft(cat, capsys):
     assert faster["latency_s_per_problem"] == cli["latency_s_per_problem"]
     assert faster["latency_s_per_problem"] < before["latency_s_per_problem"]
     assert at.query_params["draft_host_cpu_slowdown"] == "1.0"
-    at.number_input(key="wi_draft_offload_fraction").set_value(0.25)
-    ok(at.run())
-    cli = cli_report(capsys, "paper-config1-jetson", "draft_host_cpu_slowdown=1.0",
-                     "draft_offload_fraction=0.25")
     assert metric(at, "Latency per problem") == f"{cli['latency_s_per_problem']:.3f} s"
-    assert metric(at, "Energy per token") == f"{cli['j_per_token']:.3f} J/token"
-    assert at.query_params["draft_offload_fraction"] == "0.25"
     same_state(cat, at)
-    # back to 0: the board's own host and no offload, no override
+    # back to 0: the board's own host, no override
     at.number_input(key="wi_draft_host_cpu_slowdown").set_value(0.0)
-    at.number_input(key="wi_draft_offload_fraction").set_value(0.0)
     ok(at.run())
     assert dict(at.query_params) == {**DEFAULT, "system": "paper-config1-jetson"}
+    assert at.session_state["wi_report"]["latency_s_per_problem"] == (
+        before["latency_s_per_problem"])
+
+
+def test_offload_of_a_gpu_draft(cat, capsys):
+    """The RTX 3090 preset's draft with a quarter of its weights in host memory: the numbers
+    are `dse evaluate --set`'s, the URL carries the key, and 0 removes it."""
+    at = ok(run_app(system="paper-config1-3090"))
+    before = at.session_state["wi_report"]
+    assert not at.number_input(key="wi_draft_offload_fraction").disabled
+    at.number_input(key="wi_draft_offload_fraction").set_value(0.25)
+    ok(at.run())
+    cli = cli_report(capsys, "paper-config1-3090", "draft_offload_fraction=0.25")
+    assert metric(at, "Latency per problem") == f"{cli['latency_s_per_problem']:.3f} s"
+    assert metric(at, "Energy per token") == f"{cli['j_per_token']:.3f} J/token"
+    assert at.session_state["wi_report"]["latency_s_per_problem"] > before[
+        "latency_s_per_problem"]  # the streamed weights cross PCIe every token
+    assert at.query_params["draft_offload_fraction"] == "0.25"
+    same_state(cat, at)
+    at.number_input(key="wi_draft_offload_fraction").set_value(0.0)
+    ok(at.run())
+    assert dict(at.query_params) == {**DEFAULT, "system": "paper-config1-3090"}
     assert at.session_state["wi_report"]["latency_s_per_problem"] == (
         before["latency_s_per_problem"])
 
@@ -98,7 +113,7 @@ def test_a_link_loads_into_the_widgets_and_an_fpga_draft_drops_them(cat):
     """A link's memory keys load into the widgets; moving the draft to the U280 drops its
     overrides from the URL and the numbers (its widgets disabled, keeping their values);
     moving it back to a GPU applies them again."""
-    at = ok(run_app(system="paper-config1-jetson", draft_kv_precision="fp8",
+    at = ok(run_app(system="paper-config1-3090", draft_kv_precision="fp8",
                     draft_offload_fraction="0.25", target_host_cpu_slowdown="1.5"))
     assert at.selectbox(key="wi_draft_kv_precision").value == "fp8"
     assert at.number_input(key="wi_draft_offload_fraction").value == 0.25

@@ -57,3 +57,35 @@ def test_set_of_a_bad_host_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
     err = capsys.readouterr().err.strip()
     assert code == FlagValueError.exit_code, err
     assert "--set: target_host_cpu_slowdown" in err and "\n" not in err
+
+
+def test_colocated_roles_share_one_host(cat: Catalog) -> None:
+    """Roles on one device have one host CPU: different values (or one set, one absent) are
+    refused naming the later role's key; the same value on both is the design's host."""
+    base = {"colocate": "prm+target", "prm_device": "rtx-3090", "target_device": "rtx-3090"}
+    with pytest.raises(SpecError, match="target_host_cpu_slowdown: colocated roles share one "
+                                        "device and so one host CPU"):
+        dse.load_design("paper-config1-3090", catalog=cat, schedule="rsd", check=False,
+                        overrides={**base, "prm_host_cpu_slowdown": 2.0,
+                                   "target_host_cpu_slowdown": 3.0})
+    with pytest.raises(SpecError, match="prm_host_cpu_slowdown: colocated roles"):
+        dse.load_design("paper-config1-3090", catalog=cat, schedule="rsd", check=False,
+                        overrides={**base, "prm_host_cpu_slowdown": 2.0})
+    d = dse.load_design("paper-config1-3090", catalog=cat, schedule="rsd", check=False,
+                        overrides={**base, "prm_host_cpu_slowdown": 2.0,
+                                   "target_host_cpu_slowdown": 2.0})
+    assert d.prm.device.host_cpu_slowdown == 2.0  # type: ignore[union-attr]
+    assert d.target.device.host_cpu_slowdown == 2.0  # type: ignore[attr-defined]
+
+
+def test_no_offload_on_unified_memory(cat: Catalog) -> None:
+    """A Jetson's CPU and GPU share one LPDDR5: there is no host memory apart to offload
+    weights to, so the key is refused by name (a discrete GPU takes it)."""
+    assert cat.gpu("jetson-orin-nano-8gb").unified_memory
+    with pytest.raises(SpecError, match="draft_offload_fraction: jetson-orin-nano-8gb has "
+                                        "unified memory"):
+        dse.load_design("paper-config1-jetson", catalog=cat,
+                        overrides={"draft_offload_fraction": 0.25})
+    d = dse.load_design("paper-config1-3090", catalog=cat,
+                        overrides={"draft_offload_fraction": 0.25})
+    assert d.draft.offload_fraction == 0.25  # type: ignore[union-attr]

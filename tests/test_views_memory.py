@@ -129,7 +129,7 @@ def test_a_draft_moved_to_an_fpga_drops_its_memory_overrides(cat, device):
 # ------------------------------------------------------------------------ URL and states
 
 def test_memory_keys_round_trip_through_the_url(cat):
-    s = state("paper-config1-jetson", target_kv_precision="fp8", prm_kv_precision="q4_0",
+    s = state("paper-config1-3090", target_kv_precision="fp8", prm_kv_precision="q4_0",
               draft_offload_fraction=0.25, draft_host_cpu_slowdown=1.5)
     p = s.params()
     assert (p["target_kv_precision"], p["prm_kv_precision"], p["draft_offload_fraction"],

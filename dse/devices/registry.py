@@ -117,9 +117,11 @@ class DeviceKind:
 
     def check_memory_options(self, kv_precision: str | None, offload_fraction: float,
                              host_cpu_slowdown: float | None = None, *,
-                             where: object = "", role: str = "") -> None:
+                             where: object = "", role: str = "", board: object = None) -> None:
         """A KV-cache precision, a weight offload and a host CPU the kind supports (one
-        SpecError line naming the system key otherwise)."""
+        SpecError line naming the system key otherwise). board: the spec of the board, whose
+        unified memory (a Jetson's LPDDR5, shared with its CPU) leaves no host memory to
+        offload weights to."""
         prefix = f"{role}_" if role else ""
         if kv_precision is not None and kv_precision not in self.kv_precisions:
             what = (f"valid: {', '.join(self.kv_precisions)}" if self.kv_precisions else
@@ -129,6 +131,11 @@ class DeviceKind:
         if offload_fraction and not self.offloads:
             raise SpecError(where, f"{prefix}offload_fraction", f"{self.a_label} holds every "
                             "weight in its own memory; remove the key or set it to 0")
+        if offload_fraction and getattr(board, "unified_memory", False):
+            raise SpecError(where, f"{prefix}offload_fraction", f"{getattr(board, 'name', '')}"
+                            " has unified memory (its CPU and GPU share one DRAM): there is no "
+                            "host memory apart to offload weights to; remove the key or set it "
+                            "to 0")
         if host_cpu_slowdown is not None and not self.hosted:
             raise SpecError(where, f"{prefix}host_cpu_slowdown", f"{self.a_label}'s costs have "
                             "no host CPU term (its build runs the model); remove the key")
@@ -249,7 +256,7 @@ def place(
     spec, kind = resolve(cat, device_name)
     pname = precision_name or kind.default_precision
     kind.check_precision(pname)
-    kind.check_memory_options(kv_precision, offload_fraction, host_cpu_slowdown)
+    kind.check_memory_options(kv_precision, offload_fraction, host_cpu_slowdown, board=spec)
     if host_cpu_slowdown is not None:
         spec = replace(cast(Any, spec), host_cpu_slowdown=host_cpu_slowdown)  # hosted: a field
     sw = software or kind.default_software

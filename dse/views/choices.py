@@ -57,7 +57,8 @@ def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
     """Devices, models, precisions and serving profiles (FPGA engines) a role can use on a
     device, from the device kind's capabilities (the PRM and target run on GPUs; the draft on
     a GPU or an FPGA), with the kind's KV-cache precisions, whether it offloads weights to
-    host memory and, for a hosted kind, the board's host CPU slowdown and its source."""
+    host memory (not a unified-memory board: its host memory is the GPU's) and, for a hosted
+    kind, the board's host CPU slowdown and its source."""
     devices = device_names(cat, role)
     models = [n for n in cat.names("model") if role in cat.model(n).roles]
     b, k = resolve(cat, device)
@@ -65,7 +66,8 @@ def role_options(cat: Catalog, role: str, device: str) -> RoleOptions:
     source = (b.sources.get("host_cpu_slowdown") or b.sources.get("*", "")) if k.hosted else ""
     return RoleOptions(devices, models, list(k.precisions), cat.names(k.software_kind),
                        k.default_precision, k.default_software, k.name, k.software_label,
-                       k.software_key, k.build_knobs, k.kv_precisions, k.offloads, k.hosted,
+                       k.software_key, k.build_knobs, k.kv_precisions,
+                       k.offloads and not getattr(b, "unified_memory", False), k.hosted,
                        host, source)
 
 

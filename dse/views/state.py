@@ -252,12 +252,14 @@ def url_state(cat: Catalog, params: Mapping[str, str]) -> tuple[DesignState, lis
 def _refused_memory(cat: Catalog, spec: SystemSpec, overrides: Mapping[str, Any]
                     ) -> dict[str, str]:
     """The memory options among the overrides that their role's device kind refuses (a KV
-    precision or a host CPU on an FPGA draft: the kind's check_memory_options), each with
-    the reason; roles the design does not place are left to `applicable`."""
+    precision or a host CPU on an FPGA draft, an offload on a unified-memory board: the
+    kind's check_memory_options), each with the reason; roles the design does not place are
+    left to `applicable`."""
     out: dict[str, str] = {}
     for role in placed_roles(spec):
         try:
-            kind = kind_of(cat, str(getattr(spec, f"{role}_device")))
+            device = str(getattr(spec, f"{role}_device"))
+            kind, board = kind_of(cat, device), cat.device(device)
         except UnknownNameError:  # the page reports it with the design's other errors
             continue
         for o in MEMORY_OPTIONS:
@@ -267,7 +269,7 @@ def _refused_memory(cat: Catalog, spec: SystemSpec, overrides: Mapping[str, Any]
             given: dict[str, Any] = {"kv_precision": None, "offload_fraction": 0.0,
                                      "host_cpu_slowdown": None, o: overrides[key]}
             try:
-                kind.check_memory_options(**given, role=role)
+                kind.check_memory_options(**given, role=role, board=board)
             except SpecError as e:
                 out[key] = e.reason
     return out
