@@ -15,6 +15,8 @@ scipy.special costs 0.2 s, twice numpy's own import and a third of the command's
   `ndtr`;
 - `betainc(a, b, x)`: the continued fraction of Numerical Recipes (3rd ed., section 6.4) by the
   modified Lentz method, on the side of x where it converges fast (x < (a + 1) / (a + b + 2));
+  1e-13 absolute for shapes up to 100 (the PRM score betas), 2e-12 up to 2000, where the
+  lgamma differences of its prefactor round;
 - `gammaincinv(a, q)`: Halley's method on the regularised lower incomplete gamma P(a, x) (its
   series below x = a + 1, Legendre's continued fraction above), started from Wilson and
   Hilferty's cube-root normal approximation (a > 1) or the small-a power law.
@@ -75,19 +77,30 @@ def _erfcx_pieces() -> F64:
 
 
 def _half_erfc_abs(x: F64) -> F64:
-    """erfc(|x| / sqrt 2) / 2: the normal tail beyond |x|."""
-    z = np.abs(x) * (1 / math.sqrt(2))
-    u = 1 / (1 + z)
-    scaled = np.where(np.isnan(u), 0.0, u * PIECES)  # NaN in, NaN out (through u)
-    i = np.minimum(scaled.astype(np.intp), PIECES - 1)
-    t = 2 * (scaled - i) - 1
-    c = _erfcx_pieces()[:, i]
+    """erfc(|x| / sqrt 2) / 2: the normal tail beyond |x| (in-place steps: it runs on every
+    step-ahead design's grid)."""
+    z = np.abs(np.ravel(x))
+    z *= 1 / math.sqrt(2)
+    u = 1 + z
+    np.reciprocal(u, out=u)
+    t = u * PIECES
+    i = np.fmin(t, PIECES - 0.5).astype(np.intp)  # fmin: NaN takes a piece, t stays NaN
+    t -= i
+    t *= 2
+    t -= 1
+    c = np.take(_erfcx_pieces(), i, axis=1)
     g = c[0] * t
     for j in range(1, DEGREE):
         g += c[j]
         g *= t
     g += c[DEGREE]
-    return 0.5 * u * g * np.exp(-z * z)
+    g *= u
+    z *= z
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    g *= z
+    g *= 0.5
+    return g.reshape(np.shape(x))
 
 
 def ndtr(x: ArrayLike) -> F64:

@@ -81,12 +81,14 @@ def test_betainc_by_hand_and_at_the_edges():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(0.05, 500.0), st.floats(0.05, 500.0), st.floats(0.0, 1.0))
+@given(st.floats(0.05, 100.0), st.floats(0.05, 100.0), st.floats(0.0, 1.0))
 def test_betainc_symmetry(a, b, x):
-    # I_x(a, b) + I_{1-x}(b, a) = 1, at an x whose 1 - x is exact in floating point
+    # I_x(a, b) + I_{1-x}(b, a) = 1, at an x whose 1 - x is exact in floating point (shapes to
+    # 100, the PRM score betas' range and more; above, the lgamma prefactor's rounding reaches
+    # 1e-12: test_betainc_matches_scipy's second case)
     x = 1 - (1 - x)
     assert float(special.betainc(a, b, x) + special.betainc(b, a, 1 - x)) == pytest.approx(
-        1.0, abs=1e-12)
+        1.0, abs=2e-13)
 
 
 def test_gammaincinv_matches_scipy():
