@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from dse.design import build_design
 from dse.design_files import load_system
-from dse.engine.evaluate import evaluate, evaluate_batch
+from dse.engine.closed_form import HEADLINE_METRICS, headline_of
+from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 from dse.schedules import PRESETS
 from dse.specs import Catalog
 from dse.uncertainty import design_factors, evaluate_at
@@ -61,6 +62,28 @@ def test_batch_equals_each_member(system: str, schedule: str, workload: str) -> 
     assert len({r.latency_s_per_problem for r in got}) > 2
 
 
+@pytest.mark.parametrize("system", ["paper-config1-u280", "paper-config2-v80",
+                                    "paper-config1-jetson", "paper-config1-3090"])
+@pytest.mark.parametrize("schedule", list(PRESETS))
+def test_the_headline_pass_equals_the_full_reports(system: str, schedule: str) -> None:
+    """closed_form_headline_batch composes only time, energy above idle and the next head
+    start (and takes no stall probability) yet gives every HEADLINE_METRICS value of the
+    full batched reports to the bit, for each schedule of four systems at every time and
+    power factor end and several at once."""
+    d = build_design(CAT, load_system(CAT, system), PRESETS[schedule], check=False)
+    w = CAT.workload("math500")
+    pts = [{f.key: v} for f in design_factors(d, w) if f.quantity in ("time", "power")
+           for v in points(f)]
+    pts.append({k: v for p in pts[:3] for k, v in p.items()})
+    members = [scale_design(d, v) for v in pts]
+    batch = scale_design_batch(d, pts)
+    full = evaluate_batch(batch, members, w)
+    lean = evaluate_headline_batch(batch, members, w)
+    assert lean == [headline_of(r) for r in full]
+    assert set(lean[0]) == set(HEADLINE_METRICS)
+    assert len({r["j_per_token"] for r in lean}) > 2  # the ends differ
+
+
 def test_intervals_batched_equal_one_at_a_time() -> None:
     d = build_design(CAT, load_system(CAT, "paper-config1-u280"), PRESETS["heteroreason"])
     w = CAT.workload("math500")
@@ -96,8 +119,12 @@ def test_batches_equal_each_member_on_random_designs(cat, rng: random.Random) ->
     seen = []
     for batch, sel, rows in batches(d, pts, rng.randint(1, 5)):
         members = [scale_design(d, pts[i]) for i in sel]
-        for r, m in zip(evaluate_batch(batch, members, w, rows), members, strict=True):
+        full = evaluate_batch(batch, members, w, rows)
+        for r, m in zip(full, members, strict=True):
             diffs = _close(evaluate(m, w).to_dict(), r.to_dict())
             assert not diffs, (case.describe(), diffs[:5])
+        # the headline pass composes less and gives the same headline to the bit
+        lean = evaluate_headline_batch(batch, members, w, rows)
+        assert lean == [headline_of(r) for r in full], case.describe()
         seen += sel
     assert sorted(seen) == list(range(len(pts)))

@@ -57,3 +57,16 @@ def evaluate_batch(batch: Design, members: Sequence[Design], workload: WorkloadS
 
     return [finite(r) for r in closed_form_batch(Costs(batch, workload),
                                                  [Costs(m, workload) for m in members], rows)]
+
+
+def evaluate_headline_batch(batch: Design, members: Sequence[Design], workload: WorkloadSpec,
+                            rows: Sequence[int] | None = None) -> list[dict[str, float]]:
+    """`evaluate_batch`'s headline metrics alone (dse.engine.closed_form.HEADLINE_METRICS:
+    latency, goodput, energy, J/token, tokens, accuracy, p_accept), equal to its to the bit
+    with less work: what an interval's factor ends need."""
+    from dse.engine.closed_form import closed_form_headline_batch, headline_of
+
+    if not batch.is_speculative:
+        return [headline_of(evaluate(m, workload)) for m in members]
+    return closed_form_headline_batch(Costs(batch, workload),
+                                      [Costs(m, workload) for m in members], rows)

@@ -203,6 +203,85 @@ def next_ahead_s(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: Arra
     return _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead).next_ahead
 
 
+@dataclass(frozen=True)
+class _Busy:
+    """What an attempt books beside its commit path: the draft's speculation before a
+    backtracking verdict and its cut ingestion, the speculation after a reject, the busy
+    times and the PRM's energy (shared by `compose` and `compose_headline`)."""
+
+    spec_bt: F64 | float
+    sync1_work: F64 | float
+    post_spec: F64 | float
+    speculated: F64 | float
+    draft_busy: F64
+    target_busy: F64
+    prm_j: F64
+
+
+def _busy(k: StepCosts, s: Schedule, p: _Path, *, spec_ok: NDArray[np.bool_], ahead: F64
+          ) -> _Busy:
+    o = NUMPY
+    sa, shadow = s.step_ahead, s.shadow_sync
+    bk, rej, spec_on = p.bk, p.rej, p.spec_on
+    spec_bt: F64 | float
+    sync1_work: F64 | float
+    if np.any(bk):
+        # speculation the draft did after re-synchronising, before the rewrite's verdict;
+        # wasted when that verdict sends the system back (none where nothing speculates)
+        spec_bt = (_where(bk & spec_on, np.minimum(np.maximum(p.commit_ref - p.sync_end, 0.0),
+                                                   k.d_next_ref), 0.0)
+                   if p.speculates else 0.0)
+        # the verdict discards the rewrite: the draft stops ingesting it (rolls its KV pointer
+        # back) and has done the share of the work that fits before the verdict
+        start = p.verdict if shadow else p.ready + k.lk_t
+        sync1_work = k.sync_work * np.minimum(np.maximum(
+            (p.commit_ref - start) / np.maximum(p.sync_end - start, 1e-12), 0.0), 1.0)
+    else:
+        spec_bt = sync1_work = 0.0
+    post_spec = (_where(rej, np.maximum(p.post, 0.0), 0.0) if p.post is not None
+                 and p.gap is not None else 0.0)
+    # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
+    # follows), nor does an alternative that ends the problem (an anchor one step back at
+    # the last step); otherwise the problem goes on from the anchor, so the draft ingests it
+    sync_busy = _where(bk, sync1_work + _where(spec_ok, p.sync2_work, 0.0),
+                       _where(rej & spec_ok, k.sync_work, 0.0))
+    # speculation: of the next step during the verification, after a re-synchronisation
+    # before a backtracking verdict, and after a reject's re-synchronisation
+    speculated = p.spec + spec_bt + post_spec
+    draft_busy = r.draft_busy_s(o, decode=k.d_step, ahead=ahead, ingest=sync_busy,
+                                speculated=speculated)
+    prefetch = (r.prefetch_s(o, verdict=p.verdict, to_target=k.lk_u, rewrite=p.t_full) if sa
+                else 0.0)
+    target_busy = r.target_busy_s(o, accepted=p.acc, backtracked=bk, prefetch=prefetch,
+                                  rewrite=p.t_full, alternative=p.t_alt)
+    prm_j = k.p1 * k.prm_w_step + _where(rej, k.p2 * k.prm_w_rewrite, 0.0)
+    return _Busy(spec_bt, sync1_work, post_spec, speculated, draft_busy, target_busy, prm_j)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The fields of an attempt the headline metrics need (latency, energy: `compose`'s
+    time_s, the devices' energy above idle and the next head start), nothing else."""
+
+    time_s: F64
+    draft_dyn_j: F64
+    prm_dyn_j: F64
+    target_dyn_j: F64
+    next_ahead_s: F64
+
+
+def compose_headline(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
+                     ahead: ArrayLike) -> Headline:
+    """`compose`'s time_s, dynamic energies and next head start alone (the same rules and
+    arithmetic, so equal to compose's to the bit), for evaluations whose other fields nobody
+    reads: an interval's factor ends (dse.engine.closed_form.closed_form_headline_batch)."""
+    p = _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
+    b = _busy(k, s, p, spec_ok=np.asarray(spec_ok, dtype=bool),
+              ahead=np.asarray(ahead, dtype=float))
+    return Headline(time_s=p.commit, draft_dyn_j=b.draft_busy * k.draft_w, prm_dyn_j=b.prm_j,
+                    target_dyn_j=b.target_busy * k.target_w, next_ahead_s=p.next_ahead)
+
+
 def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike,
             ahead: ArrayLike) -> Attempt:
     """The schedule: how an attempt's operations (`k`) overlap, for an outcome (ACCEPT, REFINE
@@ -212,38 +291,24 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     p = _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
     ahead = np.asarray(ahead, dtype=float)
     spec_ok = np.asarray(spec_ok, dtype=bool)
-    sa, bt, shadow = s.step_ahead, s.backtracking, s.shadow_sync
-    acc, bk, rej, spec_on, speculates = p.acc, p.bk, p.rej, p.spec_on, p.speculates
+    sa, bt = s.step_ahead, s.backtracking
+    bk, rej, spec_on = p.bk, p.rej, p.spec_on
     lkv, lk_u, lk_t, lk_a = k.lkv, k.lk_u, k.lk_t, k.lk_a
     rem, w, verdict, spec, t_full, ready = p.rem, p.w, p.verdict, p.spec, p.t_full, p.ready
-    sync_end, commit_ref, t_alt, sync2_work = p.sync_end, p.commit_ref, p.t_alt, p.sync2_work
-    commit, sync_final, next_ahead = p.commit, p.sync_final, p.next_ahead
+    t_alt, commit, sync_final, next_ahead = p.t_alt, p.commit, p.sync_final, p.next_ahead
+    commit_ref = p.commit_ref
     stall = _where(spec_on, np.maximum(w - k.d_next, 0.0), 0.0)
     # the paper's speculation stall counts steps: those where the draft finished speculating
     # the next step before the verdict on this one, and waited
     stalled = _where(spec_on & (w > k.d_next), 1.0, 0.0)
-
-    spec_bt: F64 | float
-    sync1_work: F64 | float
-    if np.any(bk):
-        # speculation the draft did after re-synchronising, before the rewrite's verdict;
-        # wasted when that verdict sends the system back (none where nothing speculates)
-        spec_bt = (_where(bk & spec_on, np.minimum(np.maximum(commit_ref - sync_end, 0.0),
-                                                   k.d_next_ref), 0.0)
-                   if speculates else 0.0)
-        # the verdict discards the rewrite: the draft stops ingesting it (rolls its KV pointer
-        # back) and has done the share of the work that fits before the verdict
-        start = verdict if shadow else ready + lk_t
-        sync1_work = k.sync_work * np.minimum(np.maximum(
-            (commit_ref - start) / np.maximum(sync_end - start, 1e-12), 0.0), 1.0)
-    else:
-        spec_bt = sync1_work = 0.0
+    b = _busy(k, s, p, spec_ok=spec_ok, ahead=ahead)
+    sync1_work, speculated = b.sync1_work, b.speculated
+    draft_busy, target_busy, prm_j = b.draft_busy, b.target_busy, b.prm_j
     if p.post is not None and p.gap is not None:
-        post_spec = _where(rej, np.maximum(p.post, 0.0), 0.0)
         # gap - min(gap, d) = max(gap - d, 0): waiting after the speculation of the next step
         stall_after = _where(rej & spec_on, p.gap - p.post, 0.0)
     else:
-        post_spec, stall_after = 0.0, 0.0
+        stall_after = 0.0
 
     # critical path by role
     crit_prm = r.verifier_busy_s(o, score=k.p1, rewrite=k.p2, rejected=rej)
@@ -252,23 +317,9 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
     crit_link = k.lk1 + lkv + _where(rej, (0.0 if sa else lk_u) + lk_t + (lkv if bt else 0.0)
                                      + _where(bk, lk_a, 0.0), 0.0)
 
-    # busy time and energy above idle
-    wasted_s = r.wasted_speculation_s(o, rejected=rej, speculated=spec, before_backtrack=spec_bt)
-    # a rewrite committed as the problem's last step needs no re-synchronisation (nothing
-    # follows), nor does an alternative that ends the problem (an anchor one step back at
-    # the last step); otherwise the problem goes on from the anchor, so the draft ingests it
-    sync_busy = _where(bk, sync1_work + _where(spec_ok, sync2_work, 0.0),
-                       _where(rej & spec_ok, k.sync_work, 0.0))
-    # speculation: of the next step during the verification, after a re-synchronisation
-    # before a backtracking verdict, and after a reject's re-synchronisation
-    speculated = spec + spec_bt + post_spec
-    draft_busy = r.draft_busy_s(o, decode=k.d_step, ahead=ahead, ingest=sync_busy,
-                                speculated=speculated)
-    prefetch = (r.prefetch_s(o, verdict=verdict, to_target=lk_u, rewrite=t_full) if sa
-                else 0.0)
-    target_busy = r.target_busy_s(o, accepted=acc, backtracked=bk, prefetch=prefetch,
-                                  rewrite=t_full, alternative=t_alt)
-    prm_j = k.p1 * k.prm_w_step + _where(rej, k.p2 * k.prm_w_rewrite, 0.0)
+    # the speculation a reject or a backtrack discards
+    wasted_s = r.wasted_speculation_s(o, rejected=rej, speculated=spec,
+                                      before_backtrack=b.spec_bt)
     per_token = k.d_next / np.maximum(k.z, 1.0)
 
     # the target starts at the attempt's start with prefetch, else after the verdict; shaped

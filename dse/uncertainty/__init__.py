@@ -145,8 +145,8 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     move only the energy, linearly: they are computed from the central report without
     another evaluation (`dynamic_energy_by_power_key`).
     central: the design's closed-form report, where the caller has it."""
-    from dse.engine.closed_form import accuracy_only
-    from dse.engine.evaluate import evaluate, evaluate_batch
+    from dse.engine.closed_form import HEADLINE_METRICS, accuracy_only
+    from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 
     if moves not in MOVES:
         raise ValueError(f"moves: {moves!r}; valid: {', '.join(MOVES)}")
@@ -195,7 +195,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
             r = evaluate(*perturbed(d, w, values))
         return pick(r)
 
-    def pick(r: Report) -> dict[str, float]:
+    def pick(r: Report | Mapping[str, float]) -> dict[str, float]:
+        if isinstance(r, Mapping):
+            return {m: float(r[m]) for m in (*metrics, "p_accept")}
         return {m: float(getattr(r, m)) for m in (*metrics, "p_accept")}
 
     def many(points: Sequence[Mapping[str, float]]) -> list[Metrics]:
@@ -205,9 +207,13 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
+        lean = set(metrics) <= set(HEADLINE_METRICS)  # the headline alone: less to compose
         for batch, sel, rows in batches(d, [points[i] for i in batched], batch_size(d)):
             idx = [batched[j] for j in sel]
-            rs = evaluate_batch(batch, [scale_design(d, points[i]) for i in idx], w, rows)
+            members = [scale_design(d, points[i]) for i in idx]
+            rs: Sequence[Mapping[str, float] | Report] = (
+                evaluate_headline_batch(batch, members, w, rows) if lean
+                else evaluate_batch(batch, members, w, rows))
             for i, r in zip(idx, rs, strict=True):
                 out[i] = memo[tuple(sorted(points[i].items()))] = pick(r)
         return [o if o is not None else at(v) for o, v in zip(out, points, strict=True)]
