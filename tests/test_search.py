@@ -430,6 +430,28 @@ def test_optimize_cli_out_dir(tmp_path, capsys):
     assert len(rows) == 13 and rows[0].startswith("number,state,j_per_token")
 
 
+def test_optimize_in_memory_writes_no_database(tmp_path, capsys, monkeypatch):
+    """--storage memory: the same study as a SQLite one (seeded: the same trials and winner),
+    its files written, and no database anywhere (the working directory stays empty)."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "o"
+    assert main(["optimize", "--space", TINY, "--trials", "12", "--storage", "memory",
+                 "--out", str(out), "--json"]) == 0
+    mem = json.loads(capsys.readouterr().out)
+    assert mem["storage"] == "in-memory" and mem["n_trials"] == 12
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+    assert len((out / "trials.csv").read_text().splitlines()) == 13
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["optimize", "--space", TINY, "--trials", "12", "--storage", url,
+                 "--json"]) == 0
+    disk = json.loads(capsys.readouterr().out)
+    assert [b["design"] for b in mem["best"]] == [b["design"] for b in disk["best"]]
+    assert main(["optimize", "--space", TINY, "--trials", "12", "--storage", "memory"]) == 0
+    cap = capsys.readouterr()
+    assert "storage: memory (nothing is saved" in cap.err
+    assert "in memory (not saved): 12 completed trials (12 new" in cap.out
+
+
 def test_every_objective_runs(cat, tiny):
     for combo in itertools.combinations(["j_per_token", "latency", "goodput", "accuracy",
                                          "cost"], 1):

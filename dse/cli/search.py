@@ -227,6 +227,9 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     return payload, text
 
 
+MEMORY_STORAGE = "memory"  # --storage memory: Optuna's in-memory storage
+
+
 def optimize_args(p: argparse.ArgumentParser) -> None:
     _search_args(p)
     p.add_argument("--trials", type=positive_int, default=300, metavar="N",
@@ -236,7 +239,8 @@ def optimize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=nonneg_int, default=0, help="sampler seed (default 0)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default "
                    "sqlite:///dse-studies.db in the working directory; postgresql://... to "
-                   "share a study between machines)")
+                   "share a study between machines; `memory`: a study kept in memory, about 5x "
+                   "faster, gone when the command ends: no resume, no sharing)")
     p.add_argument("--study-name", metavar="NAME",
                    help="study to create or resume (default <space>-<objectives>)")
 
@@ -247,19 +251,23 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.search.files import csv_text, trials_rows
 
     url = a.storage if a.storage is not None else DEFAULT_STORAGE
-    check_storage("--storage", url)
+    memory = url == MEMORY_STORAGE
+    if not memory:
+        check_storage("--storage", url)
     space, objectives, cons = _search_setup(a, cat, names=(*SEARCH_FILES, "trials.csv"))
     if not a.json:
         where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
             "sqlite:///") else ""
+        if memory:
+            where = " (nothing is saved: the study ends with this command)"
         print(f"storage: {url}{where}", file=sys.stderr, flush=True)
     quiet_optuna()
     # a resumed or shared study: each process samples its own designs (worker = its pid)
     r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
-                 seed=a.seed, storage=url, study_name=a.study_name,
+                 seed=a.seed, storage=None if memory else url, study_name=a.study_name,
                  progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
                  confidence=a.confidence, measured_only=a.measured_only)
-    study = load_study(url, r.study_name)
+    study = r.study if memory else load_study(url, r.study_name)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
     for t in study.trials:
@@ -274,7 +282,8 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
                "constraints": r.constraints, "confidence": r.confidence,
                "seconds": r.seconds, "files": files}
-    head = (f"study {r.study_name} in {r.storage}: {r.n_trials} completed trials "
+    where = "memory (not saved)" if memory else r.storage
+    head = (f"study {r.study_name} in {where}: {r.n_trials} completed trials "
             f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
             f"{_constraint_text(r.constraints)}\n{_confidence_text(r.confidence)}")
     if not r.best:

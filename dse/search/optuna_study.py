@@ -72,6 +72,7 @@ class OptimizeResult:
     by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
     measured_only: bool = False
     ties: list[FrontTie] = field(default_factory=list)  # the shown designs' neighbours
+    study: Any = field(default=None, repr=False, compare=False)  # the Optuna study itself
 
 
 def space_digest(space: Space, objectives: Sequence[str], cons: Mapping[str, float],
@@ -253,7 +254,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                           n_new, best, time.perf_counter() - t0,
                           confidence, fams, measured_only,
                           front_ties(cat, space.workloads, best,
-                                     [OBJECTIVES[o] for o in objectives]))
+                                     [OBJECTIVES[o] for o in objectives]), study)
 
 
 def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
