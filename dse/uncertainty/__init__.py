@@ -174,6 +174,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         return replace(central, accuracy=acc, **out)
 
     memo: dict[tuple[tuple[str, float], ...], Metrics] = {}
+    lean = set(metrics) <= set(HEADLINE_METRICS)  # the headline alone: less to compose
 
     def at(values: Mapping[str, float]) -> Metrics:
         key = tuple(sorted(values.items()))
@@ -191,6 +192,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
                         j_per_token=e / central.tokens_per_problem)
         elif moves == "mean-value":
             r = relative(values)
+        elif lean:  # the headline alone, as `many`'s batches
+            d2, w2 = perturbed(d, w, values)
+            return pick(evaluate_headline_batch(d2, [d2], w2)[0])
         else:
             r = evaluate(*perturbed(d, w, values))
         return pick(r)
@@ -207,7 +211,6 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
-        lean = set(metrics) <= set(HEADLINE_METRICS)  # the headline alone: less to compose
         for batch, sel, rows in batches(d, [points[i] for i in batched], batch_size(d)):
             idx = [batched[j] for j in sel]
             members = [scale_design(d, points[i]) for i in idx]
