@@ -15,14 +15,17 @@ A = Any
 
 def latency_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(D + 2*Lt + Lu + Sy*(1 - pa) + Ta + Tf + W) + init + (-B + N)*(pa*(D + Sy*(1 - pa) +
-        W) + (1 - pa)*(D + Lt + Lu + Sy*(1 - pa) + Tf + W)))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W)
+    x2 = (Lu + Tf + x1)
+    return (B*(2*Lt + Ta + x2) + init + (-B + N)*(pa*x1 + x0*(Lt + x2)))
 
 
 def energy_dyn_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + Pp*(1 - pa)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa - 1)) +
-        wt*(B*Ta + N*Tf*(1 - pa)))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + Pp*x1) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta + N*Tf*x1))
 
 
 def wasted_j_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -37,13 +40,17 @@ def latency_c0_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + Sy*(1 - pa) + W) + (1 - pa)*(D + Lt + Lu + Sy*(1 - pa) + Tf + W))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W)
+    return (pa*x1 + x0*(Lt + Lu + Tf + x1))
 
 
 def latency_cB_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (D + 2*Lt + Lu + Sy*(1 - pa) + Ta + Tf + W - pa*(D + Sy*(1 - pa) + W) - (1 - pa)*(D + Lt
-        + Lu + Sy*(1 - pa) + Tf + W))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W)
+    x2 = (Lu + Tf + x1)
+    return (2*Lt + Ta - pa*x1 - x0*(Lt + x2) + x2)
 
 
 def energy_dyn_c0_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -53,7 +60,8 @@ def energy_dyn_c0_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (Tf*wt*(1 - pa) + wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + Pp*(1 - pa)))
+    x0 = (1 - pa)
+    return (Tf*wt*x0 + wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + Pp*x0))
 
 
 def energy_dyn_cB_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -63,15 +71,18 @@ def energy_dyn_cB_000(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(D + 2*Lt + Lu + P2 + Ta + Tf + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy])) + init +
-        (-B + N)*(pa*(D + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy])) + (1 - pa)*(D + Lt + Lu + P2
-        + Tf + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy]))))
+    x0 = (1 - pa)
+    x1 = (D + W - x0*reduce(minimum, [0.0, P2 - Sy]))
+    x2 = (Lu + P2 + Tf + x1)
+    return (B*(2*Lt + Ta + x2) + init + (-B + N)*(pa*x1 + x0*(Lt + x2)))
 
 
 def energy_dyn_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa -
-        1)) + wt*(B*Ta + N*Tf*(1 - pa)))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + x1*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta +
+        N*Tf*x1))
 
 
 def wasted_j_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -86,15 +97,17 @@ def latency_c0_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy])) + (1 - pa)*(D + Lt + Lu + P2 + Tf
-        + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy])))
+    x0 = (1 - pa)
+    x1 = (D + W - x0*reduce(minimum, [0.0, P2 - Sy]))
+    return (pa*x1 + x0*(Lt + Lu + P2 + Tf + x1))
 
 
 def latency_cB_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (D + 2*Lt + Lu + P2 + Ta + Tf + W - pa*(D + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy]))
-        - (1 - pa)*(D + Lt + Lu + P2 + Tf + W - (1 - pa)*reduce(minimum, [0.0, P2 - Sy])) - (1 -
-        pa)*reduce(minimum, [0.0, P2 - Sy]))
+    x0 = (1 - pa)
+    x1 = (D + W - x0*reduce(minimum, [0.0, P2 - Sy]))
+    x2 = (Lu + P2 + Tf + x1)
+    return (2*Lt + Ta - pa*x1 - x0*(Lt + x2) + x2)
 
 
 def energy_dyn_c0_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -104,7 +117,8 @@ def energy_dyn_c0_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (Tf*wt*(1 - pa) + wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + (1 - pa)*(P2 + Pp)))
+    x0 = (1 - pa)
+    return (Tf*wt*x0 + wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + x0*(P2 + Pp)))
 
 
 def energy_dyn_cB_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -114,17 +128,20 @@ def energy_dyn_cB_001(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(D + 2*Lt + Lu + Ta + Tf + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W -
-        reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) + init + (-B + N)*(pa*(D + W -
-        (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W - reduce(maximum, [D + Sy + W, D + Lt +
-        Lu + Tf + W + a1])])) + (1 - pa)*(D + Lt + Lu + Tf + W - (1 - pa)*reduce(minimum, [0.0, D +
-        Lt + Lu + Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])]))))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + x2)
+    x4 = (x1 + x3)
+    x5 = (-x0*reduce(minimum, [0.0, x4 - reduce(maximum, [Sy + x1, a1 + x4])]) + x1)
+    return (B*(2*Lt + Ta + x2 + x5) + init + (-B + N)*(pa*x5 + x0*(x3 + x5)))
 
 
 def energy_dyn_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + Pp*(1 - pa)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa - 1)) +
-        wt*(B*Ta + N*Tf*(1 - pa)))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + Pp*x1) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta + N*Tf*x1))
 
 
 def wasted_j_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -139,19 +156,23 @@ def latency_c0_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W - reduce(maximum, [D +
-        Sy + W, D + Lt + Lu + Tf + W + a1])])) + (1 - pa)*(D + Lt + Lu + Tf + W - (1 -
-        pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu +
-        Tf + W + a1])])))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lt + Lu + Tf)
+    x3 = (x1 + x2)
+    x4 = (-x0*reduce(minimum, [0.0, x3 - reduce(maximum, [Sy + x1, a1 + x3])]) + x1)
+    return (pa*x4 + x0*(x2 + x4))
 
 
 def latency_cB_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (D + 2*Lt + Lu + Ta + Tf + W - pa*(D + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu +
-        Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) - (1 - pa)*(D + Lt + Lu
-        + Tf + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W - reduce(maximum, [D + Sy +
-        W, D + Lt + Lu + Tf + W + a1])])) - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + Tf + W -
-        reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])]))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + x2)
+    x4 = (x1 + x3)
+    x5 = (-x0*reduce(minimum, [0.0, x4 - reduce(maximum, [Sy + x1, a1 + x4])]) + x1)
+    return (2*Lt + Ta - pa*x5 - x0*(x3 + x5) + x2 + x5)
 
 
 def energy_dyn_c0_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -161,7 +182,8 @@ def energy_dyn_c0_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (Tf*wt*(1 - pa) + wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + Pp*(1 - pa)))
+    x0 = (1 - pa)
+    return (Tf*wt*x0 + wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + Pp*x0))
 
 
 def energy_dyn_cB_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -171,18 +193,22 @@ def energy_dyn_cB_010(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(D + 2*Lt + Lu + P2 + Ta + Tf + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 +
-        Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) + init + (-B +
-        N)*(pa*(D + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 + Tf + W - reduce(maximum,
-        [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) + (1 - pa)*(D + Lt + Lu + P2 + Tf + W - (1 -
-        pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 + Tf + W - reduce(maximum, [D + Sy + W, D + Lt +
-        Lu + Tf + W + a1])]))))
+    x0 = (Lu + Tf)
+    x1 = (1 - pa)
+    x2 = (D + W)
+    x3 = (Lt + x0)
+    x4 = (x2 + x3)
+    x5 = (-x1*reduce(minimum, [0.0, P2 + x4 - reduce(maximum, [Sy + x2, a1 + x4])]) + x2)
+    x6 = (P2 + x5)
+    return (B*(2*Lt + Ta + x0 + x6) + init + (-B + N)*(pa*x5 + x1*(x3 + x6)))
 
 
 def energy_dyn_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa -
-        1)) + wt*(B*Ta + N*Tf*(1 - pa)))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + x1*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta +
+        N*Tf*x1))
 
 
 def wasted_j_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -197,19 +223,24 @@ def latency_c0_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 + Tf + W - reduce(maximum,
-        [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) + (1 - pa)*(D + Lt + Lu + P2 + Tf + W - (1 -
-        pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 + Tf + W - reduce(maximum, [D + Sy + W, D + Lt +
-        Lu + Tf + W + a1])])))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lt + Lu + Tf)
+    x3 = (x1 + x2)
+    x4 = (-x0*reduce(minimum, [0.0, P2 + x3 - reduce(maximum, [Sy + x1, a1 + x3])]) + x1)
+    return (pa*x4 + x0*(P2 + x2 + x4))
 
 
 def latency_cB_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (D + 2*Lt + Lu + P2 + Ta + Tf + W - pa*(D + W - (1 - pa)*reduce(minimum, [0.0, D + Lt +
-        Lu + P2 + Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) - (1 - pa)*(D
-        + Lt + Lu + P2 + Tf + W - (1 - pa)*reduce(minimum, [0.0, D + Lt + Lu + P2 + Tf + W -
-        reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])])) - (1 - pa)*reduce(minimum, [0.0,
-        D + Lt + Lu + P2 + Tf + W - reduce(maximum, [D + Sy + W, D + Lt + Lu + Tf + W + a1])]))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + x2)
+    x4 = (x1 + x3)
+    x5 = (-x0*reduce(minimum, [0.0, P2 + x4 - reduce(maximum, [Sy + x1, a1 + x4])]) + x1)
+    x6 = (P2 + x5)
+    return (2*Lt + Ta - pa*x5 - x0*(x3 + x6) + x2 + x6)
 
 
 def energy_dyn_c0_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -219,7 +250,8 @@ def energy_dyn_c0_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (Tf*wt*(1 - pa) + wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + (1 - pa)*(P2 + Pp)))
+    x0 = (1 - pa)
+    return (Tf*wt*x0 + wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + x0*(P2 + Pp)))
 
 
 def energy_dyn_cB_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -229,16 +261,18 @@ def energy_dyn_cB_011(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(2*Lt + Ta + reduce(maximum, [Lu + Tf, D + Sy*(1 - pa) + W - pa*reduce(minimum, [D,
-        W])])) + init + (-B + N)*(pa*(D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])) + (1 -
-        pa)*(Lt + reduce(maximum, [Lu + Tf, D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])]))))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W - pa*reduce(minimum, [D, W]))
+    x2 = (reduce(maximum, [x1, Lu + Tf]))
+    return (B*(2*Lt + Ta + x2) + init + (-B + N)*(pa*x1 + x0*(Lt + x2)))
 
 
 def energy_dyn_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + Pp*(1 - pa)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa - 1)) +
-        wt*(B*Ta + N*(Tf*(1 - pa) + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W -
-        reduce(minimum, [D, W])])]))))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + Pp*x1) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta + N*(Tf*x1
+        + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])]))))
 
 
 def wasted_j_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -253,15 +287,17 @@ def latency_c0_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])) + (1 - pa)*(Lt + reduce(maximum,
-        [Lu + Tf, D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])])))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W - pa*reduce(minimum, [D, W]))
+    return (pa*x1 + x0*(Lt + reduce(maximum, [x1, Lu + Tf])))
 
 
 def latency_cB_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (2*Lt + Ta - pa*(D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])) - (1 - pa)*(Lt +
-        reduce(maximum, [Lu + Tf, D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])])) +
-        reduce(maximum, [Lu + Tf, D + Sy*(1 - pa) + W - pa*reduce(minimum, [D, W])]))
+    x0 = (1 - pa)
+    x1 = (D + Sy*x0 + W - pa*reduce(minimum, [D, W]))
+    x2 = (reduce(maximum, [x1, Lu + Tf]))
+    return (2*Lt + Ta - pa*x1 - x0*(Lt + x2) + x2)
 
 
 def energy_dyn_c0_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -271,8 +307,9 @@ def energy_dyn_c0_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + Pp*(1 - pa)) + wt*(Tf*(1 - pa) +
-        pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
+    x0 = (1 - pa)
+    return (wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + Pp*x0) + wt*(Tf*x0 + pa*reduce(minimum, [Tf,
+        reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
 
 
 def energy_dyn_cB_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -282,17 +319,19 @@ def energy_dyn_cB_100(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(2*Lt + P2 + Ta + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, P2 - Sy])])) + init + (-B + N)*(pa*(D + W - pa*reduce(minimum, [D,
-        W]) - (1 - pa)*reduce(minimum, [D, P2 - Sy])) + (1 - pa)*(Lt + P2 + reduce(maximum, [Lu +
-        Tf, D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, P2 - Sy])]))))
+    x0 = (1 - pa)
+    x1 = (D + W - pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, P2 - Sy]))
+    x2 = (P2 + reduce(maximum, [x1, Lu + Tf]))
+    return (B*(2*Lt + Ta + x2) + init + (-B + N)*(pa*x1 + x0*(Lt + x2)))
 
 
 def energy_dyn_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa -
-        1)) + wt*(B*Ta + N*(Tf*(1 - pa) + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W -
-        reduce(minimum, [D, W])])]))))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + x1*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta +
+        N*(Tf*x1 + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D,
+        W])])]))))
 
 
 def wasted_j_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -307,17 +346,17 @@ def latency_c0_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, P2 - Sy])) + (1 -
-        pa)*(Lt + P2 + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, P2 - Sy])])))
+    x0 = (1 - pa)
+    x1 = (D + W - pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, P2 - Sy]))
+    return (pa*x1 + x0*(Lt + P2 + reduce(maximum, [x1, Lu + Tf])))
 
 
 def latency_cB_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (2*Lt + P2 + Ta - pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D,
-        P2 - Sy])) - (1 - pa)*(Lt + P2 + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D,
-        W]) - (1 - pa)*reduce(minimum, [D, P2 - Sy])])) + reduce(maximum, [Lu + Tf, D + W -
-        pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, P2 - Sy])]))
+    x0 = (1 - pa)
+    x1 = (D + W - pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, P2 - Sy]))
+    x2 = (P2 + reduce(maximum, [x1, Lu + Tf]))
+    return (2*Lt + Ta - pa*x1 - x0*(Lt + x2) + x2)
 
 
 def energy_dyn_c0_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -327,8 +366,9 @@ def energy_dyn_c0_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wt*(Tf*(1 - pa) +
-        pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
+    x0 = (1 - pa)
+    return (wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + x0*(P2 + Pp)) + wt*(Tf*x0 + pa*reduce(minimum,
+        [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
 
 
 def energy_dyn_cB_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -338,21 +378,22 @@ def energy_dyn_cB_101(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(2*Lt + Ta + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, Lt + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy +
-        W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])])) + init + (-B + N)*(pa*(D + W -
-        pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + reduce(maximum, [D + W, Lu +
-        Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])) + (1 -
-        pa)*(Lt + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, Lt + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy +
-        W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])]))))
+    x0 = (Lu + Tf)
+    x1 = (1 - pa)
+    x2 = (D + W)
+    x3 = (Lt + reduce(maximum, [x0, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x1*reduce(minimum, [D, x3 - reduce(maximum, [Sy + x2, a1 +
+        x3])]) + x2)
+    x5 = (reduce(maximum, [x0, x4]))
+    return (B*(2*Lt + Ta + x5) + init + (-B + N)*(pa*x4 + x1*(Lt + x5)))
 
 
 def energy_dyn_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + Pp*(1 - pa)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa - 1)) +
-        wt*(B*Ta + N*(Tf*(1 - pa) + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W -
-        reduce(minimum, [D, W])])]))))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + Pp*x1) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta + N*(Tf*x1
+        + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])]))))
 
 
 def wasted_j_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -367,23 +408,25 @@ def latency_c0_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt +
-        reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum,
-        [D + W, Lu + Tf])])])) + (1 - pa)*(Lt + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum,
-        [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + reduce(maximum, [D + W, Lu + Tf]) -
-        reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])])))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + reduce(maximum, [x1, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, x3 - reduce(maximum, [Sy + x1, a1 +
+        x3])]) + x1)
+    return (pa*x4 + x0*(Lt + reduce(maximum, [x2, x4])))
 
 
 def latency_cB_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (2*Lt + Ta - pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt +
-        reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum,
-        [D + W, Lu + Tf])])])) - (1 - pa)*(Lt + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum,
-        [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + reduce(maximum, [D + W, Lu + Tf]) -
-        reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])])) +
-        reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D,
-        Lt + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 +
-        reduce(maximum, [D + W, Lu + Tf])])])]))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + reduce(maximum, [x1, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, x3 - reduce(maximum, [Sy + x1, a1 +
+        x3])]) + x1)
+    x5 = (reduce(maximum, [x2, x4]))
+    return (2*Lt + Ta - pa*x4 - x0*(Lt + x5) + x5)
 
 
 def energy_dyn_c0_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -393,8 +436,9 @@ def energy_dyn_c0_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + Pp*(1 - pa)) + wt*(Tf*(1 - pa) +
-        pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
+    x0 = (1 - pa)
+    return (wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + Pp*x0) + wt*(Tf*x0 + pa*reduce(minimum, [Tf,
+        reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
 
 
 def energy_dyn_cB_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -404,21 +448,23 @@ def energy_dyn_cB_110(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def latency_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
                 wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (B*(2*Lt + P2 + Ta + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D +
-        Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])])) + init + (-B + N)*(pa*(D + W -
-        pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D + W,
-        Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])) +
-        (1 - pa)*(Lt + P2 + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D +
-        Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])]))))
+    x0 = (Lu + Tf)
+    x1 = (1 - pa)
+    x2 = (D + W)
+    x3 = (Lt + reduce(maximum, [x0, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x1*reduce(minimum, [D, P2 + x3 - reduce(maximum, [Sy + x2,
+        a1 + x3])]) + x2)
+    x5 = (P2 + reduce(maximum, [x0, x4]))
+    return (B*(2*Lt + Ta + x5) + init + (-B + N)*(pa*x4 + x1*(Lt + x5)))
 
 
 def energy_dyn_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A, pb: A, N: A, B: A) -> A:
-    return (N*wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + (1 - pa)*(D + Sy)) + Sy*(pa -
-        1)) + wt*(B*Ta + N*(Tf*(1 - pa) + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W -
-        reduce(minimum, [D, W])])]))))
+    x0 = (pa - 1)
+    x1 = (-x0)
+    return (N*wp*(Pp*pa + x1*(P2 + Pp)) + wd*(B*Sy + N*(D*pa + x1*(D + Sy)) + Sy*x0) + wt*(B*Ta +
+        N*(Tf*x1 + pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D,
+        W])])]))))
 
 
 def wasted_j_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A, wp: A,
@@ -433,23 +479,25 @@ def latency_c0_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, 
 
 def latency_cN_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + P2 +
-        reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum,
-        [D + W, Lu + Tf])])])) + (1 - pa)*(Lt + P2 + reduce(maximum, [Lu + Tf, D + W -
-        pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D + W,
-        Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])])))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + reduce(maximum, [x1, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, P2 + x3 - reduce(maximum, [Sy + x1,
+        a1 + x3])]) + x1)
+    return (pa*x4 + x0*(Lt + P2 + reduce(maximum, [x2, x4])))
 
 
 def latency_cB_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                    wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (2*Lt + P2 + Ta - pa*(D + W - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D,
-        Lt + P2 + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 +
-        reduce(maximum, [D + W, Lu + Tf])])])) - (1 - pa)*(Lt + P2 + reduce(maximum, [Lu + Tf, D + W
-        - pa*reduce(minimum, [D, W]) - (1 - pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D +
-        W, Lu + Tf]) - reduce(maximum, [D + Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu +
-        Tf])])])])) + reduce(maximum, [Lu + Tf, D + W - pa*reduce(minimum, [D, W]) - (1 -
-        pa)*reduce(minimum, [D, Lt + P2 + reduce(maximum, [D + W, Lu + Tf]) - reduce(maximum, [D +
-        Sy + W, Lt + a1 + reduce(maximum, [D + W, Lu + Tf])])])]))
+    x0 = (1 - pa)
+    x1 = (D + W)
+    x2 = (Lu + Tf)
+    x3 = (Lt + reduce(maximum, [x1, x2]))
+    x4 = (-pa*reduce(minimum, [D, W]) - x0*reduce(minimum, [D, P2 + x3 - reduce(maximum, [Sy + x1,
+        a1 + x3])]) + x1)
+    x5 = (P2 + reduce(maximum, [x2, x4]))
+    return (2*Lt + Ta - pa*x4 - x0*(Lt + x5) + x5)
 
 
 def energy_dyn_c0_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
@@ -459,8 +507,9 @@ def energy_dyn_c0_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: 
 
 def energy_dyn_cN_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,
                       wp: A, wt: A, Pp: A, pa: A) -> A:
-    return (wd*(D*pa + (1 - pa)*(D + Sy)) + wp*(Pp*pa + (1 - pa)*(P2 + Pp)) + wt*(Tf*(1 - pa) +
-        pa*reduce(minimum, [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
+    x0 = (1 - pa)
+    return (wd*(D*pa + x0*(D + Sy)) + wp*(Pp*pa + x0*(P2 + Pp)) + wt*(Tf*x0 + pa*reduce(minimum,
+        [Tf, reduce(maximum, [0.0, D - Lu + W - reduce(minimum, [D, W])])])))
 
 
 def energy_dyn_cB_111(D: A, W: A, Tf: A, Lu: A, Lt: A, Sy: A, a1: A, P2: A, Ta: A, init: A, wd: A,

@@ -229,15 +229,23 @@ def generated_source() -> str:
     for flags in FLAG_SETS:
         for fname, (args, expr) in _expressions(flags).items():
             e = step_expressions(*flags)
-            fn = sp.lambdify([e.symbols[a] for a in args], expr, mods)
+            # cse: each common subexpression once (a sweep calls these on small arrays, where
+            # every numpy operation's overhead counts)
+            fn = sp.lambdify([e.symbols[a] for a in args], expr, mods, cse=True)
             names |= set(fn.__code__.co_names)
-            body = inspect.getsource(fn).split("return ", 1)[1].strip()
+            lines = inspect.getsource(fn).splitlines()[1:]
             head = textwrap.fill(f"def {fname}({', '.join(f'{a}:@A' for a in args)}) -> A:",
                                  100, subsequent_indent=" " * (len(fname) + 5)
                                  ).replace(":@", ": ")  # a line breaks after a comma only
-            blocks.append(head + "\n" + textwrap.fill(
-                f"return ({body})", 100, initial_indent="    ", subsequent_indent="        ",
-                break_long_words=False, break_on_hyphens=False))
+            body = []
+            for line in (ln.strip() for ln in lines if ln.strip()):
+                lhs, rhs = (("return", line[len("return "):]) if line.startswith("return ")
+                            else line.split(" = ", 1))
+                body.append(textwrap.fill(
+                    f"{lhs} ({rhs})" if lhs == "return" else f"{lhs} = ({rhs})", 100,
+                    initial_indent="    ", subsequent_indent="        ",
+                    break_long_words=False, break_on_hyphens=False))
+            blocks.append("\n".join([head, *body]))
     unknown = names - {"reduce", "maximum", "minimum"}
     if unknown:
         raise AssertionError(f"generated code needs names not imported: {sorted(unknown)}")
