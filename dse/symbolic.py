@@ -357,7 +357,8 @@ class LinearForm:
         rows = np.shape(n)[0]
 
         def col(fn: Callable[..., Any]) -> F64:
-            return np.broadcast_to(np.asarray(fn(*args), dtype=float), (rows,))[:, None]
+            v = np.asarray(fn(*args), dtype=float)
+            return (v if v.shape == (rows,) else np.full(rows, v))[:, None]  # a constant: per row
 
         return col(self.c0) + col(self.cN) * n + col(self.cB) * b
 

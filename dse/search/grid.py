@@ -279,7 +279,9 @@ class Evaluator:
             return HardwareResult(hw, why, {}, 0.0, n_designs=int(valid.sum()))
         if hw.draft is None:
             return self._target_only(hw, d)
-        metrics = {k: np.where(valid, v, np.nan) for k, v in self.metrics(hw, d).items()}
+        metrics = self.metrics(hw, d)
+        if not valid.all():  # the cells of schedules a shared device cannot run: NaN
+            metrics = {k: np.where(valid, v, np.nan) for k, v in metrics.items()}
         checked: dict[str, F64] = {}
         scale = pessimism(self.confidence)
         if scale > 0 and self.checked:
