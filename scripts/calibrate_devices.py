@@ -12,7 +12,9 @@ slowdown and the MLC profile's Jetson points depend on each other):
 2. the vLLM Jetson builds' host factor (the Orin boards' host_stack_slowdown) and FlexLLM's
    efficiency and power (dse/calibrate.py);
 3. the GPUs' launch-bound power state (wait_power_fraction, dse.validation.gpu_power), to the
-   published batch-1 power of published.toml, written on every GPU board.
+   published batch-1 power of published.toml, one value per GPU generation with rows (a
+   generation without rows takes the A100's, gpu_power.DEFAULT_GENERATION), written on every GPU
+   board with its provenance line; its leave-one-source-out errors are printed.
 Then the leave-one-out cross-validation of every profile goes to dse/data/gpu_cv.json, which
 `dse reproduce --markdown` (docs/validation.md) renders.
 """
@@ -54,6 +56,25 @@ def set_keys(text: str, values: dict[str, float], where: Path) -> str:
 
 def _toml_str(s: str) -> str:
     return json.dumps(s)
+
+
+def set_source(text: str, key: str, line: str, where: Path) -> str:
+    """Replace a `key = "..."` provenance line (a quoted string: the [sources] entry, not the
+    numeric value of the same key; it must exist once)."""
+    text, n = re.subn(rf'(?m)^{re.escape(key)} = ".*"$', lambda _m: f"{key} = {_toml_str(line)}",
+                      text, count=1)
+    if n != 1:
+        raise SystemExit(f"{where}: source line {key} not found")
+    return text
+
+
+def power_text(path: Path, text: str, cat: Catalog,
+               fits: dict[str, gpu_power.GenerationFit]) -> str:
+    """A GPU board file with its generation's wait_power_fraction and the value's provenance."""
+    gen = cat.gpu(path.stem).generation
+    text = set_keys(text, {"wait_power_fraction": gpu_power.value_for(fits, gen)}, path)
+    return set_source(text, "wait_power_fraction",
+                      gpu_power.board_source(fits, path.stem, gen), path)
 
 
 def serving_text(path: Path, pf: gpu_fit.ProfileFit, cv: list[gpu_fit.CvPoint]) -> str:
@@ -107,11 +128,11 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
             pending[path] = set_keys(path.read_text(encoding="utf-8"), values, path)
         pending[flex] = set_keys(flex.read_text(encoding="utf-8"), calibrate.fit_flexllm(cat),
                                  flex)
-        wait, _errors = gpu_power.fit_wait_power_fraction(cat)
+        power_fits = gpu_power.fit_by_generation(cat)
         for name in cat.names("gpu"):
             path = GPUS / f"{name}.toml"
             text = pending.get(path, path.read_text(encoding="utf-8"))
-            pending[path] = set_keys(text, {"wait_power_fraction": wait}, path)
+            pending[path] = power_text(path, text, cat, power_fits)
         if pending == out:
             break
         out = pending
@@ -148,6 +169,27 @@ def catalog_with(files: dict[Path, str]) -> Catalog:
     return Catalog({k: MappingProxyType(v) for k, v in by_kind.items()})
 
 
+def power_table(cat: Catalog) -> str:
+    """The wait share per GPU generation and each source document's rows predicted without it."""
+    fits = gpu_power.fit_by_generation(cat)
+    lines = ["", "wait_power_fraction per GPU generation (others take "
+             f"{gpu_power.DEFAULT_GENERATION}'s):"]
+    for gen, f in fits.items():
+        err = np.abs(np.array(f.rel_errors))
+        lines.append(f"  {gen:10s} {f.wait_power_fraction:.3f}  {len(f.point_ids)} rows "
+                     f"({', '.join(f.devices)}), median |error| {np.median(err):.1%}, "
+                     f"max {np.max(err):.1%}")
+    lines.append("leave one source document out (power error of its rows at the value fitted "
+                 "without it):")
+    loso = gpu_power.leave_one_source_out(cat)
+    for doc in sorted({p.document for p in loso}):
+        mine = [p for p in loso if p.document == doc]
+        err = np.abs([p.rel_error for p in mine])
+        lines.append(f"  {doc}: {len(mine)} rows at {mine[0].wait_power_fraction:.3f}, "
+                     f"median |error| {np.median(err):.1%}, max {np.max(err):.1%}")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,6 +208,7 @@ def main() -> int:
         p.write_text(files[p], encoding="utf-8")
         print(f"wrote {p.relative_to(ROOT)}")
     print(gpu_cv.text_table(gpu_cv.summarise(cv)))
+    print(power_table(Catalog.load()))  # the files as just written
     return 0
 
 
