@@ -264,9 +264,10 @@ SECURITY = [
 ]
 
 KNOWN_ISSUES = [
-    "Ctrl-C during the interpreter's start-up, before `dse` itself runs (the first few hundred "
-    "milliseconds), prints Python's own KeyboardInterrupt traceback; nothing has been written "
-    "then.",
+    "Ctrl-C in the first tens of milliseconds, while the interpreter starts and the `dse` "
+    "package itself loads (before its entry point, dse.launch, runs), prints Python's own "
+    "KeyboardInterrupt traceback; nothing has been written then. From there on (the command's "
+    "modules loading, its arguments being parsed) it is the command's one line and exit 130.",
     "SIGTERM during an Optuna trial leaves that trial RUNNING in the study; the next run on the "
     "storage fails it once its heartbeat is older than the grace period (8 s), as after a "
     "SIGKILL. Ctrl-C marks it FAIL at once.",

@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.fuzzing import ROOT
 
-DSE = [sys.executable, "-m", "dse.cli"]
+DSE = [sys.executable, "-m", "dse.launch"]  # as the `dse` console script starts
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dse.atomic import write_files
 from dse.cli import main
 from tests.fuzzing import ROOT
 
-DSE = [sys.executable, "-m", "dse.cli"]
+DSE = [sys.executable, "-m", "dse.launch"]  # as the `dse` console script starts
 
 
 def _env() -> dict[str, str]:
@@ -50,6 +50,44 @@ def test_a_signal_ends_a_running_command_in_one_line(command: str, sig: int, cod
     assert err == f"dse {command}: {words}; nothing more was written\n", err[-500:]
     assert out == ""
     assert not [f for f in tmp_path.iterdir() if f.name.startswith(".")]  # no temporaries
+
+
+# a Ctrl-C that lands while the command starts: sent by the process itself at a chosen moment
+_CTRL_C_AT = """
+import builtins, os, signal, sys
+import argparse
+sys.argv = ["dse", "evaluate", "--system", "paper-config1-u280", "--scenario", "math500"]
+where = {where!r}
+if where == "loading":  # while dse.cli and its modules load (before dse.cli.main runs)
+    real_import = builtins.__import__
+    def hooked(name, *a, **k):
+        if name == "dse.cli":
+            builtins.__import__ = real_import
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_import(name, *a, **k)
+    builtins.__import__ = hooked
+else:  # while dse.cli.main builds its argument parser (argparse loads shutil there)
+    real_init = argparse.HelpFormatter.__init__
+    def hooked_init(self, *a, **k):
+        argparse.HelpFormatter.__init__ = real_init
+        os.kill(os.getpid(), signal.SIGINT)
+        real_init(self, *a, **k)
+    argparse.HelpFormatter.__init__ = hooked_init
+from dse.launch import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("where", ["loading", "parser"])
+def test_ctrl_c_while_the_command_starts_is_one_line(where: str) -> None:
+    """The `dse` entry point (dse.launch) catches a Ctrl-C while the command's modules load,
+    dse.cli.main one while it builds its parser: exit 130 and the command's one line, no
+    traceback (before, each was a KeyboardInterrupt traceback and a death by SIGINT)."""
+    r = subprocess.run([sys.executable, "-c", _CTRL_C_AT.format(where=where)], env=_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "dse evaluate: interrupted (Ctrl-C); nothing more was written\n"
+    assert r.stdout == ""
 
 
 def test_debug_keeps_the_traceback(tmp_path: Path) -> None:

@@ -101,10 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    name, debug = "", "--debug" in (sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in given
+    # the command's name for a line about a signal that lands before the arguments are parsed
+    name = given[0] if given and given[0] in {c.name for c in COMMANDS} else ""
     with _sigterm_raises():
         try:
+            parser = build_parser()  # in the try: it loads modules, a Ctrl-C may land there
             args = parser.parse_args(argv)
             name, debug = args.command, args.debug
             return _run(args)
