@@ -227,11 +227,11 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
 def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-form",
            at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
-    factors, around the closed form's value, each factor's moves by the closed form (about
-    12 evaluations, 20-90 ms in the `dse` command, 0.04-0.25 s where freed memory goes back
-    to the system, dse/process.py: what `dse evaluate` and the search's shown designs use) or,
-    with moves="mean-value", by the sweep's mean-value model (about 30 ms once sympy is
-    loaded: the dashboard's What-if headline). A simulated
+    factors, around the closed form's value, each factor's moves by the closed form's headline
+    pass (about 12 evaluations, 10-60 ms in the `dse` command, more where freed memory goes
+    back to the system, dse/process.py: what `dse evaluate`, the dashboard and the search's
+    shown designs use) or, with moves="mean-value", by the sweep's mean-value model (tens of
+    ms, within a few percent of the width). A simulated
     report gets the same relative interval around its own central value (its accuracy, an
     additive shift, the same points either side of the simulated value). at: the design's
     `evaluate_at` where the caller has one (its evaluations are remembered, so a joint
