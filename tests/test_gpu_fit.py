@@ -258,3 +258,45 @@ def test_recorded_calibration_matches_the_cv_file(cat):
         if loo:
             assert rec["loo_median_abs_rel_error"] == pytest.approx(float(np.median(loo)),
                                                                     rel=1e-4, abs=1e-6)
+
+
+def test_a_measurement_on_its_own_host_scales_the_host_time_only(cat):
+    """vllm-v1 (CUDA graphs, launch 0): a point measured on a host 1.5x slower per thread than
+    the boards' default is predicted with step_overhead x 1.5; the GPU side is unchanged, so
+    the predicted time grows by exactly 0.5 x the step overhead (s per token at decode)."""
+    serving = cat.serving("vllm-v1")
+    m = GpuMeasurement("p", "h100-sxm", "qwen2.5-0.5b-instruct", "vllm-v1", "synthetic",
+                       "bf16", 1, "decode", 256, 128, 1.0, "test", "test")
+    base = gpu_fit.predict_s(cat, m, serving)
+    slow = gpu_fit.predict_s(cat, replace(m, host_cpu_slowdown=1.5), serving)
+    assert slow - base == pytest.approx(0.5 * serving.step_overhead_s, rel=1e-9)
+    assert gpu_fit.predict_s(cat, replace(m, host_cpu_slowdown=1.0), serving) == base
+
+
+def test_sparecores_rows_carry_their_instances_host(cat):
+    """Every SpareCores vLLM 0.22.1 point carries its instance's host CPU (published.toml
+    [[host]]): slowdown = host_cpu_reference_score / its PassMark single-thread score, e.g.
+    upcloud's Xeon 8462Y+ 2504.87 / 3305.73 = 0.7577; no other point carries one."""
+    pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                   cat.names("gpu-serving"))
+    spare = [m for m in pts if m.source.startswith("SpareCores/sc-inspector-data")]
+    assert len(spare) >= 80
+    assert all(m.host_cpu_slowdown is not None for m in spare)
+    assert all(m.host_cpu_slowdown is None for m in pts if m not in spare)
+    h100 = [m.host_cpu_slowdown for m in spare if "GPU-12xCPU-240GB-1xH100" in m.source]
+    assert len(h100) == 9
+    assert h100 == [pytest.approx(2504.87 / 3305.7294319562857, rel=1e-12)] * 9
+
+
+def test_a_row_naming_an_unknown_host_is_an_error():
+    from dse.validation.measurements import _host_of, host_cpu_slowdowns, slowdown_of
+
+    hosts = host_cpu_slowdowns({"host_cpu_reference_score": 2000.0,
+                                "host": [{"instance": "a/b", "single_thread_score": 4000.0}]})
+    assert hosts == {"a/b": 0.5}
+    assert _host_of({"host": "a/b"}, hosts) == 0.5
+    assert _host_of({}, hosts) is None
+    with pytest.raises(ValueError, match="no \\[\\[host\\]\\] table"):
+        _host_of({"host": "c/d", "device": "x"}, hosts)
+    with pytest.raises(ValueError):
+        slowdown_of(2000.0, 0.0)

@@ -20,7 +20,11 @@ REQUIRED = {"kind": str, "device": str, "model": str, "framework": str, "precisi
 OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model": str,
             "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
             "tp": int, "gpus": int, "simulated": bool, "served": str,
-            "decode_tokens_per_s": float}  # a power row's throughput (dse.validation.gpu_power)
+            "decode_tokens_per_s": float,  # a power row's throughput (dse.validation.gpu_power)
+            "host": str}  # the instance it ran on: a [[host]] table's
+HOST_REQUIRED = {"instance": str, "cpu": str, "benchmark": str, "single_thread_score": float,
+                 "source": str}
+HOST_OPTIONAL = {"cross_check": str}
 # A kind's allowed units: decode as a rate (or, timed end to end, the whole call's time), prefill
 # as a time or a prompt-token rate.
 KIND_UNITS = {"gpu_decode": {"tokens/s", "ms/token", "s"}, "fpga_decode": {"tokens/s", "ms/token"},
@@ -175,3 +179,24 @@ def test_only_power_rows_carry_a_throughput(entries):
     for e in entries:
         if "decode_tokens_per_s" in e:
             assert e["kind"] == "power" and e["decode_tokens_per_s"] > 0, e["source"]
+
+
+def test_hosts_are_sourced_and_every_named_host_has_one(entries):
+    """[[host]] tables: one per instance, a positive single-thread score on one benchmark, a
+    source at a commit; every row's `host` names one of them, and the reference score
+    (host_cpu_slowdown = 1) is positive."""
+    with PATH.open("rb") as f:
+        data = tomllib.load(f)
+    assert data["host_cpu_reference_score"] > 0
+    hosts = data["host"]
+    names = [h["instance"] for h in hosts]
+    assert len(names) == len(set(names)), names
+    for h in hosts:
+        for key, typ in HOST_REQUIRED.items():
+            assert type(h[key]) is typ, (h.get("instance"), key)
+        assert not set(h) - set(HOST_REQUIRED) - set(HOST_OPTIONAL), h["instance"]
+        assert math.isfinite(h["single_thread_score"]) and h["single_thread_score"] > 0
+        assert " @ " in h["source"], h["instance"]
+    assert len({h["benchmark"].split(" (")[0] for h in hosts}) == 1  # one benchmark, one scale
+    named = {e["host"] for e in entries if "host" in e}
+    assert named and named <= set(names), named - set(names)

@@ -34,10 +34,13 @@ from dse.validation.measurements import GpuMeasurement
 
 
 def predict_s(cat: Catalog, m: GpuMeasurement, serving: GpuServingSpec) -> float:
-    """The tool's value of what the measurement timed (see dse.validation.measurements)."""
+    """The tool's value of what the measurement timed (see dse.validation.measurements), on
+    the measurement's own host CPU where it names one (the board's default otherwise)."""
     gpu = cat.gpu(m.device)
     if not m.nvlink:  # e.g. A100 PCIe cards without their optional NVLink bridge
         gpu = replace(gpu, nvlink_bidir_bytes_per_s=0.0)
+    if m.host_cpu_slowdown is not None:
+        gpu = replace(gpu, host_cpu_slowdown=m.host_cpu_slowdown)
     c = gpu_mod.gpu_cost(cat.model(m.model), gpu, precision(m.precision), serving, tp=m.tp,
                          tp_link=cat.link(gpu.host_link))
     if m.timed == "prefill":
@@ -107,7 +110,8 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("vllm-v1", (GAP, STEP),
             "vLLM >= 0.10 (the V1 engine) at concurrency 1: SpareCores' vLLM 0.22.1 runs "
             "(GuideLLM synchronous ITL; Llama-3.1-8B, Gemma-2-2B, Qwen2.5-0.5B at 256-4096 "
-            "prompt tokens on H100 SXM/NVL, A100 SXM/PCIe/40GB, L40S, L4), vllm bench serve "
+            "prompt tokens on H100 SXM/NVL, A100 SXM/PCIe/40GB, L40S, L4; each on its "
+            "instance's own host CPU, published.toml [[host]]), vllm bench serve "
             "and a closed-loop client on H100 SXM (vLLM 0.11.0 Qwen3-8B, 0.21.0 Llama-3.1-8B, "
             "0.22.1 Qwen2.5-72B at TP 4) and an L4 (0.23.0 Qwen2.5-0.5B)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),

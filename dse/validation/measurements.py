@@ -20,6 +20,11 @@ A layer (pipeline) split over several GPUs (`gpus` > `tp` in the data) is predic
 holding every layer: at batch 1 the GPUs take turns, so the time is one GPU's plus the hops
 between GPUs, which are not modelled. A row split (llama.cpp's multi-GPU mode before 2024)
 splits every matrix over the GPUs and is entered as tensor parallel (`tp` = `gpus`).
+
+A published row that names its host (`host`, a `[[host]]` table of published.toml with that
+host's CPU and a measured single-thread score) carries that host's `host_cpu_slowdown`:
+published.toml's `host_cpu_reference_score` (the score the boards' default 1 stands for) over
+the host's score. Rows without one are predicted with their board's default.
 """
 
 from __future__ import annotations
@@ -103,6 +108,9 @@ class GpuMeasurement:
     source: str
     origin: str  # the data file
     nvlink: bool = True  # False: the setting says the GPUs talked over PCIe, not NVLink
+    # the measurement's own host CPU (single-thread time relative to the boards' default host,
+    # host_cpu_slowdowns); None: the board's default
+    host_cpu_slowdown: float | None = None
 
     @property
     def family(self) -> str:
@@ -202,6 +210,33 @@ def _published_entries() -> Iterable[tuple[str, dict[str, Any]]]:
         yield "published.toml", e
 
 
+def slowdown_of(reference_score: float, score: float) -> float:
+    """Single-thread time relative to the reference host: the inverse ratio of the benchmark's
+    scores (a score is work per second, higher is faster), e.g. 2504.87 / 3305.73 = 0.758."""
+    if not (reference_score > 0 and score > 0):
+        raise ValueError(f"single-thread scores must be positive: {reference_score}, {score}")
+    return reference_score / score
+
+
+def host_cpu_slowdowns(data: dict[str, Any] | None = None) -> dict[str, float]:
+    """Each named host of published.toml's [[host]] tables -> its host_cpu_slowdown
+    (slowdown_of its score against host_cpu_reference_score)."""
+    data = _data("published.toml") if data is None else data
+    ref = float(data["host_cpu_reference_score"])
+    return {h["instance"]: slowdown_of(ref, float(h["single_thread_score"]))
+            for h in data.get("host", [])}
+
+
+def _host_of(e: dict[str, Any], hosts: dict[str, float]) -> float | None:
+    name = e.get("host")
+    if name is None:
+        return None
+    if name not in hosts:
+        raise ValueError(f"published.toml row of {e.get('device')!r} names host {name!r}, "
+                         f"which no [[host]] table gives; known: {sorted(hosts)}")
+    return hosts[name]
+
+
 def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                           profiles: Iterable[str]) -> tuple[list[GpuMeasurement], list[Skipped]]:
     """Every GPU decode/prefill figure that maps onto the given catalog names."""
@@ -209,6 +244,7 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
     out: list[GpuMeasurement] = []
     skipped: list[Skipped] = []
     seen: dict[str, int] = {}
+    hosts = host_cpu_slowdowns()
     for origin, e in [*_brief_entries(), *_published_entries()]:
         if e["kind"] not in ("gpu_decode", "gpu_prefill"):
             continue
@@ -272,5 +308,6 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 framework=e["framework"], precision=prec, tp=int(e.get("tp", 1) or 1),
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin,
-                nvlink=not NO_NVLINK.search(e.get("setting", ""))))
+                nvlink=not NO_NVLINK.search(e.get("setting", "")),
+                host_cpu_slowdown=_host_of(e, hosts)))
     return out, skipped
