@@ -254,7 +254,9 @@ MISS_NOTES: dict[str, str] = {
                "against 12% too fast on GCP's a3 Sapphire Rapids: a PassMark single-thread "
                "ratio stands in for vLLM's host work, it does not measure it. Leaving "
                "SpareCores out fits the step and gap to the 4 other points, on hosts no "
-               "source names: its points' median error is 6.1% (4.9% with one host for all). "
+               "source names, and predicts its points on the boards' own hosts, as a user's "
+               "design without a named host is: median error 4.9%, the residuals that size "
+               "the intervals (their own hosts would give 6.1%, the step fitted to 4 points). "
                "The TP 4 point comes out 24% too slow (0.6's A100 all-reduce). No quantised "
                "point.",
     "llama.cpp": "one profile spans builds from July 2023 to March 2025, across llama.cpp's "
