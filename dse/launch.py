@@ -14,13 +14,17 @@ import signal
 import sys
 from types import FrameType
 
+# exit code and line of a command stopped by Ctrl-C, as a shell reports a process killed by
+# SIGINT (dse.cli.main's too)
+EXIT_SIGINT = 130
+INTERRUPTED = "interrupted (Ctrl-C); nothing more was written"
+
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
     command = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else ""
-    sys.stderr.write(f"dse{' ' + command if command else ''}: interrupted (Ctrl-C); nothing "
-                     "more was written\n")
+    sys.stderr.write(f"dse{' ' + command if command else ''}: {INTERRUPTED}\n")
     sys.stderr.flush()
-    os._exit(130)  # dse.cli.EXIT_SIGINT: nothing has run, so nothing needs unwinding
+    os._exit(EXIT_SIGINT)  # nothing has run, so nothing needs unwinding
 
 
 def main() -> int:

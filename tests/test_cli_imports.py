@@ -3,7 +3,7 @@
 Not timed (benchmarks/bench_cli.py times them): a fresh interpreter runs `dse.cli.main(argv)`
 and reports which modules it loaded. sympy (the mean-value model), optuna (studies), plotly
 (charts) and streamlit (the dashboard) cost 0.3-1 s each to import and none of these commands
-uses them; scipy.stats and scipy.optimize neither."""
+uses them; scipy.stats and scipy.optimize neither, and `dse evaluate` loads no scipy at all."""
 
 from __future__ import annotations
 
@@ -53,11 +53,12 @@ def test_parser_catalog_and_roofline_import_no_scipy(argv):
     assert set(under(mods, "dse.search")) <= SEARCH_VOCABULARY, under(mods, "dse.search")
 
 
-def test_evaluate_imports_no_sympy_optuna_plotly_streamlit_or_scipy_stats():
+def test_evaluate_imports_no_scipy_sympy_optuna_plotly_or_streamlit():
+    """Not even scipy.special: the closed form's special functions are dse/special.py's."""
     rc, mods = loaded(EVALUATE)
     assert rc == 0
     assert "dse.engine.closed_form" in mods  # it did evaluate
-    for top in NEVER:
+    for top in (*NEVER, "scipy"):
         assert not under(mods, top), f"dse evaluate imported {under(mods, top)[:5]}"
 
 

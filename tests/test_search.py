@@ -143,7 +143,8 @@ def test_accuracy_intervals_over_the_knob_cells_equal_the_whole_grid(cat):
         lo, hi = ev.intervals(hw, d, central, ("accuracy",))["accuracy"]
         ref_lo, ref_hi = intervals(
             ev.factors(d), {**central, "p_accept": ev.p_accept(hw)},
-            lambda values, hw=hw: {"accuracy": ev.accuracy(hw, values)},
+            lambda values, hw=hw: {"accuracy": np.broadcast_to(ev.accuracy_cells(hw, values),
+                                                               ev.grid.shape)},
             ("accuracy",))["accuracy"]
         ref_lo = np.where(np.isnan(central["accuracy"]), np.nan, ref_lo)
         ref_hi = np.where(np.isnan(central["accuracy"]), np.nan, ref_hi)

@@ -24,6 +24,7 @@ from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search
 from dse.cli.common import Command
 from dse.errors import DseError, Terminated, UsageError
+from dse.launch import EXIT_SIGINT, INTERRUPTED
 from dse.process import retain_freed_memory
 from dse.specs import Catalog
 from dse.specs.emit import jsonable
@@ -73,7 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # exit codes of a stopped command, as a shell reports a process killed by the signal
-EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
 
@@ -114,8 +114,7 @@ def _main(argv: Sequence[str] | None) -> int:
         except KeyboardInterrupt:
             if debug:
                 raise
-            return _stopped(name, "interrupted (Ctrl-C); nothing more was written",
-                            EXIT_SIGINT)
+            return _stopped(name, INTERRUPTED, EXIT_SIGINT)
         except Terminated:
             if debug:
                 raise
@@ -126,8 +125,7 @@ def _main(argv: Sequence[str] | None) -> int:
             if sig is None or debug:
                 raise
             if isinstance(sig, KeyboardInterrupt):
-                return _stopped(name, "interrupted (Ctrl-C); nothing more was written",
-                                EXIT_SIGINT)
+                return _stopped(name, INTERRUPTED, EXIT_SIGINT)
             return _stopped(name, "terminated (SIGTERM); nothing more was written",
                             EXIT_SIGTERM)
 

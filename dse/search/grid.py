@@ -386,12 +386,6 @@ class Evaluator:
             acc = acc + weight * self._pair_at(w0, hw, values).accuracy[None, :, :]
         return np.asarray(acc, dtype=float)
 
-    def accuracy(self, hw: Hardware, values: Mapping[str, float]) -> F64:
-        """The accuracy over the grid [F, A, K] at the factor values: it depends on the
-        models, the knobs and the workload, not on the timings, so a robust accuracy floor
-        costs no timing evaluation."""
-        return np.broadcast_to(self.accuracy_cells(hw, values), self.grid.shape)
-
     def p_accept(self, hw: Hardware) -> F64:
         """The accept probability over the grid [F, A, K], the space's workloads' weighted
         mean (what scales an accuracy shift, dse.uncertainty.propagate.shift_scale)."""

@@ -28,7 +28,7 @@ from dse.devices import gpu as gpu_mod
 from dse.devices.power import gpu_power_w
 from dse.devices.shape import precision
 from dse.specs import Catalog
-from dse.validation.measurements import PRECISIONS, profile_of
+from dse.validation.measurements import PRECISIONS, document_of, profile_of
 
 # The serving profile whose GPU-side time and decode fraction a power row of an unstated HF
 # transformers version takes: 2023 rows (transformers 4.3x) run eager like every HF profile.
@@ -97,9 +97,10 @@ def fit_wait_power_fraction(cat: Catalog, pts: list[PowerPoint] | None = None
 
 
 def source_document(p: PowerPoint) -> str:
-    """The document a row comes from (repository and path, without the commit): the unit that
-    leave-one-source-out cross-validation leaves out."""
-    return p.source.split(" @ ")[0]
+    """The document a row comes from, the unit leave-one-source-out leaves out: its repository
+    or paper (measurements.document_of, as the GPU timing points), so the files of one
+    repository are left out together."""
+    return document_of(p.source, p.device)
 
 
 @dataclass(frozen=True)
