@@ -2,13 +2,14 @@
 
     python benchmarks/bench_commands.py [--repeats 3] [--only sweep ...]
 
-Each command runs as a fresh process of this interpreter (as the `dse` console script starts),
-round-robin with the numpy import, `repeats` times, and the median is taken, so that load
-from other processes falls on all of them alike. Targets: `dse sweep` of the default space at
-`--confidence 0.9` <= 1.5x the same sweep at 0.5 and <= 40x the numpy import; `dse optimize
---objective j_per_token` (default 300 trials, a fresh SQLite storage) <= 100x (and, for
-reference, the same study with `--storage memory`); `dse
-reproduce` <= 100x. (`dse evaluate`: benchmarks/bench_cli.py.) Exit status 1 when a target is
+`dse sweep` spreads the hardware choices over one forked process per CPU; "sweep 0.9 1p" is
+the same sweep in one process, for reference. Each command runs as a fresh process of this
+interpreter (as the `dse` console script starts), round-robin with the numpy import, `repeats`
+times, and the median is taken, so that load from other processes falls on all of them alike.
+Targets: `dse sweep` of the default space at `--confidence 0.9` <= 1.5x the same sweep at 0.5
+and <= 40x the numpy import; `dse optimize --objective j_per_token` (default 300 trials, a
+fresh SQLite storage) <= 100x (and, for reference, the same study with `--storage memory`);
+`dse reproduce` <= 100x. (`dse evaluate`: benchmarks/bench_cli.py.) Exit status 1 when a target is
 missed.
 """
 
@@ -27,6 +28,9 @@ NUMPY = 'python -c "import numpy"'
 CASES: dict[str, list[str]] = {
     "sweep 0.5": ["sweep", "--objective", "j_per_token", "--confidence", "0.5"],
     "sweep 0.9": ["sweep", "--objective", "j_per_token", "--confidence", "0.9"],
+    # the same sweep in one process (the command forks one worker per CPU): for reference
+    "sweep 0.9 1p": ["sweep", "--objective", "j_per_token", "--confidence", "0.9",
+                     "--processes", "1"],
     "optimize": ["optimize", "--objective", "j_per_token", "--storage", "{storage}"],
     # the same study kept in memory (no database): what the storage costs, for reference
     "optimize mem": ["optimize", "--objective", "j_per_token", "--storage", "memory"],

@@ -268,9 +268,10 @@ KNOWN_ISSUES = [
     "package itself loads (before its entry point, dse.launch, runs), prints Python's own "
     "KeyboardInterrupt traceback; nothing has been written then. From there on (the command's "
     "modules loading, its arguments being parsed) it is the command's one line and exit 130.",
-    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study; the next run on the "
-    "storage fails it once its heartbeat is older than the grace period (8 s), as after a "
-    "SIGKILL. Ctrl-C marks it FAIL at once.",
+    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study, as a SIGKILL does. "
+    "On SQLite the next run on the file fails it at once (its process is gone); on a server "
+    "database, once its heartbeat is older than the grace period (8 s). Ctrl-C marks it FAIL "
+    "at once.",
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
     "The closed form counts too many attempts where rewrites usually fail the backtrack "

@@ -52,6 +52,37 @@ def test_a_signal_ends_a_running_command_in_one_line(command: str, sig: int, cod
     assert not [f for f in tmp_path.iterdir() if f.name.startswith(".")]  # no temporaries
 
 
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_ctrl_c_ends_a_sweep_and_its_worker_processes_in_one_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, the sweep's forked workers too:
+    they ignore it, the command says its one line, exits 130 and leaves no process behind."""
+    p = subprocess.Popen([*DSE, "sweep", "--objective", "j_per_token", "--processes", "2"],
+                         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    kids: list[int] = []
+    while not kids and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        kids = _children(p.pid)
+    assert kids, "the sweep forked no worker processes"
+    time.sleep(0.2)  # the workers are evaluating
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, err[-500:])
+    assert err == "dse sweep: interrupted (Ctrl-C); nothing more was written\n", err[-500:]
+    assert out == ""
+    time.sleep(0.5)
+    assert not [k for k in kids if Path(f"/proc/{k}").exists()
+                and "Z" not in Path(f"/proc/{k}/stat").read_text().split()[2]]
+
+
 # a Ctrl-C that lands while the command starts: sent by the process itself at a chosen moment
 _CTRL_C_AT = """
 import builtins, os, signal, sys

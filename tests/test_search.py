@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -216,6 +217,32 @@ def test_sweep_optimum_is_brute_force_minimum(cat, tiny):
         best, rel=1e-9)
 
 
+@pytest.mark.parametrize("objectives", [["j_per_token"], ["latency", "j_per_token"]])
+def test_a_sweep_over_worker_processes_equals_one_in_process(cat, tiny, objectives,
+                                                              monkeypatch):
+    """The hardware choices spread over forked processes (one per task here, so that the tiny
+    space spans several): the same winner, front, families, counts, reasons and sampled
+    points as in one process."""
+    from dse.search import exhaustive
+
+    if sys.platform != "linux":
+        pytest.skip("worker processes are forked on Linux only")
+    monkeypatch.setattr(exhaustive, "CHUNK", 1)
+    cons = Constraints(min_accuracy=60.0)
+    one, two = (sweep(cat, tiny, objectives, cons, processes=n) for n in (1, 3))
+
+    def seen(r: Any) -> Any:
+        return ([c.to_dict() for c in r.best], [c.to_dict() for c in r.pareto], r.n_designs,
+                r.n_feasible, r.n_hardware, r.infeasible, r.examples, repr(r.by_family),
+                repr(r.ties))
+
+    assert seen(one) == seen(two)
+    points = one.points, two.points
+    assert points[0].keys() == points[1].keys() and all(
+        np.array_equal(points[0][k], points[1][k]) for k in points[0])
+    assert len(points[0]["j_per_token"]) > 0
+
+
 def test_sweep_front_and_constraints(cat, tiny):
     res = sweep(cat, tiny, ["j_per_token", "latency"], Constraints(min_accuracy=70.0))
     j = [c.metrics["j_per_token"] for c in res.pareto]
@@ -406,7 +433,50 @@ def test_sigkill_then_restart_keeps_every_completed_trial(tmp_path):
     after = _completed(url, "killed")
     assert js["n_trials"] == len(after) >= n
     assert all(after[k] == v for k, v in before.items())  # intact, not re-run
+    import optuna
+
+    left = optuna.load_study(study_name="killed", storage=url).get_trials(
+        states=(optuna.trial.TrialState.RUNNING,))
+    # the killed process's trial was failed at once, with no heartbeat, unless the kill came
+    # in the milliseconds before its worker marked it: that one waits out the grace period
+    from dse.search.storage import WORKER_ATTR
+
+    assert all(WORKER_ATTR not in t.user_attrs for t in left) and len(left) <= 1
     assert main(["evaluate", "--design", _best_design_file(tmp_path, url)]) == 0
+
+
+def test_a_sqlite_study_fails_the_trials_a_killed_process_left_running(tmp_path):
+    """No heartbeat on SQLite (one host): a RUNNING trial marked by a process of this host that
+    is gone, or never marked and older than the grace period, is failed at once by the next run
+    (storage.fail_orphans); a live worker's trial and a fresh unmarked one are left alone."""
+    import datetime
+
+    import optuna
+
+    from dse.search.storage import GRACE_S, WORKER_ATTR, fail_orphans, open_storage
+
+    store = open_storage(f"sqlite:///{tmp_path / 'o.db'}")
+    assert store.get_heartbeat_interval() is None
+    study = optuna.create_study(storage=store, study_name="o")
+    import socket
+
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that existed and no longer does
+    trials = [study.ask() for _ in range(4)]
+    trials[0].set_user_attr(WORKER_ATTR, f"{host}:{dead.pid}")
+    trials[1].set_user_attr(WORKER_ATTR, f"{host}:{os.getpid()}")
+    old = datetime.datetime.now() - datetime.timedelta(seconds=2 * GRACE_S)
+    with store.engine.begin() as con:  # trial 2 started long ago and was never marked
+        from sqlalchemy import text
+
+        con.execute(text("UPDATE trials SET datetime_start = :t WHERE trial_id = :i"),
+                    {"t": old, "i": trials[2]._trial_id})
+    assert fail_orphans(study) == 2
+    states = [t.state.name for t in study.get_trials(deepcopy=False)]
+    assert states == ["FAIL", "RUNNING", "FAIL", "RUNNING"]
+    assert fail_orphans(study) == 0
+    assert fail_orphans(optuna.create_study()) == 0  # in memory: nothing outlives the process
 
 
 def _best_design_file(tmp_path: Path, url: str) -> str:

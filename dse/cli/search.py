@@ -184,10 +184,14 @@ def _confidence_text(confidence: float) -> str:
 
 def sweep_args(p: argparse.ArgumentParser) -> None:
     _search_args(p)
+    p.add_argument("--processes", type=positive_int, default=None, metavar="N",
+                   help="processes sharing the hardware choices (default: one per CPU; "
+                        "the result does not depend on it)")
 
 
 def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.search import sweep
+    from dse.search.exhaustive import default_processes
 
     space, objectives, cons = _search_setup(a, cat)
     show = sys.stderr.isatty() and not a.json
@@ -197,7 +201,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             print(f"\rsweep: {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
 
     r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence,
-              measured_only=a.measured_only)
+              measured_only=a.measured_only,
+              processes=a.processes if a.processes is not None else default_processes())
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"

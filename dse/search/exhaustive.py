@@ -6,9 +6,13 @@ with its reason, never returned."""
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import signal
+import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,17 +84,115 @@ def _reason_kind(reason: str) -> str:
     return f"{role}: {rest[:60]}"
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """What the sweep keeps of one hardware choice's grid (light enough to cross processes)."""
+    n_designs: int
+    reasons: tuple[str, ...] = ()
+    n_feasible: int = 0
+    best: tuple[float, int] | None = None  # the first objective's feasible best (value, cell)
+    front: tuple[F64, NDArray[np.int64]] | None = None  # several objectives: (values, cells)
+    samples: dict[str, F64] = field(default_factory=dict)  # a few feasible designs' metrics
+
+
+@dataclass(frozen=True)
+class _Job:
+    ev: Evaluator
+    hws: Sequence[Hardware]
+    cons: dict[str, float]
+    objectives: list[str]
+    dirs: F64
+    keep_per_hw: int
+    seed: int
+
+
+def _summary(job: _Job, i: int) -> _Summary:
+    """Hardware choice i of the job: its feasible cells' best (or non-dominated) objective
+    values and a seeded sample of them, or its reasons."""
+    r = job.ev.evaluate(job.hws[i])
+    if r.reasons:
+        return _Summary(r.n_designs, tuple(r.reasons))
+    idx = np.flatnonzero(feasible_mask(r.for_constraints(), job.cons).ravel())
+    if len(idx) == 0:
+        return _Summary(r.n_designs)
+    vals = np.stack([r.metrics[OBJECTIVES[o]].ravel()[idx] * d
+                     for o, d in zip(job.objectives, job.dirs, strict=True)], axis=1)
+    j = int(np.argmin(vals[:, 0]))
+    front = None
+    if len(job.objectives) > 1:
+        mask = pareto_mask(vals)
+        front = (vals[mask], idx[mask])
+    # each choice its own stream: the same sample whichever process evaluates it
+    rng = np.random.default_rng((job.seed, i))
+    pick = (idx if len(idx) <= job.keep_per_hw
+            else rng.choice(idx, job.keep_per_hw, replace=False))
+    return _Summary(r.n_designs, (), len(idx), (float(vals[j, 0]), int(idx[j])), front,
+                    {k: v.ravel()[pick] for k, v in r.metrics.items()})
+
+
+_FORKED: _Job | None = None  # the job a forked worker process inherits
+CHUNK = 16  # hardware choices per task handed to a worker process
+
+
+def _chunk(lo: int) -> list[_Summary]:
+    assert _FORKED is not None
+    return [_summary(_FORKED, i) for i in range(lo, min(lo + CHUNK, len(_FORKED.hws)))]
+
+
+def _worker_signals() -> None:
+    # Ctrl-C reaches the whole process group: the parent ends the pool and says one line;
+    # the pool ends a worker with SIGTERM, which must not run the command's handler
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def default_processes() -> int:
+    """The CPUs this process may run on (1 where processes cannot be forked safely)."""
+    if sys.platform != "linux":
+        return 1
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def _summaries(job: _Job, processes: int,
+               progress: Callable[[float], None] | None) -> Iterator[_Summary]:
+    """Every hardware choice's summary, in order: in this process, or spread over `processes`
+    forked worker processes (Linux; the results are the same, tested)."""
+    global _FORKED
+    n = len(job.hws)
+    if processes <= 1 or n < 2 * CHUNK or default_processes() == 1:
+        for i in range(n):
+            yield _summary(job, i)
+            if progress is not None and (i % CHUNK == 0 or i == n - 1):
+                progress((i + 1) / n)
+        return
+    _FORKED = job
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(min(processes, -(-n // CHUNK)), initializer=_worker_signals) as pool:
+            for lo, part in zip(range(0, n, CHUNK),
+                                pool.imap(_chunk, range(0, n, CHUNK)), strict=True):
+                yield from part
+                if progress is not None:
+                    progress(min(lo + CHUNK, n) / n)
+    finally:
+        _FORKED = None
+
+
 def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           constraints: Constraints = NO_CONSTRAINTS, *,
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
           seed: int = 0, confidence: float = DEFAULT_CONFIDENCE,
-          measured_only: bool = False, families: bool = True) -> SweepResult:
+          measured_only: bool = False, families: bool = True,
+          processes: int = 1) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
     Pareto front (several), under the constraints, checked at the pessimistic end of each
     constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
     central values); designs are ranked by their central values. Beside the winner, each
     family's best (dse.search.families), by the first objective. measured_only: only hardware
-    whose every device has a published measurement."""
+    whose every device has a published measurement. processes: how many forked processes
+    share the hardware choices (Linux; the result does not depend on it; the `dse sweep`
+    command uses every CPU, the library one process, as a threaded server such as the
+    dashboard must not fork)."""
     objectives = check_objectives(objectives)
     confidence = check_confidence(confidence)
     cons = constraints.merged(space)
@@ -103,9 +205,9 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     if not hws:
         raise DseError(f"{space.path}: the space has no hardware choice whose draft and "
                        "target share a tokenizer")
-    rng = np.random.default_rng(seed)
     keep_per_hw = max(1, sample // max(len(hws), 1))
     dirs = np.array([direction(o) for o in objectives], dtype=float)
+    job = _Job(ev, hws, cons, list(objectives), dirs, keep_per_hw, seed)
     n_feasible = 0
     n_designs = 0
     reasons: Counter[str] = Counter()
@@ -115,43 +217,33 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     tops: list[tuple[float, int, int]] = []  # one objective: the TOP_K best hardware choices
     fam_best: dict[str, tuple[float, int, int]] = {}
     samples: dict[str, list[F64]] = {k: [] for k in METRICS}
-    fam_results: dict[tuple[str, int], HardwareResult] = {}
-    results: dict[int, HardwareResult] = {}
-    for i, hw in enumerate(hws):
-        r = ev.evaluate(hw)
-        n_designs += r.n_designs
-        if progress is not None and (i % 16 == 0 or i == len(hws) - 1):
-            progress((i + 1) / len(hws))
-        if r.reasons:
-            for why in r.reasons:
-                reasons[_reason_kind(why)] += 1
-                examples.setdefault(_reason_kind(why), why)
+    for i, got in enumerate(_summaries(job, processes, progress)):
+        n_designs += got.n_designs
+        for why in got.reasons:
+            reasons[_reason_kind(why)] += 1
+            examples.setdefault(_reason_kind(why), why)
+        if got.best is None:
             continue
-        ok = feasible_mask(r.for_constraints(), cons).ravel()
-        idx = np.flatnonzero(ok)
-        n_feasible += len(idx)
-        if len(idx) == 0:
-            continue
-        vals = np.stack([r.metrics[OBJECTIVES[o]].ravel()[idx] * d
-                         for o, d in zip(objectives, dirs, strict=True)], axis=1)
-        jf = int(np.argmin(vals[:, 0]))
-        if vals[jf, 0] < fam_best.get(hw.family, (math.inf, 0, 0))[0]:
-            fam_best[hw.family] = (float(vals[jf, 0]), i, int(idx[jf]))
-            fam_results[(hw.family, i)] = r
-        if len(objectives) == 1:
-            j = int(np.argmin(vals[:, 0]))
-            if len(tops) < TOP_K or vals[j, 0] < tops[-1][0]:
-                tops = sorted([*tops, (float(vals[j, 0]), i, int(idx[j]))])[:TOP_K]
-                results[i] = r
-                results = {t[1]: results[t[1]] for t in tops}
-        else:
-            mask = pareto_mask(vals)
-            front_vals.append(vals[mask])
-            front_ref.append((i, idx[mask]))
-            results[i] = r
-        pick = idx if len(idx) <= keep_per_hw else rng.choice(idx, keep_per_hw, replace=False)
-        for k, v in r.metrics.items():
-            samples[k].append(v.ravel()[pick])
+        n_feasible += got.n_feasible
+        val, flat = got.best
+        fam = hws[i].family
+        if val < fam_best.get(fam, (math.inf, 0, 0))[0]:
+            fam_best[fam] = (val, i, flat)
+        if got.front is not None:
+            front_vals.append(got.front[0])
+            front_ref.append((i, got.front[1]))
+        elif len(tops) < TOP_K or val < tops[-1][0]:
+            tops = sorted([*tops, (val, i, flat)])[:TOP_K]
+        for k, v in got.samples.items():
+            samples[k].append(v)
+    memo: dict[int, HardwareResult] = {}
+
+    def result(i: int) -> HardwareResult:
+        # the few shown hardware choices' full grids, evaluated again here (the same numbers)
+        if i not in memo:
+            memo[i] = ev.evaluate(hws[i])
+        return memo[i]
+
     shape = ev.grid.shape
     best: list[Candidate] = []
     front: list[Candidate] = []
@@ -159,7 +251,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     if len(objectives) == 1:
         for n, (_, i, flat) in enumerate(tops):
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
-            best.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+            best.append(candidate(ev, hws[i], result(i).metrics, fi, ai, ki,
                                   name=f"{space.name}-best" + (f"-{n}" if n else "")))
             family_of[best[-1].design.system.name] = hws[i].family
     elif front_vals:
@@ -172,7 +264,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         for n, o in enumerate(order):
             i, flat = refs[o]
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
-            best.append(candidate(ev, hws[i], results[i].metrics, fi, ai, ki,
+            best.append(candidate(ev, hws[i], result(i).metrics, fi, ai, ki,
                                   name=f"{space.name}-pareto-{n}"))
             family_of[best[-1].design.system.name] = hws[i].family
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
@@ -184,7 +276,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         bests: dict[str, Candidate | None] = {}
         for fam, (_, i, flat) in fam_best.items():
             fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
-            c = candidate(ev, hws[i], fam_results[(fam, i)].metrics, fi, ai, ki,
+            c = candidate(ev, hws[i], result(i).metrics, fi, ai, ki,
                           name=f"{space.name}-best-{fam}")
             # the family's best by the accurate closed form among its mean-value best and
             # the shown designs of the family

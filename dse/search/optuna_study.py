@@ -50,6 +50,7 @@ from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange
 from dse.search.storage import (
     IN_MEMORY,
     best_candidates,
+    fail_orphans,
     mark_worker,
     open_storage,
     study_trials,
@@ -149,9 +150,12 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.simplefilter("ignore", FutureWarning)  # constraints_func: still supported
+        # constant_liar off (Optuna 5's default is on): it would have each parameter read the
+        # running trials from the database and write the sampled ones back; one worker samples
+        # the same designs without it, and concurrent workers get their own seeds
         study.sampler = optuna.samplers.TPESampler(
             seed=eff_seed, multivariate=True, group=True, constraints_func=constraints_func,
-            n_startup_trials=10)
+            n_startup_trials=10, constant_liar=False)
     ev = Evaluator(cat, space, confidence=confidence,
                    checked={c.metric: c.bound for c, _ in active(cons)})
     single = len(objectives) == 1
@@ -233,9 +237,11 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
         vals = tuple(c.metrics[OBJECTIVES[o]] for o in objectives)
         return vals[0] if single else vals
 
+    fail_orphans(study)
     remaining = max(trials - done, 0)
-    cbs: list[Callable[[Any, Any], None]] = [optuna.study.MaxTrialsCallback(
-        trials, states=(optuna.trial.TrialState.COMPLETE,))]
+    # no MaxTrialsCallback (a database read per trial): a worker whose study other workers
+    # filled stops at its next trial (within_budget)
+    cbs: list[Callable[[Any, Any], None]] = []
     if callback is not None:
         cbs.append(lambda st, tr: callback(len(study_trials(st)), trials))
     if remaining > 0:
@@ -244,6 +250,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     # what is shown: the study's best trials (one objective: its TOP_K best distinct designs;
     # several: its non-dominated ones, at most FRONT_SHOWN) re-evaluated by the accurate closed
     # form and re-ranked (dse.search.shown)
+    fail_orphans(study)
     best = shown(cat, space, objectives, study_shortlist(study, len(objectives)), cons,
                  confidence)
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,

@@ -4,6 +4,7 @@ The only part of the search that touches files (the SQLite database)."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 import time
@@ -21,8 +22,11 @@ from dse.search.pareto import pareto_mask
 DEFAULT_STORAGE = "sqlite:///dse-studies.db"  # the `dse` command's; the library's is in memory
 IN_MEMORY = "in-memory"  # OptimizeResult.storage of a study kept in memory
 # Storage behaviour (operational, not model, constants): a worker waits up to SQLITE_BUSY_S for
-# another's write lock; a trial's heartbeat every HEARTBEAT_S, and a RUNNING trial without one
-# for GRACE_S is one a killed process left (a trial takes milliseconds to a second); workers
+# another's write lock; on a server database (whose workers may run on other hosts) a trial's
+# heartbeat every HEARTBEAT_S, and a RUNNING trial without one for GRACE_S is one a killed
+# process left (a trial takes milliseconds to a second); on SQLite (one host: its write-ahead
+# log needs shared memory) the process id a trial is marked with tells instead (`fail_orphans`),
+# and an unmarked RUNNING trial older than GRACE_S was left by a killed worker; workers
 # creating one new storage at once retry the schema race OPEN_TRIES times, 0.2 s x try apart.
 SQLITE_BUSY_S = 300
 HEARTBEAT_S = 2
@@ -85,10 +89,11 @@ def is_optuna_storage(url: str) -> bool:
 
 def open_storage(url: str | None, *, create: bool = True) -> Any:
     """An Optuna RDB storage: the embedded SQLite file by default, any SQLAlchemy URL
-    (postgresql://...) otherwise. A heartbeat lets a restarted run fail the trials a killed
-    one left RUNNING. create=False (listing, loading, exporting a study): the database must
-    already be an Optuna storage, else a UsageError, and nothing in it is created or changed
-    (no tables, no journal mode)."""
+    (postgresql://...) otherwise. On a server database a heartbeat lets a restarted run fail
+    the trials a killed one left RUNNING; SQLite needs none (`fail_orphans`), and the heartbeat
+    thread and writes would cost time there. create=False (listing, loading, exporting a
+    study): the database must already be an Optuna storage, else a UsageError, and nothing in
+    it is created or changed (no tables, no journal mode)."""
     import optuna
 
     url = url or DEFAULT_STORAGE
@@ -97,15 +102,15 @@ def open_storage(url: str | None, *, create: bool = True) -> Any:
         raise UsageError(f"storage {url}: not an Optuna study storage (it has no "
                          f"{' and '.join(OPTUNA_TABLES)} tables); nothing was written to it")
     kwargs: dict[str, Any] = {}
+    beat: dict[str, Any] = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S}
     if url.startswith("sqlite"):
         kwargs = {"connect_args": {"timeout": SQLITE_BUSY_S}}
+        beat = {}
     for attempt in range(OPEN_TRIES):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
-                                                   heartbeat_interval=HEARTBEAT_S,
-                                                   grace_period=GRACE_S)
+                store = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beat)
             break
         except Exception as e:  # sqlalchemy / driver errors: one line for the user
             msg = str(e).splitlines()[0]
@@ -161,6 +166,32 @@ def _alive(t: Any) -> bool:
     return True
 
 
+def fail_orphans(study: Any) -> int:
+    """Mark FAIL the RUNNING trials a killed process left in a study without a heartbeat (the
+    SQLite file's): those marked by a process of this host that no longer exists, and those
+    never marked that started more than GRACE_S ago (a worker marks its trial milliseconds
+    after creating it). With a heartbeat, or in memory, Optuna does this itself (or nothing
+    outlives the process). The number of trials failed; one read when there are none."""
+    import optuna
+
+    store = study._storage
+    if isinstance(store, optuna.storages.InMemoryStorage) or store.get_heartbeat_interval():
+        return 0
+    S = optuna.trial.TrialState
+    now = datetime.datetime.now()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(S.RUNNING,)):
+        left = (not _alive(t) if WORKER_ATTR in t.user_attrs else
+                t.datetime_start is not None
+                and (now - t.datetime_start).total_seconds() > GRACE_S)
+        if left:
+            try:
+                n += bool(store.set_trial_state_values(t._trial_id, state=S.FAIL))
+            except optuna.exceptions.UpdateFinishedTrialError:
+                pass  # another worker failed it first
+    return n
+
+
 def within_budget(study: Any, number: int, trials: int) -> bool:
     """Whether trial `number` is among the first `trials` that count: the completed and
     running trials numbered before it leave room for it. Workers sharing a study each ask
@@ -168,6 +199,8 @@ def within_budget(study: Any, number: int, trials: int) -> bool:
     elsewhere holds its place; a failed one, or one a killed local process left, frees it).
     A running trial not yet marked (its worker still sampling it, milliseconds) is waited for
     when it decides, up to UNMARKED_WAIT_S; one still unmarked was left by a killed worker."""
+    if number < trials:  # fewer than `trials` trials of any kind are numbered before it
+        return True
     import optuna
 
     S = optuna.trial.TrialState
