@@ -8,7 +8,8 @@ Fits, in order (each uses the previous; repeated until nothing moves, since the 
 slowdown and the MLC profile's Jetson points depend on each other):
 1. every GPU serving profile of dse.validation.gpu_fit.FITS, to its own published points
    (dse/data/measured.toml, reference_points.toml, published.toml), values it takes from
-   another profile copied first (gpu_fit.DERIVED);
+   another profile copied first (gpu_fit.DERIVED); a profile of another build of a fitted
+   stack (BUILDS: llama.cpp-cublas) takes that stack's fit whole;
 2. the vLLM Jetson builds' host factor (the Orin boards' host_stack_slowdown) and FlexLLM's
    efficiency and power (dse/calibrate.py);
 3. the GPUs' launch-bound power state (wait_power_fraction, dse.validation.gpu_power), to the
@@ -43,6 +44,10 @@ ENGINES = ROOT / "boards" / "engines"
 GPUS = ROOT / "boards" / "gpus"
 CV_JSON = ROOT / "dse" / "data" / "gpu_cv.json"
 GENERATED = "# ---- written by scripts/calibrate_devices.py from here on; do not edit ----"
+# Profiles of another build of a fitted stack: they take that stack's fit whole (its points of
+# every build, each predicted on its own build: measurements.FRAMEWORK_BUILDS) and keep the
+# keys that make them that build.
+BUILDS = {"llama.cpp-cublas": "llama.cpp"}
 
 
 def set_keys(text: str, values: dict[str, float], where: Path) -> str:
@@ -121,6 +126,9 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         for name, pf in fits.items():
             path = SERVING / f"{name}.toml"
             pending[path] = serving_text(path, pf, [])
+        for build, name in BUILDS.items():
+            path = SERVING / f"{build}.toml"
+            pending[path] = serving_text(path, fits[name], [])
         flex = ENGINES / "flexllm.toml"
         cat = catalog_with(pending)
         for name, values in calibrate.jetson_hosts(cat).items():
@@ -149,6 +157,8 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         mine = [replace(c, loso_s=loso[c.id]) for c in gpu_fit.leave_one_out(cat, pf)]
         cv += mine
         out[SERVING / f"{name}.toml"] = serving_text(SERVING / f"{name}.toml", pf, mine)
+        for build in (b for b, n in BUILDS.items() if n == name):
+            out[SERVING / f"{build}.toml"] = serving_text(SERVING / f"{build}.toml", pf, mine)
     # the in-sample values as the written (6-digit) files predict them
     cat = catalog_with(out)
     by_id = {m.id: m for m in pts}

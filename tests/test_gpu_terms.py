@@ -226,3 +226,55 @@ def test_the_launch_bound_power_state_holds_a_share_of_the_decode_draw(qwen05):
         assert float(gpu_power_w(c, "decode", 0.25)) == pytest.approx(watts, rel=1e-12)
         assert float(gpu_power_w(c, "decode", 1.0)) == pytest.approx(160.0, rel=1e-12)
         assert float(gpu_power_w(c, "idle")) == 20.0
+
+
+QWEN05_LINEAR_PARAMS = 24 * (896 * 896 * 2 + 896 * 128 * 2 + 896 + 128 * 2  # q, o, k, v, biases
+                             + 3 * 896 * 4864)  # gate, up, down: 357,854,208
+
+
+def test_an_older_llama_cpp_dequantises_a_long_quantised_prompt_to_a_16_bit_copy(qwen05):
+    """prompt_dequantize_min_tokens 33: a q4_0 (4.5 bits) prompt of 33 tokens or more first
+    reads the stored layer weights and writes a 2-byte copy (357,854,208 x 2.5625 B at 1e12
+    B/s = 0.917 ms), then its GEMMs read the copy (x 1.4375 B more, which shows only where the
+    pass is memory-bound: at 33 tokens, not at 4096); 32 tokens, FP16 weights and decode as
+    without the key."""
+    from dse.devices import shape
+
+    assert shape.linear_macs_per_token(qwen05) == QWEN05_LINEAR_PARAMS
+    q4 = precision("q4_0")
+    base = gpu.gpu_cost(qwen05, make_gpu(), q4, make_serving())
+    old = gpu.gpu_cost(qwen05, make_gpu(), q4, make_serving(prompt_dequantize_min_tokens=33))
+    copy_s = QWEN05_LINEAR_PARAMS * (4.5 / 8 + 2) / 1e12
+    read_s = QWEN05_LINEAR_PARAMS * (2 - 4.5 / 8) / 1e12
+
+    def extra(n: int) -> float:
+        return float(gpu.prefill_s(old, n)) - float(gpu.prefill_s(base, n))
+
+    assert extra(32) == 0.0
+    assert extra(4096) == pytest.approx(copy_s, rel=1e-9)  # compute-bound: the copy only
+    assert extra(33) == pytest.approx(copy_s + read_s, rel=1e-9)  # memory-bound: both
+    assert float(gpu.decode_token_s(old, 1023)) == float(gpu.decode_token_s(base, 1023))
+    f16 = [gpu.gpu_cost(qwen05, make_gpu(), precision("fp16"), make_serving(**k))
+           for k in ({}, {"prompt_dequantize_min_tokens": 33})]
+    assert float(gpu.prefill_s(f16[1], 4096)) == float(gpu.prefill_s(f16[0], 4096))
+
+
+def test_the_older_llama_cpp_build_is_the_fitted_profile_but_its_prompt_path(cat):
+    """llama.cpp-cublas takes llama.cpp's fit whole (scripts/calibrate_devices.py BUILDS);
+    the measurements of builds before PR #8075 are predicted on it, the later ones not."""
+    from dataclasses import fields
+
+    from dse.validation.measurements import build_of
+
+    new, old = cat.serving("llama.cpp"), cat.serving("llama.cpp-cublas")
+    differ = {f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name)}
+    # its own file, name and description, its prompt path and that key's source line
+    assert differ == {"path", "name", "description", "prompt_dequantize_min_tokens", "sources"}
+    assert {k: v for k, v in old.sources.items() if k != "prompt_dequantize_min_tokens"} == \
+        dict(new.sources)
+    assert old.prompt_dequantize_min_tokens == 33 and new.prompt_dequantize_min_tokens is None
+    for framework in ("llama.cpp-9476b01 (CUDA)", "llama.cpp (CUDA backend, master of Jan 2024)",
+                      "llama.cpp-unstated-2023-07 (build not stated)"):
+        assert build_of(framework) == (("prompt_dequantize_min_tokens", 33),)
+    assert build_of("llama.cpp (CUDA backend, master of Mar 2025)") == ()
+    assert build_of("vllm-0.6.3") == ()

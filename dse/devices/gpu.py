@@ -94,6 +94,13 @@ class GpuCost:
     tp: Num
     host_weight_bytes: Num = 0.0  # offloaded: crosses the host link every forward pass
     host_link_bytes_per_s: Num = np.inf  # effective host-link bandwidth x tp
+    # A prompt pass of at least prompt_copy_min_tokens (inf: never) first dequantises the
+    # weights to a 16-bit copy (reading the stored bytes, writing the copy: prompt_copy_bytes),
+    # a pass of its own before the GEMMs, which then read the copy (prompt_copy_read_bytes
+    # more than the stored weights)
+    prompt_copy_min_tokens: Num = np.inf
+    prompt_copy_bytes: Num = 0.0
+    prompt_copy_read_bytes: Num = 0.0
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
@@ -162,6 +169,10 @@ def gpu_cost(
     streamed = shape.streamed_weight_bytes(model, p)
     host = streamed * offload_fraction
     cpu = gpu.cpu_slowdown(serving.name)  # the host's CPU speed x the stack's factor on it
+    copy_min = serving.prompt_dequantize_min_tokens
+    copied = (copy_min is not None and p.weight_bits < 16 and p.activation_bits == 16)
+    # the layers' matmul weights (the head's one position runs as a GEMV on the stored bytes)
+    body = shape.linear_macs_per_token(model) * (1 - offload_fraction)
     return GpuCost(
         layers=model.num_layers,
         weight_bytes=streamed - host,
@@ -191,6 +202,9 @@ def gpu_cost(
         host_weight_bytes=host,
         host_link_bytes_per_s=(np.inf if tp_link is None
                                else tp_link.effective_bytes_per_s * tp),
+        prompt_copy_min_tokens=float(copy_min) if copied and copy_min is not None else np.inf,
+        prompt_copy_bytes=body * (p.weight_bytes_per_param + 2.0) if copied else 0.0,
+        prompt_copy_read_bytes=body * (2.0 - p.weight_bytes_per_param) if copied else 0.0,
     )
 
 
@@ -259,11 +273,14 @@ def forward(
         + c.head_flops_per_position * np.asarray(head_positions, dtype=float)
         + c.attn_flops_per_pair * (n * k + n * (n + 1) / 2)
     )
-    mem = c.weight_bytes / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
+    copied = n >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
+    weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
+    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
     comp = flops / c.flops_per_s
     roof = np.maximum(mem, comp)
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
-    gpu_side = roof + c.layers * c.layer_gap_s + comm
+    copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
+    gpu_side = roof + copy_s + c.layers * c.layer_gap_s + comm
     eager = (k + n) > c.graph_max_context_tokens  # beyond the captured graphs' context
     cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
     offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))

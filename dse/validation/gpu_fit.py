@@ -35,7 +35,10 @@ from dse.validation.measurements import GpuMeasurement
 
 def predict_s(cat: Catalog, m: GpuMeasurement, serving: GpuServingSpec) -> float:
     """The tool's value of what the measurement timed (see dse.validation.measurements), on
-    the measurement's own host CPU where it names one (the board's default otherwise)."""
+    the measurement's own host CPU where it names one (the board's default otherwise) and on
+    its own build of the stack (measurements.FRAMEWORK_BUILDS)."""
+    if m.build:
+        serving = replace(serving, **{_key(k).attr: v * _key(k).scale for k, v in m.build})
     gpu = cat.gpu(m.device)
     if not m.nvlink:  # e.g. A100 PCIe cards without their optional NVLink bridge
         gpu = replace(gpu, nvlink_bidir_bytes_per_s=0.0)

@@ -71,6 +71,18 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^ollama", "llama.cpp"),
 )
 
+# Builds of a profile's stack whose prompt path differs from the profile's (framework as the
+# source names it, a regex) -> the serving keys that build changes; the profile's fit predicts
+# each point on its own build. llama.cpp until PR #8075 (merged 2024-06-24) dequantised a
+# quantised prompt of more than MMQ_MAX_BATCH_SIZE (32) tokens to FP16 and ran cuBLAS on the
+# copy (ggml_cuda_mul_mat with tensor cores: `use_mul_mat_q` only while src1->ne[1] <= 32);
+# since then its int8 MMQ kernels run every prompt. The catalog's llama.cpp-cublas profile is
+# that build.
+FRAMEWORK_BUILDS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (r"^llama\.cpp-9476b01|^llama\.cpp \(CUDA backend, master of Jan 2024|"
+     r"^llama\.cpp-unstated-2023", {"prompt_dequantize_min_tokens": 33}),
+)
+
 # Precision as the source names it -> the catalog precision.
 PRECISIONS = {"bf16": "bf16", "fp16": "fp16", "f16": "fp16", "w8a16": "w8a16",
               "w4a16": "w4a16", "int4": "w4a16", "q4_0": "q4_0", "q8_0": "q8_0", "fp8": "fp8",
@@ -111,6 +123,8 @@ class GpuMeasurement:
     # the measurement's own host CPU (single-thread time relative to the boards' default host,
     # host_cpu_slowdowns); None: the board's default
     host_cpu_slowdown: float | None = None
+    # the serving keys the measured build changes (FRAMEWORK_BUILDS); empty: the profile's
+    build: tuple[tuple[str, Any], ...] = ()
 
     @property
     def family(self) -> str:
@@ -157,6 +171,14 @@ def family_of(profile: str) -> str:
     if profile.startswith("mlc-llm"):
         return "mlc-llm"
     return profile
+
+
+def build_of(framework: str) -> tuple[tuple[str, Any], ...]:
+    """The serving keys the framework's build changes from its profile's (FRAMEWORK_BUILDS)."""
+    for pattern, keys in FRAMEWORK_BUILDS:
+        if re.search(pattern, framework):
+            return tuple(sorted(keys.items()))
+    return ()
 
 
 def profile_of(framework: str) -> str | None:
@@ -309,5 +331,5 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin,
                 nvlink=not NO_NVLINK.search(e.get("setting", "")),
-                host_cpu_slowdown=_host_of(e, hosts)))
+                host_cpu_slowdown=_host_of(e, hosts), build=build_of(e["framework"])))
     return out, skipped
