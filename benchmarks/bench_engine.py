@@ -33,6 +33,7 @@ import numpy as np
 from _timing import best_of
 
 from dse.design import build_design
+from dse.discrimination import prm_scores
 from dse.design_files import load_system
 from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 from dse.engine.simulator import replay, synthetic_trace
@@ -111,7 +112,9 @@ def main() -> None:
             s_vals, s_p = steps_distribution(w, 64)
             comp["_hd"] = step_error_rate(w.accuracy[d.draft.model.name], s_vals, s_p)
             comp["_ht"] = step_error_rate(w.accuracy[d.target.model.name], s_vals, s_p)
-            comp["_beta"] = (w.prm_good_alpha, w.prm_good_beta, w.prm_bad_alpha, w.prm_bad_beta)
+            # the design's own PRM scoring its own draft's steps (dse.discrimination)
+            sc = prm_scores(w, d.draft.model.name, d.prm.model if d.prm else None)
+            comp["_beta"] = (sc.good_alpha, sc.good_beta, sc.bad_alpha, sc.bad_beta)
             combos.append(comp)
     n = args.designs
     rng = np.random.default_rng(0)
