@@ -33,8 +33,8 @@ import numpy as np
 from _timing import best_of
 
 from dse.design import build_design
-from dse.discrimination import prm_scores
 from dse.design_files import load_system
+from dse.discrimination import prm_scores
 from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 from dse.engine.simulator import replay, synthetic_trace
 from dse.scenario import WorkloadSpec
