@@ -116,7 +116,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "prompt tokens on H100 SXM/NVL, A100 SXM/PCIe/40GB, L40S, L4; each on its "
             "instance's own host CPU, published.toml [[host]]), vllm bench serve "
             "and a closed-loop client on H100 SXM (vLLM 0.11.0 Qwen3-8B, 0.21.0 Llama-3.1-8B, "
-            "0.22.1 Qwen2.5-72B at TP 4) and an L4 (0.23.0 Qwen2.5-0.5B)"),
+            "0.22.1 Qwen2.5-72B at TP 4) and an L4 (0.23.0 Qwen2.5-0.5B); users' runs at "
+            "concurrency 1: RTX 4090 (0.25.1 Qwen2.5-7B; 0.19.1 Qwen3-4B FP8) and L4 (0.30.0 "
+            "Qwen3-0.6B and Qwen3-4B)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
     FitSpec("vllm-eager", (LAUNCH, PCIE_AR, PCIE_AR_CALL),

@@ -42,8 +42,8 @@ Timed = Literal["decode", "end_to_end", "prefill"]
 # The profile is the catalog's `gpu-serving` file that models that stack; its family (for the
 # cross-validation table) is the profile's name up to a version suffix.
 FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
-    # 0.10-0.19 and 0.20-0.29: the V1 engine (0.2x: two digits, so 0.2.x of 2023 does not match)
-    (r"^vllm-0\.[12]\d", "vllm-v1"),
+    # 0.10-0.39: the V1 engine (two digits, so 0.2.x and 0.3.x of 2023 do not match)
+    (r"^vllm-0\.[123]\d", "vllm-v1"),
     (r"^vllm-0\.6|^vllm-0\.[7-9]", "vllm-cudagraph"),  # 0.6-0.9
     (r"^vllm-0\.[45]", "vllm-0.4"),
     (r"^vllm-acbed3e", "vllm-eager"),  # Oct 2023: before CUDA graphs (vLLM 0.2.5, Dec 2023)
