@@ -307,3 +307,28 @@ def test_ctrl_c_at_any_moment_of_an_export_exits_0_or_130(tmp_path):
         rc = p.wait()
         assert rc == 0 or (rc == 130 and err == "dse export: interrupted (Ctrl-C); nothing "
                            "more was written\n"), (i, rc, err)
+
+
+_POOL_LOG = """
+import sys, sqlalchemy
+if sys.argv[1] == "dse":
+    import dse.search.storage  # noqa: F401
+pool = sqlalchemy.create_engine("sqlite://").pool
+try:
+    raise KeyboardInterrupt
+except KeyboardInterrupt:  # as SQLAlchemy logs a Ctrl-C landing in a dropped connection's reset
+    pool.logger.error("Exception during reset or similar", exc_info=True)
+"""
+
+
+def test_sqlalchemys_pool_log_of_an_interrupt_stays_off_stderr() -> None:
+    """A Ctrl-C inside SQLAlchemy's reset of a connection the interrupted call dropped is
+    logged by its pool with a traceback; without a handler, Python's last-resort one printed it
+    before the command's one line (seen once in test_a_signal_ends_a_running_command_in_one_line).
+    dse.search.storage gives the pool's logger a NullHandler."""
+    def stderr(mode: str) -> str:
+        return subprocess.run([sys.executable, "-c", _POOL_LOG, mode], env=_env(),
+                              capture_output=True, text=True, timeout=60).stderr
+
+    assert "Exception during reset" in stderr("bare")  # what the handler keeps away
+    assert stderr("dse") == ""

@@ -5,6 +5,7 @@ The only part of the search that touches files (the SQLite database)."""
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import socket
 import time
@@ -85,6 +86,14 @@ def is_optuna_storage(url: str) -> bool:
             engine.dispose()
     except Exception as e:  # sqlalchemy / driver errors: one line for the user
         raise DseError(f"storage {url}: cannot open: {str(e).splitlines()[0]}") from None
+
+
+# SQLAlchemy's pool logs "Exception during reset or similar" with a traceback when a Ctrl-C
+# lands while it rolls back a connection the interrupted call dropped, then lets the interrupt
+# through; with no handler configured, Python's last-resort handler printed that to stderr
+# before the command's one line. A NullHandler keeps it off stderr (as a library should); an
+# application's own logging still receives the record.
+logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
 
 
 def open_storage(url: str | None, *, create: bool = True) -> Any:
