@@ -9,7 +9,7 @@ slowdown and the MLC profile's Jetson points depend on each other):
 1. every GPU serving profile of dse.validation.gpu_fit.FITS, to its own published points
    (dse/data/measured.toml, reference_points.toml, published.toml), values it takes from
    another profile copied first (gpu_fit.DERIVED); a profile of another build of a fitted
-   stack (BUILDS: llama.cpp-cublas) takes that stack's fit whole;
+   stack (measurements.BUILDS: llama.cpp-cublas) takes that stack's fit whole;
 2. the vLLM Jetson builds' host factor (the Orin boards' host_stack_slowdown) and FlexLLM's
    efficiency and power (dse/calibrate.py);
 3. the GPUs' launch-bound power state (wait_power_fraction, dse.validation.gpu_power), to the
@@ -36,7 +36,7 @@ from dse import calibrate
 from dse.specs import Catalog
 from dse.specs.schema import build_spec, parse_toml
 from dse.validation import gpu_cv, gpu_fit, gpu_power
-from dse.validation.measurements import load_gpu_measurements
+from dse.validation.measurements import BUILDS, load_gpu_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVING = ROOT / "boards" / "serving"
@@ -44,10 +44,6 @@ ENGINES = ROOT / "boards" / "engines"
 GPUS = ROOT / "boards" / "gpus"
 CV_JSON = ROOT / "dse" / "data" / "gpu_cv.json"
 GENERATED = "# ---- written by scripts/calibrate_devices.py from here on; do not edit ----"
-# Profiles of another build of a fitted stack: they take that stack's fit whole (its points of
-# every build, each predicted on its own build: measurements.FRAMEWORK_BUILDS) and keep the
-# keys that make them that build.
-BUILDS = {"llama.cpp-cublas": "llama.cpp"}
 
 
 def set_keys(text: str, values: dict[str, float], where: Path) -> str:
@@ -126,9 +122,9 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         for name, pf in fits.items():
             path = SERVING / f"{name}.toml"
             pending[path] = serving_text(path, pf, [])
-        for build, name in BUILDS.items():
-            path = SERVING / f"{build}.toml"
-            pending[path] = serving_text(path, fits[name], [])
+        for b in BUILDS:  # another build of a fitted stack takes that stack's fit whole
+            path = SERVING / f"{b.profile}.toml"
+            pending[path] = serving_text(path, fits[b.of], [])
         flex = ENGINES / "flexllm.toml"
         cat = catalog_with(pending)
         for name, values in calibrate.jetson_hosts(cat).items():
@@ -157,8 +153,9 @@ def fit_everything() -> tuple[dict[Path, str], list[gpu_fit.CvPoint]]:
         mine = [replace(c, loso_s=loso[c.id]) for c in gpu_fit.leave_one_out(cat, pf)]
         cv += mine
         out[SERVING / f"{name}.toml"] = serving_text(SERVING / f"{name}.toml", pf, mine)
-        for build in (b for b, n in BUILDS.items() if n == name):
-            out[SERVING / f"{build}.toml"] = serving_text(SERVING / f"{build}.toml", pf, mine)
+        for b in (b for b in BUILDS if b.of == name):
+            out[SERVING / f"{b.profile}.toml"] = serving_text(SERVING / f"{b.profile}.toml", pf,
+                                                              mine)
     # the in-sample values as the written (6-digit) files predict them
     cat = catalog_with(out)
     by_id = {m.id: m for m in pts}

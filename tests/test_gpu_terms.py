@@ -260,11 +260,12 @@ def test_an_older_llama_cpp_dequantises_a_long_quantised_prompt_to_a_16_bit_copy
 
 
 def test_the_older_llama_cpp_build_is_the_fitted_profile_but_its_prompt_path(cat):
-    """llama.cpp-cublas takes llama.cpp's fit whole (scripts/calibrate_devices.py BUILDS);
-    the measurements of builds before PR #8075 are predicted on it, the later ones not."""
+    """llama.cpp-cublas takes llama.cpp's fit whole (measurements.BUILDS, written by
+    scripts/calibrate_devices.py); the measurements of builds before PR #8075 are predicted with
+    its prompt path, the later ones not."""
     from dataclasses import fields
 
-    from dse.validation.measurements import build_of
+    from dse.validation.measurements import BUILDS, build_of
 
     new, old = cat.serving("llama.cpp"), cat.serving("llama.cpp-cublas")
     differ = {f.name for f in fields(new) if getattr(new, f.name) != getattr(old, f.name)}
@@ -273,8 +274,11 @@ def test_the_older_llama_cpp_build_is_the_fitted_profile_but_its_prompt_path(cat
     assert {k: v for k, v in old.sources.items() if k != "prompt_dequantize_min_tokens"} == \
         dict(new.sources)
     assert old.prompt_dequantize_min_tokens == 33 and new.prompt_dequantize_min_tokens is None
+    (build,) = BUILDS
+    assert (build.profile, build.of, build.keys) == ("llama.cpp-cublas", "llama.cpp",
+                                                     ("prompt_dequantize_min_tokens",))
     for framework in ("llama.cpp-9476b01 (CUDA)", "llama.cpp (CUDA backend, master of Jan 2024)",
                       "llama.cpp-unstated-2023-07 (build not stated)"):
-        assert build_of(framework) == (("prompt_dequantize_min_tokens", 33),)
-    assert build_of("llama.cpp (CUDA backend, master of Mar 2025)") == ()
-    assert build_of("vllm-0.6.3") == ()
+        assert build_of(framework) is build
+    assert build_of("llama.cpp (CUDA backend, master of Mar 2025)") is None
+    assert build_of("vllm-0.6.3") is None

@@ -225,7 +225,7 @@ def test_a_sweep_over_worker_processes_equals_one_in_process(cat, tiny, objectiv
     points as in one process."""
     from dse.search import exhaustive
 
-    if sys.platform != "linux":
+    if not exhaustive.FORKS:
         pytest.skip("worker processes are forked on Linux only")
     monkeypatch.setattr(exhaustive, "CHUNK", 1)
     cons = Constraints(min_accuracy=60.0)

@@ -106,6 +106,9 @@ class GpuCost:
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
 # quantise their inputs per layer; vLLM and TensorRT-LLM all-reduce in the model dtype).
 RESIDUAL_BYTES = 2
+# A quantised prompt dequantised before its GEMMs (prompt_dequantize_min_tokens) is copied to
+# FP16: 2 bytes per weight (llama.cpp's cuBLAS path, its FP16 compute type).
+COPY_BYTES_PER_WEIGHT = 2.0
 
 
 def peak_flops_per_s(gpu: GpuSpec, p: Precision, *, fp16_accumulate: bool = False) -> float:
@@ -203,8 +206,10 @@ def gpu_cost(
         host_link_bytes_per_s=(np.inf if tp_link is None
                                else tp_link.effective_bytes_per_s * tp),
         prompt_copy_min_tokens=float(copy_min) if copied and copy_min is not None else np.inf,
-        prompt_copy_bytes=body * (p.weight_bytes_per_param + 2.0) if copied else 0.0,
-        prompt_copy_read_bytes=body * (2.0 - p.weight_bytes_per_param) if copied else 0.0,
+        prompt_copy_bytes=(body * (p.weight_bytes_per_param + COPY_BYTES_PER_WEIGHT)
+                           if copied else 0.0),
+        prompt_copy_read_bytes=(body * (COPY_BYTES_PER_WEIGHT - p.weight_bytes_per_param)
+                                if copied else 0.0),
     )
 
 

@@ -146,11 +146,12 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+FORKS = sys.platform == "linux"  # where worker processes are forked (elsewhere: one process)
+
+
 def default_processes() -> int:
-    """The CPUs this process may run on (1 where processes cannot be forked safely)."""
-    if sys.platform != "linux":
-        return 1
-    return max(1, len(os.sched_getaffinity(0)))
+    """The CPUs this process may run on (1 where worker processes are not forked)."""
+    return max(1, len(os.sched_getaffinity(0))) if FORKS else 1
 
 
 def _summaries(job: _Job, processes: int,
@@ -159,7 +160,7 @@ def _summaries(job: _Job, processes: int,
     forked worker processes (Linux; the results are the same, tested)."""
     global _FORKED
     n = len(job.hws)
-    if processes <= 1 or n < 2 * CHUNK or default_processes() == 1:
+    if processes <= 1 or n < 2 * CHUNK or not FORKS:
         for i in range(n):
             yield _summary(job, i)
             if progress is not None and (i % CHUNK == 0 or i == n - 1):

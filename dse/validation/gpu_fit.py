@@ -30,15 +30,18 @@ from dse.devices.shape import precision
 from dse.specs import Catalog, GpuServingSpec
 from dse.specs.schema import Key, schema_of
 from dse.validation.gpu_cv import CvPoint  # re-exported: the fit writes them
-from dse.validation.measurements import GpuMeasurement
+from dse.validation.measurements import BUILDS, GpuMeasurement
 
 
 def predict_s(cat: Catalog, m: GpuMeasurement, serving: GpuServingSpec) -> float:
     """The tool's value of what the measurement timed (see dse.validation.measurements), on
     the measurement's own host CPU where it names one (the board's default otherwise) and on
-    its own build of the stack (measurements.FRAMEWORK_BUILDS)."""
-    if m.build:
-        serving = replace(serving, **{_key(k).attr: v * _key(k).scale for k, v in m.build})
+    its own build of the stack (measurements.BUILDS)."""
+    if m.build is not None:  # the build's own keys, from its catalog profile
+        build = next(b for b in BUILDS if b.profile == m.build)
+        own = cat.serving(m.build)
+        serving = replace(serving, **{_key(k).attr: getattr(own, _key(k).attr)
+                                      for k in build.keys})
     gpu = cat.gpu(m.device)
     if not m.nvlink:  # e.g. A100 PCIe cards without their optional NVLink bridge
         gpu = replace(gpu, nvlink_bidir_bytes_per_s=0.0)

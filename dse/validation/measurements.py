@@ -71,16 +71,25 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^ollama", "llama.cpp"),
 )
 
-# Builds of a profile's stack whose prompt path differs from the profile's (framework as the
-# source names it, a regex) -> the serving keys that build changes; the profile's fit predicts
-# each point on its own build. llama.cpp until PR #8075 (merged 2024-06-24) dequantised a
-# quantised prompt of more than MMQ_MAX_BATCH_SIZE (32) tokens to FP16 and ran cuBLAS on the
-# copy (ggml_cuda_mul_mat with tensor cores: `use_mul_mat_q` only while src1->ne[1] <= 32);
-# since then its int8 MMQ kernels run every prompt. The catalog's llama.cpp-cublas profile is
-# that build.
-FRAMEWORK_BUILDS: tuple[tuple[str, dict[str, Any]], ...] = (
-    (r"^llama\.cpp-9476b01|^llama\.cpp \(CUDA backend, master of Jan 2024|"
-     r"^llama\.cpp-unstated-2023", {"prompt_dequantize_min_tokens": 33}),
+# Builds of a fitted stack whose prompt path differs: each is a catalog profile that shares the
+# stack's fit whole and differs in `keys` (their values are in its file, boards/serving/), and
+# the frameworks (as the sources name them, a regex) that ran it; the stack's fit predicts each
+# point on its own build. llama.cpp until PR #8075 (merged 2024-06-24) dequantised a quantised
+# prompt of more than MMQ_MAX_BATCH_SIZE (32) tokens to FP16 and ran cuBLAS on the copy
+# (ggml_cuda_mul_mat with tensor cores: `use_mul_mat_q` only while src1->ne[1] <= 32); since
+# then its int8 MMQ kernels run every prompt.
+@dataclass(frozen=True)
+class Build:
+    profile: str  # the build's catalog profile
+    of: str  # the fitted profile whose values it takes
+    keys: tuple[str, ...]  # the TOML keys that make it that build
+    frameworks: str  # regex
+
+
+BUILDS: tuple[Build, ...] = (
+    Build("llama.cpp-cublas", "llama.cpp", ("prompt_dequantize_min_tokens",),
+          r"^llama\.cpp-9476b01|^llama\.cpp \(CUDA backend, master of Jan 2024|"
+          r"^llama\.cpp-unstated-2023"),
 )
 
 # Precision as the source names it -> the catalog precision.
@@ -123,8 +132,8 @@ class GpuMeasurement:
     # the measurement's own host CPU (single-thread time relative to the boards' default host,
     # host_cpu_slowdowns); None: the board's default
     host_cpu_slowdown: float | None = None
-    # the serving keys the measured build changes (FRAMEWORK_BUILDS); empty: the profile's
-    build: tuple[tuple[str, Any], ...] = ()
+    # the measured build's profile (BUILDS) whose keys it takes; None: the profile's own
+    build: str | None = None
 
     @property
     def family(self) -> str:
@@ -173,12 +182,14 @@ def family_of(profile: str) -> str:
     return profile
 
 
-def build_of(framework: str) -> tuple[tuple[str, Any], ...]:
-    """The serving keys the framework's build changes from its profile's (FRAMEWORK_BUILDS)."""
-    for pattern, keys in FRAMEWORK_BUILDS:
-        if re.search(pattern, framework):
-            return tuple(sorted(keys.items()))
-    return ()
+def build_of(framework: str) -> Build | None:
+    """The build (BUILDS) the framework ran, None where it ran its profile's own."""
+    return next((b for b in BUILDS if re.search(b.frameworks, framework)), None)
+
+
+def _build_name(framework: str) -> str | None:
+    b = build_of(framework)
+    return None if b is None else b.profile
 
 
 def profile_of(framework: str) -> str | None:
@@ -331,5 +342,5 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin,
                 nvlink=not NO_NVLINK.search(e.get("setting", "")),
-                host_cpu_slowdown=_host_of(e, hosts), build=build_of(e["framework"])))
+                host_cpu_slowdown=_host_of(e, hosts), build=_build_name(e["framework"])))
     return out, skipped
