@@ -479,6 +479,83 @@ def test_a_sqlite_study_fails_the_trials_a_killed_process_left_running(tmp_path)
     assert fail_orphans(optuna.create_study()) == 0  # in memory: nothing outlives the process
 
 
+def _stored_trials(url: str, name: str) -> list[tuple[Any, ...]]:
+    """A study's trials as its database holds them (read by a plain storage): everything but
+    the clock."""
+    import optuna
+
+    from dse.search.storage import open_storage
+
+    store = open_storage(url, create=False)
+    try:
+        study = optuna.load_study(study_name=name, storage=store)
+        return [(t.number, t.state.name, t.values, list(t.params.items()), t.distributions,
+                 t.user_attrs, t.system_attrs) for t in study.get_trials(deepcopy=False)]
+    finally:
+        store.engine.dispose()
+
+
+def test_the_write_behind_storage_stores_the_study_the_plain_one_does(cat, tiny, tmp_path,
+                                                                      monkeypatch):
+    """One process's study on the write-behind storage (a trial's writes in one transaction
+    at its finish, one read of the study per trial) is the plain storage's, trial for trial:
+    states, values, parameters in their order, distributions and every attribute; and
+    this Optuna has what it relies on (else every optimize silently runs the slow way)."""
+    from dse.search import optuna_study, storage, write_behind
+
+    assert write_behind.usable()
+    kw = dict(trials=40, seed=3, study_name="s")
+    for n, objectives in enumerate((["j_per_token"], ["j_per_token", "latency"])):
+        fast = f"sqlite:///{tmp_path / f'fast{n}.db'}"
+        r = optimize(cat, tiny, objectives, storage=fast, **kw)
+        with monkeypatch.context() as m:
+            m.setattr(optuna_study, "write_behind", lambda store: store)
+            plain = f"sqlite:///{tmp_path / f'plain{n}.db'}"
+            r0 = optimize(cat, tiny, objectives, storage=plain, **kw)
+        got, want = _stored_trials(fast, "s"), _stored_trials(plain, "s")
+        assert len(got) == 40 and got == want
+        assert [c.toml for c in r.best] == [c.toml for c in r0.best]
+        assert all(storage.WORKER_ATTR in t[5] for t in got)
+
+
+def test_a_write_behind_trial_reaches_the_database_whole_at_its_finish(tmp_path):
+    """While a trial runs, its process reads what it wrote and the database holds only the
+    trial and its worker mark (written with it, in one transaction); at its finish everything
+    is written before its state; an attribute written again after an earlier flush (a
+    parameter new to the study flushes) is updated; an unserialisable one fails at once."""
+    import optuna
+
+    from dse.search.storage import WORKER_ATTR, open_storage, write_behind
+
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    store = write_behind(open_storage(url))
+    study = optuna.create_study(storage=store, study_name="w")
+    t0 = study.ask()
+    t0.suggest_int("a", 0, 9)
+    t0.set_user_attr("x", 1)
+    study.tell(t0, 1.0)  # "a" is now known: the next trial's "a" waits for its finish
+    t = study.ask()
+    t.suggest_int("a", 0, 9)
+    t.set_user_attr("x", [1, 2])
+    with pytest.raises(TypeError):
+        t.set_user_attr("bad", object())
+    assert store.get_trial(t._trial_id).user_attrs["x"] == [1, 2]
+    running = _stored_trials(url, "w")[1]
+    assert running[1] == "RUNNING" and running[3] == [] and set(running[5]) == {WORKER_ATTR}
+    t.suggest_float("b", 0.0, 1.0)  # new to the study: what is pending is written first
+    assert [p for p, _ in _stored_trials(url, "w")[1][3]] == ["a", "b"]
+    t.set_user_attr("x", "again")  # written by that flush: updated in place at the finish
+    told = study.tell(t, 2.0)  # read back from what this process wrote, as the database has it
+    done = _stored_trials(url, "w")[1]
+    assert (told.number, told.state.name, told.values, list(told.params.items()),
+            told.distributions, told.user_attrs, told.system_attrs) == done
+    assert done[1] == "COMPLETE" and done[2] == [2.0] and [p for p, _ in done[3]] == ["a", "b"]
+    assert done[5]["x"] == "again" and WORKER_ATTR in done[5]
+    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+        store.set_trial_user_attr(t._trial_id, "late", 1)
+    store._backend.engine.dispose()
+
+
 def _best_design_file(tmp_path: Path, url: str) -> str:
     """The killed study's best design, written as a design file and read back."""
     df = study_design_file(url, "killed")

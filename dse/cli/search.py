@@ -252,7 +252,7 @@ def optimize_args(p: argparse.ArgumentParser) -> None:
 
 def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.outputs import check_storage
-    from dse.search import DEFAULT_STORAGE, load_study, optimize
+    from dse.search import DEFAULT_STORAGE, optimize
     from dse.search.files import csv_text, trials_rows
 
     url = a.storage if a.storage is not None else DEFAULT_STORAGE
@@ -272,7 +272,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                  seed=a.seed, storage=None if memory else url, study_name=a.study_name,
                  progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
                  confidence=a.confidence, measured_only=a.measured_only)
-    study = r.study if memory else load_study(url, r.study_name)
+    study = r.study  # the study as its run ended (its storage stays open)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
     for t in study.trials:

@@ -55,6 +55,7 @@ from dse.search.storage import (
     open_storage,
     study_trials,
     within_budget,
+    write_behind,
 )
 from dse.specs import Catalog
 
@@ -122,7 +123,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     name = study_name or f"{space.name}-{'+'.join(objectives)}"
     digest = space_digest(space, objectives, cons, confidence)
     dirs = [direction(o) for o in objectives]
-    store = optuna.storages.InMemoryStorage() if storage is None else open_storage(url)
+    store = (optuna.storages.InMemoryStorage() if storage is None
+             else write_behind(open_storage(url)))
     study = optuna.create_study(
         storage=store, study_name=name, load_if_exists=True,
         directions=["minimize" if d > 0 else "maximize" for d in dirs])

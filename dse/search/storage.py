@@ -151,13 +151,39 @@ def _fast_sqlite(engine: Any) -> None:
 
 
 WORKER_ATTR = "dse_worker"  # "host:pid" of the process running a trial, written in one go
+THROUGH = (WORKER_ATTR,)  # trial attributes other workers read while the trial runs
+
+
+def write_behind(store: Any) -> Any:
+    """`store` (an RDB storage) for a study this process runs trials on: what a trial writes
+    goes to the database in one transaction before its finishing state, and the study is
+    re-read once per trial (dse.search.write_behind); the plain storage where this Optuna
+    lacks the private parts that relies on."""
+    from dse.search import write_behind as wb
+
+    return (wb.WriteBehind(store, through=THROUGH, mark={WORKER_ATTR: _worker()})
+            if wb.usable() else store)
+
+
+def _refresh(study: Any) -> None:
+    """Make the study's next read go to the database (a write-behind storage serves a trial's
+    reads from what it read at the trial's start)."""
+    stale = getattr(study._storage, "stale", None)
+    if stale is not None:
+        stale(study._study_id)
 
 
 def mark_worker(trial: Any) -> None:
     """Record the process running `trial` ("host:pid", one attribute, so that a trial is
     either marked or not), so that a trial a killed process on this host left RUNNING is not
-    counted as a claim on the study's budget."""
-    trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+    counted as a claim on the study's budget. A write-behind storage marks each trial as it
+    creates it (one transaction), and this writes nothing."""
+    if trial.user_attrs.get(WORKER_ATTR) != _worker():
+        trial.set_user_attr(WORKER_ATTR, _worker())
+
+
+def _worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _alive(t: Any) -> bool:
@@ -189,6 +215,7 @@ def fail_orphans(study: Any) -> int:
     S = optuna.trial.TrialState
     now = datetime.datetime.now()
     n = 0
+    _refresh(study)
     for t in study.get_trials(deepcopy=False, states=(S.RUNNING,)):
         left = (not _alive(t) if WORKER_ATTR in t.user_attrs else
                 t.datetime_start is not None
@@ -215,6 +242,7 @@ def within_budget(study: Any, number: int, trials: int) -> bool:
     S = optuna.trial.TrialState
     deadline = time.monotonic() + UNMARKED_WAIT_S
     while True:
+        _refresh(study)
         before = [t for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING))
                   if t.number < number]
         held = sum(t.state == S.COMPLETE or (WORKER_ATTR in t.user_attrs and _alive(t))
