@@ -8,7 +8,10 @@ dropdown option) and a MutationObserver records when the "Latency per problem" m
 its new value ("latency"), when any metric last changed ("every metric": the baselines'
 speed-ups and energy gains, the intervals under the headline) and when the page last changed
 before a second of quiet ("settled": the charts). A fresh session is timed from the
-navigation's start. Prints the median and range of each, with the Dashboard issue's target.
+navigation's start. The last case steps the threshold with the Uncertainty tab open (its
+intervals chart, provenance table and joint intervals redrawn). Prints the median and range of
+each, with the Dashboard issue's target for the new value and the Speed issue's for the page
+settled.
 
     python benchmarks/bench_browser.py [--repeats 5]
 
@@ -168,10 +171,24 @@ def cases(drv: Any, cat: Any, repeats: int) -> Iterator[tuple[str, Callable[[], 
     for i in range(repeats):
         s = systems[(i + 1) % len(systems)]
         yield "preset switch", lambda s=s: choose(drv, "System preset", s)
+    for _ in range(repeats):  # last: the open tab stays open
+        yield UNCERTAINTY, slider_step
 
 
+def open_tab(drv: Any, label: str) -> None:
+    """Click a What-if tab (not timed) and wait for the page to settle."""
+    next(t for t in drv.find_elements(By.CSS_SELECTOR, '[role="tab"]')
+         if t.text.strip() == label).click()
+    settle(drv)
+
+
+UNCERTAINTY = "accept threshold, Uncertainty tab"
+# the Dashboard issue's targets: the new latency value; the Speed issue's: the page settled
 TARGETS_S = {"fresh session": 2.0, "accept threshold, new value": 0.3,
-             "schedule flag toggled": 0.3, "workload switch": 0.5, "preset switch": 0.5}
+             "schedule flag toggled": 0.3, "workload switch": 0.5, "preset switch": 0.5,
+             UNCERTAINTY: 0.3}
+SETTLED_TARGETS_S = {"fresh session": 2.0, "accept threshold, new value": 0.4,
+                     "schedule flag toggled": 0.4, UNCERTAINTY: 0.5}
 
 
 def main() -> int:
@@ -190,6 +207,8 @@ def main() -> int:
         for _ in range(a.repeats):
             results.setdefault("fresh session", []).append(fresh(drv, url))
         for name, act in cases(drv, cat, a.repeats):
+            if name == UNCERTAINTY and name not in results:
+                open_tab(drv, "Uncertainty")
             try:
                 results.setdefault(name, []).append(measure(drv, act))
             except TimeoutException:  # no new value within TIMEOUT_S: say so, go on
@@ -202,10 +221,13 @@ def main() -> int:
             continue
         shown, every, done = ([x[i] for x in v] for i in range(3))
         med, target = statistics.median(shown), TARGETS_S[k]
-        print(f"  {k:28s} latency {med * 1e3:5.0f} ms ({min(shown) * 1e3:.0f}-"
-              f"{max(shown) * 1e3:.0f})  every metric {statistics.median(every) * 1e3:5.0f} ms"
-              f"  settled {statistics.median(done) * 1e3:5.0f} ms  target {target * 1e3:.0f} "
-              f"ms {'ok' if med <= target else 'MISSED'}")
+        settled, goal = statistics.median(done), SETTLED_TARGETS_S.get(k)
+        print(f"  {k:33s} latency {med * 1e3:5.0f} ms ({min(shown) * 1e3:.0f}-"
+              f"{max(shown) * 1e3:.0f}) target {target * 1e3:.0f} ms "
+              f"{'ok' if med <= target else 'MISSED'} | every metric "
+              f"{statistics.median(every) * 1e3:5.0f} ms | settled {settled * 1e3:5.0f} ms"
+              + ("" if goal is None else f" target {goal * 1e3:.0f} ms "
+                 f"{'ok' if settled <= goal else 'MISSED'}"))
     return 0
 
 

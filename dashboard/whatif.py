@@ -147,8 +147,8 @@ for m, _, unit, fmt in HEADLINE_METRICS:
         interval_slots[m].caption(f"90%: {lo:{fmt}}-{hi:{fmt}} {unit}")
 if alone is not None:
     joint = common.joint_intervals(params, common.key(alone_state))
-    alone_slot.dataframe(views.margin_rows(views.margins(rep, alone, joint)),
-                         key="wi_alone_table", hide_index=True)
+    # static tables (no data-grid canvas, drawn with the page): four rows each
+    alone_slot.table(views.margin_rows(views.margins(rep, alone, joint)), hide_index=True)
 this_name = f"{rep.schedule} (this)"
 csv_rows = views.metric_rows({this_name: quick, **quick_others})
 csv_slot.download_button("Metrics (CSV)", views.rows_csv(csv_rows),
@@ -221,12 +221,11 @@ if t_unc.open:
             st.markdown("**Against the target alone: the joint 90% interval of each "
                         "difference**", help=common.tip("joint 90% interval"))
             joint = common.joint_intervals(params, common.key(alone_state))
-            st.dataframe(views.margin_rows(views.margins(rep, alone, joint)),
-                         key="wi_alone_joint", hide_index=True)
+            st.table(views.margin_rows(views.margins(rep, alone, joint)), hide_index=True)
             st.caption("Each uncertain factor moves both designs at once (dse.uncertainty."
                        "joint), so the errors they share (the target on its GPU, the "
                        "workload) cancel in the difference; 0 outside the interval: decided.")
-        st.table(views.provenance_rows(full))  # a static table: long bases wrap
+        st.table(views.provenance_rows(full), hide_index=True)  # long bases wrap
 if t_tl.open:
     with t_tl:
         ss.setdefault("wi_timeline_seed", 0)

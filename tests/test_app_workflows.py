@@ -47,9 +47,9 @@ def same_state(cat, at: AppTest):
 
 
 def frame(at: AppTest, column: str, n: int | None = None):
-    """The one dataframe shown with this column, or the n-th of them (AppTest keeps no key
-    on a dataframe without selections)."""
-    found = [d.value for d in at.dataframe if column in d.value.columns]
+    """The one table (interactive or static) shown with this column, or the n-th of them
+    (AppTest keeps no key on a dataframe without selections)."""
+    found = [d.value for d in [*at.dataframe, *at.table] if column in d.value.columns]
     if n is None:
         (df,) = found
         return df
