@@ -8,15 +8,16 @@ before the trial's finishing state, and re-reads the study once per trial (at th
 each finish) rather than at every read. What another process sees is unchanged where it matters:
 - a finished trial has all its parameters and attributes (written before its state);
 - the attributes other workers read while a trial runs (storage.THROUGH: the worker mark) are
-  written at once;
+  written at once: the mark with the trial itself, in the transaction that creates it;
 - no sampler reads a running trial's parameters (the TPE sampler runs without the constant liar).
 A killed process leaves its running trial RUNNING with fewer rows than before; the next run fails
 it as before (storage.fail_orphans). One process's study is the same, trial for trial, as on the
 plain storage (tests/test_search.py).
 
 It extends Optuna's own cache (`_CachedStorage`, which `optuna.create_study` puts around an RDB
-storage) and uses three of its private methods; `usable()` says whether this Optuna has them,
-and storage.write_behind falls back to the plain storage where it does not."""
+storage) and uses private parts of it and of the RDB storage (`_PRIVATE`, its table models and
+session helper); `usable()` says whether this Optuna has them, and storage.write_behind falls
+back to the plain storage where it does not."""
 
 from __future__ import annotations
 
@@ -33,11 +34,11 @@ from optuna.storages import _CachedStorage
 from optuna.trial import FrozenTrial, TrialState
 
 try:  # private: where this Optuna keeps them (checked by usable())
+    from optuna.storages._cached_storage import _StudyInfo
     from optuna.storages._rdb import models as _models
     from optuna.storages._rdb.storage import _create_scoped_session
 except ImportError:  # pragma: no cover - an Optuna without them: storage.write_behind falls back
     _models = None  # type: ignore[assignment]
-    _create_scoped_session = None  # type: ignore[assignment]
 
 _PRIVATE = (
     (_CachedStorage, "_read_trials_from_remote_storage"), (_CachedStorage, "_add_trials_to_cache"),
@@ -70,8 +71,8 @@ class WriteBehind(_CachedStorage):
     def __init__(self, backend: optuna.storages.RDBStorage, through: Iterable[str] = (),
                  mark: dict[str, Any] | None = None) -> None:
         super().__init__(backend)
-        self._through = frozenset(through)
         self._mark = dict(mark or {})  # user attributes each new trial is created with
+        self._through = frozenset(through) | set(self._mark)
         self._own: dict[int, FrozenTrial] = {}  # trial id -> this process's running trial
         # trial id -> what is not written yet: parameters in order, attributes by key
         self._params: dict[int, list[tuple[str, float, BaseDistribution]]] = {}
@@ -125,7 +126,7 @@ class WriteBehind(_CachedStorage):
                 self._params[tid] = []
                 self._attrs[tid] = {}
             if study_id not in self._studies:
-                self._studies[study_id] = optuna.storages._cached_storage._StudyInfo()
+                self._studies[study_id] = _StudyInfo()
             self._add_trials_to_cache(study_id, [frozen])
         return tid
 
