@@ -553,6 +553,12 @@ def test_a_write_behind_trial_reaches_the_database_whole_at_its_finish(tmp_path)
     assert done[5]["x"] == "again" and WORKER_ATTR in done[5]
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
         store.set_trial_user_attr(t._trial_id, "late", 1)
+    # another process's running trial (as fail_orphans fails it) goes through Optuna's own path
+    other = open_storage(url)
+    gone = optuna.load_study(study_name="w", storage=other).ask()
+    assert store.set_trial_state_values(gone._trial_id, optuna.trial.TrialState.FAIL)
+    assert [x[1] for x in _stored_trials(url, "w")] == ["COMPLETE", "COMPLETE", "FAIL"]
+    other.engine.dispose()
     store._backend.engine.dispose()
 
 

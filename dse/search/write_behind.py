@@ -178,8 +178,10 @@ class WriteBehind(_CachedStorage):
 
     def set_trial_state_values(self, trial_id: int, state: TrialState,
                                values: Any = None) -> bool:
+        with self._lock:
+            own = trial_id in self._own
         try:
-            if state.is_finished():
+            if own and state.is_finished():  # its rows, values and state in one transaction
                 return self._flush(trial_id, state, values)
             self._flush(trial_id)
             return super().set_trial_state_values(trial_id, state=state, values=values)
@@ -196,8 +198,9 @@ class WriteBehind(_CachedStorage):
     def _flush(self, trial_id: int, state: TrialState | None = None,
                values: Any = None) -> bool:
         """Write what is pending for `trial_id` in one transaction (new rows in one batch; an
-        attribute an earlier flush wrote, updated in place), and with `state` (a finished one)
-        its values and state, as Optuna's RDBStorage.set_trial_state_values does."""
+        attribute an earlier flush wrote, updated in place), and with `state` (a finished one, of
+        a trial this process created: no values yet) its values and state, as Optuna's
+        RDBStorage.set_trial_state_values does."""
         with self._lock:
             params = self._params.get(trial_id) or []
             attrs = self._attrs.get(trial_id) or {}
