@@ -259,6 +259,37 @@ def test_an_older_llama_cpp_dequantises_a_long_quantised_prompt_to_a_16_bit_copy
     assert float(gpu.prefill_s(f16[1], 4096)) == float(gpu.prefill_s(f16[0], 4096))
 
 
+def test_a_dequantised_prompt_computes_in_fp16_at_the_stacks_accumulate_rate(qwen05):
+    """The GEMMs of a prompt dequantised to an FP16 copy run in FP16, whatever the precision's
+    nominal compute (w4a16: bf16), at the FP16-accumulate peak where the stack accumulates in
+    FP16 (ExLlamaV2's reconstruct-then-cublasHgemm path): on a GPU with bf16 = fp16 = 100 and
+    FP16-accumulate 200 TFLOPS, a 4096-token w4a16 prompt's compute takes half as long; one of
+    32 tokens (its quantised kernels) and FP16 weights (no copy) keep the precision's rate."""
+    g = make_gpu(fp16_acc16_TFLOPS=200.0)
+    w4 = precision("w4a16")
+    assert w4.compute == "bf16"
+    base = gpu.gpu_cost(qwen05, g, w4, make_serving())
+    hgemm = gpu.gpu_cost(qwen05, g, w4, make_serving(fp16_accumulate=True,
+                                                     prompt_dequantize_min_tokens=33))
+    assert hgemm.flops_per_s == base.flops_per_s == 1e14
+    assert hgemm.prompt_copy_flops_per_s == 2e14
+    assert float(gpu.forward(hgemm, 4096, 0).compute_s) == pytest.approx(
+        float(gpu.forward(base, 4096, 0).compute_s) / 2, rel=1e-12)
+    assert float(gpu.forward(hgemm, 32, 0).compute_s) == float(gpu.forward(base, 32, 0).compute_s)
+    f16 = gpu.gpu_cost(qwen05, g, precision("fp16"), make_serving(
+        fp16_accumulate=True, prompt_dequantize_min_tokens=33))
+    assert f16.prompt_copy_flops_per_s == 0.0 and f16.flops_per_s == 2e14  # its own HGEMM rate
+
+
+def test_exllamav2_prompts_take_the_reconstruct_and_hgemm_path(cat):
+    """ExLlamaV2 dequantises a prompt of more than MAX_Q_GEMM_ROWS (32) tokens to FP16 and runs
+    cublasHgemm (exllamav2_ext/config.h, cuda/q_gemm.cu), each key with its source."""
+    ex = cat.serving("exllamav2")
+    assert ex.prompt_dequantize_min_tokens == 33 and ex.fp16_accumulate is True
+    assert "cublasHgemm" in ex.sources["fp16_accumulate"]
+    assert "MAX_Q_GEMM_ROWS 32" in ex.sources["prompt_dequantize_min_tokens"]
+
+
 def test_the_older_llama_cpp_build_is_the_fitted_profile_but_its_prompt_path(cat):
     """llama.cpp-cublas takes llama.cpp's fit whole (measurements.BUILDS, written by
     scripts/calibrate_devices.py); the measurements of builds before PR #8075 are predicted with

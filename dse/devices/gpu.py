@@ -101,13 +101,18 @@ class GpuCost:
     prompt_copy_min_tokens: Num = np.inf
     prompt_copy_bytes: Num = 0.0
     prompt_copy_read_bytes: Num = 0.0
+    # and its GEMMs run on the FP16 copy: FP16 compute, whatever the precision's own (w4a16's
+    # nominal bf16), at the FP16-accumulate peak where the stack accumulates in FP16; 0: the
+    # pass's own flops_per_s
+    prompt_copy_flops_per_s: Num = 0.0
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
 # quantise their inputs per layer; vLLM and TensorRT-LLM all-reduce in the model dtype).
 RESIDUAL_BYTES = 2
 # A quantised prompt dequantised before its GEMMs (prompt_dequantize_min_tokens) is copied to
-# FP16: 2 bytes per weight (llama.cpp's cuBLAS path, its FP16 compute type).
+# FP16: 2 bytes per weight (llama.cpp's cuBLAS path before its int8 MMQ kernels, ExLlamaV2's
+# reconstruct-then-cublasHgemm path), and its GEMMs compute in FP16.
 COPY_BYTES_PER_WEIGHT = 2.0
 
 
@@ -210,6 +215,10 @@ def gpu_cost(
                            if copied else 0.0),
         prompt_copy_read_bytes=(body * (COPY_BYTES_PER_WEIGHT - p.weight_bytes_per_param)
                                 if copied else 0.0),
+        prompt_copy_flops_per_s=(
+            peak_flops_per_s(gpu, replace(p, compute="fp16"),
+                             fp16_accumulate=bool(serving.fp16_accumulate))
+            * compute_efficiency(serving, p) * tp if copied else 0.0),
     )
 
 
@@ -281,7 +290,8 @@ def forward(
     copied = n >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
     weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
     mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
-    comp = flops / c.flops_per_s
+    comp = flops / np.where(copied & (np.asarray(c.prompt_copy_flops_per_s) > 0),
+                            c.prompt_copy_flops_per_s, c.flops_per_s)
     roof = np.maximum(mem, comp)
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
     copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
