@@ -268,10 +268,12 @@ KNOWN_ISSUES = [
     "package itself loads (before its entry point, dse.launch, runs), prints Python's own "
     "KeyboardInterrupt traceback; nothing has been written then. From there on (the command's "
     "modules loading, its arguments being parsed) it is the command's one line and exit 130.",
-    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study, as a SIGKILL does. "
-    "On SQLite the next run on the file fails it at once (its process is gone); on a server "
-    "database, once its heartbeat is older than the grace period (8 s). Ctrl-C marks it FAIL "
-    "at once.",
+    "SIGTERM during an Optuna trial leaves that trial RUNNING in the study, as a SIGKILL does "
+    "(with its worker mark but without its parameters: a trial's parameters and attributes are "
+    "written with its finishing state, in one transaction, so a finished trial is always "
+    "whole). On SQLite the next run on the file fails it at once (its process is gone); on a "
+    "server database, once its heartbeat is older than the grace period (8 s). Ctrl-C marks it "
+    "FAIL at once.",
     "A SIGKILLed `dse export` can leave a hidden `.<DIR>.tmp-*` directory beside `--out` "
     "(never a partial `--out`); delete it by hand.",
     "The closed form counts too many attempts where rewrites usually fail the backtrack "

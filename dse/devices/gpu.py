@@ -102,8 +102,8 @@ class GpuCost:
     prompt_copy_bytes: Num = 0.0
     prompt_copy_read_bytes: Num = 0.0
     # and its GEMMs run on the FP16 copy: FP16 compute, whatever the precision's own (w4a16's
-    # nominal bf16), at the FP16-accumulate peak where the stack accumulates in FP16; 0: the
-    # pass's own flops_per_s
+    # nominal bf16), at the FP16-accumulate peak where the stack accumulates in FP16 (0 where
+    # nothing is copied: never read)
     prompt_copy_flops_per_s: Num = 0.0
 
 
@@ -290,8 +290,7 @@ def forward(
     copied = n >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
     weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
     mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
-    comp = flops / np.where(copied & (np.asarray(c.prompt_copy_flops_per_s) > 0),
-                            c.prompt_copy_flops_per_s, c.flops_per_s)
+    comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
     roof = np.maximum(mem, comp)
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
     copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)

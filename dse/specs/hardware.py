@@ -178,12 +178,14 @@ class GpuServingSpec(Spec):
         help="the stack's quantised models quantise the LM head and token table like the "
         "body (MLC-LLM, gpt-fast); absent: false, they stay 16-bit (GPTQ/AWQ checkpoints)")
     fp16_accumulate: bool | None = spec_field(
-        help="FP16 GEMMs accumulate in FP16 (llama.cpp's cuBLAS path; absent: false)")
+        help="FP16 GEMMs accumulate in FP16 (llama.cpp's cuBLAS path, ExLlamaV2's "
+        "cublasHgemm; absent: false)")
     prompt_dequantize_min_tokens: int | None = pos(
         help="a prompt pass of at least this many tokens with weight-only quantised weights "
         "first dequantises them to a 16-bit copy (reading the stored bytes, writing 2 per "
-        "weight), then runs its GEMMs on the copy (llama.cpp before PR #8075 of June 2024: "
-        "33, above MMQ_MAX_BATCH_SIZE); absent: quantised prompts run on their own kernels")
+        "weight), then runs its GEMMs on the copy, in FP16 (llama.cpp before PR #8075 of June "
+        "2024: 33, above MMQ_MAX_BATCH_SIZE; ExLlamaV2: 33, above MAX_Q_GEMM_ROWS); absent: "
+        "quantised prompts run on their own kernels")
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     kind = "gpu-serving"

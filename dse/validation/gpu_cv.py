@@ -233,7 +233,7 @@ MISS_NOTES: dict[str, str] = {
                       "is within 5%) and 129K-token inputs of quantised 7B models (-33%), "
                       "where the prefill of the quantised model dominates the benchmark's "
                       "timing.",
-    "vllm-v1": "84 decode points at concurrency 1 from 4 source documents, 80 of them one "
+    "vllm-v1": "88 decode points at concurrency 1 from 7 source documents, 80 of them one "
                "repository's (SpareCores' vLLM 0.22.1 runs of Llama-3.1-8B, Gemma-2-2B and "
                "Qwen2.5-0.5B on H100 SXM/NVL, A100 SXM/PCIe/40GB, L40S and L4 at 256-4096 "
                "prompt tokens); on vllm-cudagraph the first H100 points came out 28-55% too "
@@ -261,7 +261,7 @@ MISS_NOTES: dict[str, str] = {
                "after the fit, were predicted before they joined it: Qwen2.5-7B on the RTX "
                "4090 14% too slow, Qwen3-0.6B and Qwen3-4B on the L4 7% and 2% too slow, "
                "Qwen3-4B FP8 on the RTX 4090 6% too fast (its fp8 KV cache predicted 16-bit). "
-               "With them vLLM's one-GPU decode has 12 residuals from documents other than "
+               "With them vLLM's one-GPU decode has 11 residuals from 8 documents other than "
                "SpareCores, enough for its own width (it had taken the cross-family one), "
                "and SpareCores' points left out fall inside that narrower width less often "
                "(the family's coverage 84.8%, was 96.6%): a few users' setups do not show "
