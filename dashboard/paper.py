@@ -46,7 +46,7 @@ c[0].metric("Rows shown", f"{n['rows']} of {n['total']}")
 c[1].metric("Rows within tolerance", f"{n['within']} / {n['rows']}",
             help=term_help("tolerance"))
 c[2].metric("Predicted rows within", f"{n['predicted_within']} / {n['predicted']}")
-c[3].metric("Calibrated rows within", f"{n['calibrated_within']} / {n['calibrated']}",
+c[3].metric("Fitted or calibrated rows within", f"{n['read_within']} / {n['read']}",
             help=term_help("calibrated vs predicted row"))
 c[4].metric("Paper value in the 90% interval",
             f"{n['inside']} / {n['with_interval']}" if n["with_interval"] else "pending",
@@ -100,7 +100,7 @@ panels = pv.panels(shown)
 if panels:
     common.chart(figure(panels), key="pp_chart")
     st.caption("Colour: within (green) or outside (orange) the row's tolerance; symbol: "
-               "calibrated (diamond) or predicted (circle). Horizontal bars: the paper's "
+               "fitted or calibrated (diamond) or predicted (circle). Horizontal bars: the paper's "
                "reported range; vertical bars: the tool's 90% interval.")
 else:
     st.info("No row matches the filters.")

@@ -9,13 +9,17 @@ Few, physically meaningful parameters are fitted, each to named data:
   Orin modules run the same build (the same factor) at their own CPU speed (a sourced default);
 - flexllm: the achieved efficiency, to FlexLLM's U280 decode ratio (1.64x) vs its A100 HF
   baseline (about 40 tokens/s, DESIGN.md), and the fabric power coefficient, to the U280 log.
-Everything else in `validation_rows` is a prediction. Pure functions: reading the data files
-is the only I/O, and writing fitted values back is scripts/calibrate_devices.py's job.
+Each fit reads the published figures through one reader (`flexllm_inputs`, `jetson_point`), so
+that `validation_rows` labels each row by what the fits read (dse.validation.labels): fitted,
+calibrated, copied (a board value equal to the measurement) or predicted. Pure functions:
+reading the data files is the only I/O, and writing fitted values back is
+scripts/calibrate_devices.py's job.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
@@ -28,7 +32,16 @@ from dse.devices import gpu as gpu_cost_mod
 from dse.devices.power import gpu_power_w
 from dse.devices.shape import precision
 from dse.specs import Catalog, FpgaEngineSpec, GpuServingSpec, GpuSpec
-from dse.validation.measurements import JETSON_CONTEXT_TOKENS, QWEN_BENCH_GENERATED_TOKENS
+from dse.validation.labels import QUOTED_FIGURES, Label, Path, Reads, fit_reads, label
+from dse.validation.measurements import (
+    BRIEF_FITTED,
+    BRIEF_HELD_OUT,
+    JETSON_CONTEXT_TOKENS,
+    QWEN_BENCH_GENERATED_TOKENS,
+    brief_context,
+    brief_tag,
+    point_id,
+)
 
 # Which serving profile models each measured framework. The Jetson build is assumed eager: its
 # flat ~17 tokens/s "across different prefill and decode lengths" is the signature of a
@@ -43,7 +56,7 @@ FLEXLLM_BASELINE_DEVICE = "a100-80gb-sxm"  # assumption: FlexLLM says only "A100
 # FlexLLM's A100 baseline (HF transformers generate, BF16, sampling, Llama-3.2-1B): "about 40
 # tokens/s" (shared/DESIGN.md section 4). The hf-eager profile, fitted to transformers 4.46 greedy
 # Qwen runs, extrapolates a faster rate for Llama's 16 layers; the validation table shows both.
-FLEXLLM_BASELINE_TOKENS_PER_S = 40.0
+FLEXLLM_BASELINE_TOKENS_PER_S = QUOTED_FIGURES["flexllm_baseline_tokens_per_s"]
 
 
 @dataclass(frozen=True)
@@ -54,26 +67,39 @@ class GpuPoint:
     precision: str
     input_tokens: int
     tokens_per_s: float
-    fitted_to: bool  # used by a fit (True) or a pure prediction (False)
     tolerance: float  # relative tolerance on tokens/s the issue sets for this point
+    id: str  # the point's measurement id (dse.validation.measurements.point_id)
 
 
 def load_data(name: str) -> dict[str, Any]:
     return tomllib.loads(resources.files("dse.data").joinpath(name).read_text(encoding="utf-8"))
 
 
-def gpu_points() -> list[GpuPoint]:
-    """Every batch-1 GPU decode point: measured.toml (calibration) and reference (checks)."""
+def _points_of(fname: str, entries: Any) -> list[GpuPoint]:
     out: list[GpuPoint] = []
-    for fname, is_measured in (("measured.toml", True), ("reference_points.toml", False)):
-        for e in load_data(fname).get("gpu_decode", []):
-            jetson = e["device"].startswith("jetson")
-            for inp, tps in e["points"]:
-                profile = FRAMEWORK_PROFILE[e["framework"]]
-                fitted = is_measured and (profile == "vllm-cudagraph" or inp == 1 or jetson)
-                out.append(GpuPoint(e["device"], e["model"], e["framework"], e["precision"],
-                                    int(inp), float(tps), fitted, 0.35 if jetson else 0.20))
+    for e in entries:
+        jetson = e["device"].startswith("jetson")
+        for inp, tps in e["points"]:
+            pid = point_id(brief_tag(fname, e), brief_context(e, inp))
+            out.append(GpuPoint(e["device"], e["model"], e["framework"], e["precision"],
+                                int(inp), float(tps), 0.35 if jetson else 0.20, pid))
     return out
+
+
+def gpu_points() -> list[GpuPoint]:
+    """Every batch-1 GPU decode point of the brief: measured.toml (the fits read it) and
+    reference_points.toml (held out: predicted, never fitted)."""
+    return [p for fname in (*BRIEF_FITTED, *BRIEF_HELD_OUT)
+            for p in _points_of(fname, load_data(fname).get("gpu_decode", []))]
+
+
+def jetson_point(root: Mapping[str, Any]) -> GpuPoint:
+    """The Jetson host fit's one input: measured.toml's Orin Nano point (the paper's 17
+    tokens/s), read from `root` (dse.validation.labels.published_root)."""
+    entries = [e for e in root["measured.toml"]["gpu_decode"]
+               if e["device"] == "jetson-orin-nano-8gb"]
+    (pt,) = _points_of("measured.toml", entries)
+    return pt
 
 
 def predict_tokens_per_s(cat: Catalog, pt: GpuPoint, serving: GpuServingSpec) -> float:
@@ -102,7 +128,9 @@ def fit_jetson_host(cat: Catalog, serving: GpuServingSpec | None = None) -> dict
     measured.toml point (17 tokens/s, vLLM eager on the module's Cortex-A78AE cores), with
     `serving` (default: the catalog's profile of that framework). The board's CPU speed
     (`host_cpu_slowdown`) is a sourced default and stays as it is."""
-    (pt,) = [p for p in gpu_points() if p.device == "jetson-orin-nano-8gb"]
+    from dse.validation.labels import published_root
+
+    pt = jetson_point(published_root())
     profile = FRAMEWORK_PROFILE[pt.framework]
     serving = cat.serving(profile) if serving is None else serving
     gpu0 = cat.gpu(pt.device)
@@ -157,11 +185,27 @@ def _flexllm_u280(cat: Catalog, engine: FpgaEngineSpec) -> fpga_cost_mod.FpgaCos
     return fpga_cost_mod.fpga_cost(cat.model("llama-3.2-1b-instruct"), build)
 
 
+@dataclass(frozen=True)
+class FlexllmInputs:
+    decode_throughput_ratio: float  # FlexLLM U280 decode rate / its A100 HF baseline's
+    baseline_tokens_per_s: float  # that baseline's rate (DESIGN.md: about 40)
+    running_w: float  # the U280 log's decoding power (midpoint of its range)
+
+
+def flexllm_inputs(root: Mapping[str, Any]) -> FlexllmInputs:
+    """The FlexLLM fit's inputs, read from `root` (dse.validation.labels.published_root)."""
+    meas = root["measured.toml"]
+    return FlexllmInputs(float(meas["fpga_relative"][0]["decode_throughput_ratio"]),
+                         float(root["quoted"]["flexllm_baseline_tokens_per_s"]),
+                         float(np.mean(list(meas["fpga_power"][0]["running_w"]))))
+
+
 def fit_flexllm(cat: Catalog) -> dict[str, float]:
     """achieved_efficiency from the 1.64x decode ratio; fabric power from the U280 power log."""
-    meas = load_data("measured.toml")
-    ratio = meas["fpga_relative"][0]["decode_throughput_ratio"]
-    target_s = 1.0 / (FLEXLLM_BASELINE_TOKENS_PER_S * ratio)
+    from dse.validation.labels import published_root
+
+    inputs = flexllm_inputs(published_root())
+    target_s = 1.0 / (inputs.baseline_tokens_per_s * inputs.decode_throughput_ratio)
     base = cat.engine("flexllm")
 
     def f(eta: float) -> float:
@@ -169,7 +213,7 @@ def fit_flexllm(cat: Catalog) -> dict[str, float]:
         return float(fpga_cost_mod.decode_token_s(c, FLEXLLM_CONTEXT_TOKENS)) - target_s
 
     eta = float(brentq(f, 1e-3, 1.0, xtol=1e-9))
-    running_w = float(np.mean(meas["fpga_power"][0]["running_w"]))
+    running_w = inputs.running_w
 
     def g(k: float) -> float:
         c = _flexllm_u280(cat, replace(base, achieved_efficiency=eta, dynamic_w_per_ghz_kdsp=k))
@@ -189,7 +233,7 @@ class ValidationRow:
     measured: float
     predicted: float
     tolerance: float  # relative
-    fitted: bool
+    label: Label  # what happened to the measured figure (dse.validation.labels)
 
     @property
     def rel_error(self) -> float:
@@ -200,38 +244,53 @@ class ValidationRow:
         return abs(self.rel_error) <= self.tolerance + 1e-12
 
 
-def validation_rows(cat: Catalog) -> list[ValidationRow]:
-    """Every published device measurement beside the tool's prediction."""
+def _row(reads: Reads, datum: Path, rid: str, description: str, measured: float,
+         predicted: float, tolerance: float) -> ValidationRow:
+    return ValidationRow(rid, description, float(measured), float(predicted), tolerance,
+                         label(datum, reads, float(measured), float(predicted)))
+
+
+def validation_rows(cat: Catalog, reads: Reads | None = None) -> list[ValidationRow]:
+    """Every published device measurement beside the tool's prediction, labelled by what the
+    fits read (`reads`: default dse.validation.labels.fit_reads)."""
+    reads = fit_reads(cat) if reads is None else reads
     rows: list[ValidationRow] = []
     for p in gpu_points():
         serving = cat.serving(FRAMEWORK_PROFILE[p.framework])
-        rows.append(ValidationRow(
+        rows.append(_row(
+            reads, ("gpu", p.id),
             f"gpu_decode.{p.device}.{p.model}.{p.framework}.in{p.input_tokens}",
             f"{p.model} on {p.device}, {p.framework}, {p.precision}, input {p.input_tokens} "
             "(tokens/s)",
-            p.tokens_per_s, predict_tokens_per_s(cat, p, serving), p.tolerance, p.fitted_to))
+            p.tokens_per_s, predict_tokens_per_s(cat, p, serving), p.tolerance))
     meas = load_data("measured.toml")
     engine = cat.engine("flexllm")
     u280 = _flexllm_u280(cat, engine)
     t_fpga = float(fpga_cost_mod.decode_token_s(u280, FLEXLLM_CONTEXT_TOKENS))
     t_a100 = 1.0 / FLEXLLM_BASELINE_TOKENS_PER_S
     rel = meas["fpga_relative"][0]
-    rows.append(ValidationRow(
+    rel_at: Path = ("measured.toml", "fpga_relative", 0)
+    rows.append(_row(
+        reads, (*rel_at, "decode_throughput_ratio"),
         "fpga_relative.u280.llama-3.2-1b-instruct.decode_throughput_ratio",
         "FlexLLM U280 decode throughput / A100 HF BF16 at 40 tokens/s (x)",
-        rel["decode_throughput_ratio"], t_a100 / t_fpga, 0.20, True))
-    rows.append(ValidationRow(
+        rel["decode_throughput_ratio"], t_a100 / t_fpga, 0.20))
+    rows.append(_row(
+        reads, ("quoted", "flexllm_baseline_tokens_per_s"),
         "design.a100.llama-3.2-1b-instruct.hf_tokens_per_s",
-        "A100 HF transformers Llama-3.2-1B decode (tokens/s; DESIGN.md: about 40)",
-        FLEXLLM_BASELINE_TOKENS_PER_S, 1.0 / hf_a100_llama1b_decode_s(cat), 0.20, False))
+        "A100 HF transformers Llama-3.2-1B decode (tokens/s; DESIGN.md: about 40; the "
+        "baseline FlexLLM's fit divides by)",
+        FLEXLLM_BASELINE_TOKENS_PER_S, 1.0 / hf_a100_llama1b_decode_s(cat), 0.20))
     v80 = fpga_cost_mod.fpga_cost(
         cat.model("llama-3.2-1b-instruct"),
         fpga_cost_mod.default_build(cat.fpga("v80"), engine, max_seq_len=2048))
     t_v80 = float(fpga_cost_mod.decode_token_s(v80, FLEXLLM_CONTEXT_TOKENS))
-    rows.append(ValidationRow(
+    projected = QUOTED_FIGURES["flexllm_v80_projected_decode_ratio"]
+    rows.append(_row(
+        reads, ("quoted", "flexllm_v80_projected_decode_ratio"),
         "fpga_relative.v80.llama-3.2-1b-instruct.projected_decode_vs_u280",
-        "FlexLLM's projected V80 decode speed / U280 (6.55x / 1.64x vs A100)",
-        6.55 / rel["decode_throughput_ratio"], t_fpga / t_v80, 0.35, False))
+        f"FlexLLM's projected V80 decode speed / U280 ({projected:g}x / 1.64x vs A100)",
+        projected / rel["decode_throughput_ratio"], t_fpga / t_v80, 0.35))
     a100 = gpu_cost_mod.gpu_cost(cat.model("llama-3.2-1b-instruct"),
                                  cat.gpu(FLEXLLM_BASELINE_DEVICE), precision("bf16"),
                                  cat.serving("hf-eager"))
@@ -240,30 +299,36 @@ def validation_rows(cat: Catalog) -> list[ValidationRow]:
     busy = np.minimum(busy * hf_a100_llama1b_decode_s(cat) / t_a100, 1.0)
     e_a100 = float(gpu_power_w(a100, "decode", busy)) * t_a100
     e_fpga = float(fpga_cost_mod.decode_power_w(u280, FLEXLLM_CONTEXT_TOKENS)) * t_fpga
-    rows.append(ValidationRow(
+    rows.append(_row(
+        reads, (*rel_at, "energy_efficiency_ratio"),
         "fpga_relative.u280.llama-3.2-1b-instruct.energy_efficiency_ratio",
         "FlexLLM U280 energy efficiency / A100 HF BF16 (x)",
-        rel["energy_efficiency_ratio"], e_a100 / e_fpga, 0.35, False))
+        rel["energy_efficiency_ratio"], e_a100 / e_fpga, 0.35))
     pw = meas["fpga_power"][0]
-    rows.append(ValidationRow(
+    pw_at: Path = ("measured.toml", "fpga_power", 0)
+    rows.append(_row(
+        reads, (*pw_at, "running_w"),
         "fpga_power.u280.running_w", "U280 board power decoding Llama-3.2-1B (W, midpoint)",
         float(np.mean(pw["running_w"])),
-        float(fpga_cost_mod.decode_power_w(u280, FLEXLLM_CONTEXT_TOKENS)), 0.20, True))
-    rows.append(ValidationRow(
+        float(fpga_cost_mod.decode_power_w(u280, FLEXLLM_CONTEXT_TOKENS)), 0.20))
+    rows.append(_row(
+        reads, (*pw_at, "idle_w"),
         "fpga_power.u280.idle_w", "U280 board power loaded and idle (W)", pw["idle_w"],
-        float(fpga_cost_mod.idle_power_w(u280)), 0.05, False))
+        float(fpga_cost_mod.idle_power_w(u280)), 0.05))
     hbm = meas["fpga_memory"][0]
     build = fpga_cost_mod.default_build(cat.fpga("u280"), engine, clock_hz=450e6)
-    rows.append(ValidationRow(
+    rows.append(_row(
+        reads, ("measured.toml", "fpga_memory", 0, "measured_hbm_bytes_per_s"),
         "fpga_memory.u280.hbm_bytes_per_s", "U280 effective HBM bandwidth, 32 channels at 450 MHz"
         " (bytes/s)", hbm["measured_hbm_bytes_per_s"],
-        fpga_cost_mod.effective_bw_bytes_per_s(build), 0.05, False))
-    for link in meas["link"]:
+        fpga_cost_mod.effective_bw_bytes_per_s(build), 0.05))
+    for i, link in enumerate(meas["link"]):
         spec = cat.link(link["name"])
         lo, hi = link["measured_bytes_per_s"]
         mid = (lo + hi) / 2
-        rows.append(ValidationRow(
+        rows.append(_row(
+            reads, ("measured.toml", "link", i, "measured_bytes_per_s"),
             f"link.{link['name']}.effective_bytes_per_s",
             f"{link['name']} effective bandwidth (bytes/s, measured {lo:.3g}-{hi:.3g})",
-            mid, spec.effective_bytes_per_s, (hi - lo) / 2 / mid, False))
+            mid, spec.effective_bytes_per_s, (hi - lo) / 2 / mid))
     return rows

@@ -9,8 +9,9 @@
   half-width the evidence gives a new point of its group, computed without the point itself
   (the group's other residuals; jackknife split-conformal).
 
-Counted: the rows and points that were not fitted to, less the rows that set a declared range
-(the V80 draft's, from the paper's "comparable to the strong baseline").
+Counted: the rows labelled predicted (dse.validation.labels: no fit read them and no constraint
+or declared range was built from them, e.g. not the V80 rows against the strong baseline, whose
+"comparable" sets the V80 draft's range).
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ from dse.specs import Catalog
 from dse.uncertainty import design_factors
 from dse.uncertainty import evidence as ev
 from dse.uncertainty.propagate import combine, moves, points
-
-# Rows whose paper value set a declared range (dse/data/uncertainty.toml, v80-draft): not
-# counted in the coverage, which must rest on values the intervals were not built from.
-SET_DECLARED = ("speedup_vs_brsd_stepahead.v80.",)
 
 
 def paper_rows(cat: Catalog, progress: Callable[[float], None] | None = None) -> list[Row]:
@@ -113,7 +110,7 @@ class Coverage:
 
 
 def counted(r: Row) -> bool:
-    return not r.calibrated and not r.id.startswith(SET_DECLARED) and r.inside is not None
+    return r.label == "predicted" and r.inside is not None
 
 
 def paper_coverage(rs: Sequence[Row]) -> Coverage:
@@ -163,11 +160,11 @@ def markdown_section(rs: Sequence[Row]) -> list[str]:
     p = paper_coverage(rs)
     lines = [
         "How many values no fit used fall inside the tool's 90% interval, and how wide the "
-        "intervals are (`dse.coverage`). Paper rows: the predicted rows (not the "
-        "calibrated ones, nor the V80 rows against the strong baseline, whose paper value set "
-        "the declared V80 draft range); a range row counts as inside when the interval meets "
-        "the range. Device points: each leave-one-out prediction against the half-width the "
-        "rest of its group gives (the point itself left out).", "",
+        "intervals are (`dse.coverage`). Paper rows: the rows labelled predicted (not the "
+        "fitted or calibrated ones: the V80 rows against the strong baseline, whose paper value "
+        "set the declared V80 draft range, are calibrated); a range row counts as inside "
+        "when the interval meets the range. Device points: each leave-one-out prediction "
+        "against the half-width the rest of its group gives (the point itself left out).", "",
         "| group | values | inside | share | median relative width |", "|---|---|---|---|---|"]
     for c in [p, *device_coverage()]:
         lines.append(f"| {c.group} | {c.n} | {c.inside} | {c.share:.0%} | "

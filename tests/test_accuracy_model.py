@@ -251,8 +251,8 @@ def test_the_fit_uses_the_declared_rows_only(cat):
     assert all(h["held_out"] for h in doc["held_out"])
 
 
-def test_cv_json_shape_and_sizes(cv):
-    assert cv["schema_version"] == 2 and cv["generated_by"] == "scripts/calibrate_workloads.py"
+def test_cv_json_shape_and_sizes(cat, cv):
+    assert cv["schema_version"] == 3 and cv["generated_by"] == "scripts/calibrate_workloads.py"
     ids = {r["id"] for r in cv["fit"]["rows"]}
     assert len(ids) == 32
     for sec in ("fit", *acc.SCHEMES):
@@ -266,7 +266,11 @@ def test_cv_json_shape_and_sizes(cv):
         assert cv[sec]["median_abs_error"] == pytest.approx(np.median(e), abs=1e-3)
         assert cv[sec]["max_abs_error"] == pytest.approx(e.max(), abs=1e-3)
     assert len(cv["fit"]["parameters"]["in_chain_error_factor"]) == 4  # 9 parameters in all
-    assert cv["fit"]["max_rejection_probability"] <= acc.REJECTION_CAP + 1e-3
+    cap = acc.rejection_cap(reported())
+    assert cv["fit"]["rejection_cap"] == pytest.approx(cap)
+    assert cv["fit"]["max_rejection_probability"] <= cap + 1e-3
+    for k in acc.SCHEMES:  # each fold's training cost, from the default starts
+        assert len(cv[k]["folds"]) == len(acc.folds(acc.calibration_rows(cat, reported()), k))
 
 
 def test_cv_json_fit_is_what_the_catalog_predicts(cat, cv):

@@ -23,7 +23,8 @@ APP = str(ROOT / "app.py")
 
 FAKE = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "ratio"),
         _row("speedup_vs_brsd.v80.config1.math500", "d", 1.26, 1.42, 1.9, "ratio"),
-        _row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy"),
+        replace(_row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy"),
+                label="fitted"),
         _row("communication_share.max", "d", 0.0, 0.000123, 0.0001, "order"),
         _row("speculation_stall_ratio.u280.config1.math500", "d", 0.0495, 0.2657, 0.12,
              "share")]
@@ -67,7 +68,7 @@ def test_paper_counts_follow_the_filters(paper_app):
     at.multiselect(key="pp_groups").set_value(["accuracy"])
     ok(at.run())
     assert metric(at, "Rows shown") == "1 of 5"
-    assert metric(at, "Calibrated rows within") == "0 / 1"
+    assert metric(at, "Fitted or calibrated rows within") == "0 / 1"
 
 
 def test_paper_chart_has_a_panel_per_unit(paper_app):
@@ -80,10 +81,10 @@ def test_paper_chart_has_a_panel_per_unit(paper_app):
     pts = [d for d in fig["data"] if d["mode"] == "markers"]
     refs = [d for d in fig["data"] if d["mode"] == "lines"]
     assert len(refs) == 3  # y = x in every panel
-    # colour means within / outside, the symbol calibrated / predicted
+    # colour means within / outside, the symbol fitted or calibrated / predicted
     names = {d["name"]: (d["marker"]["color"], d["marker"]["symbol"]) for d in pts}
     assert names["within tolerance, predicted"][1] == "circle"
-    assert names["outside tolerance, calibrated"][1] == "diamond"
+    assert names["outside tolerance, fitted or calibrated"][1] == "diamond"
     assert names["within tolerance, predicted"][0] != names["outside tolerance, predicted"][0]
     # the tool's interval as the y error bar where the row has one
     (u280,) = [d for d in pts if d["xaxis"] == "x2" and d["name"].startswith("within")]

@@ -20,13 +20,31 @@ def rows(cat):
 
 
 def test_every_measured_point_within_band(rows):
-    """The issue's bar: every measured.toml decode point within +-20% (Jetson +-35%)."""
-    measured = [r for r in rows if r.id.startswith("gpu_decode.") and
-                (r.fitted or "jetson" in r.id)]
-    assert len(measured) == 14
-    for r in measured:
+    """The issue's bar: every decode point of measured.toml (the 14 the fits read) within
+    +-20% (Jetson +-35%)."""
+    fitted = [r for r in rows if r.id.startswith("gpu_decode.") and r.label == "fitted"]
+    assert len(fitted) == 14
+    for r in fitted:
         tol = 0.35 if "jetson" in r.id else 0.20
         assert abs(r.rel_error) <= tol, (r.id, r.rel_error)
+
+
+def test_held_out_points_within_what_cross_validation_saw(rows):
+    """reference_points.toml's 11 HF points, which no fit reads, land within the largest
+    leave-one-out error of hf-eager's own fit (its [calibration] loo_max_abs_rel_error: how
+    far the fit misses a point it did not see); median under 10%. Measured at this commit:
+    median 4.2%, worst +21.0% (Qwen2.5-7B at a 14,336-token input, where HF's attention
+    slows more than the fitted attention efficiency gives)."""
+    import tomllib
+
+    held = [r for r in rows if r.id.startswith("gpu_decode.") and r.label == "predicted"]
+    assert len(held) == 11 and all("hf-transformers" in r.id for r in held)
+    cal = tomllib.loads((ROOT / "boards" / "serving" / "hf-eager.toml").read_text())[
+        "calibration"]
+    assert cal["points"] == 101  # measured.toml's and published.toml's, not these
+    errs = np.abs([r.rel_error for r in held])
+    assert np.max(errs) <= cal["loo_max_abs_rel_error"]
+    assert np.median(errs) <= 0.10
 
 
 def test_recorded_fit_error_matches(cat, rows):
@@ -35,7 +53,8 @@ def test_recorded_fit_error_matches(cat, rows):
     import tomllib
 
     rec = tomllib.loads((ROOT / "boards" / "engines" / "flexllm.toml").read_text())["calibration"]
-    errs = np.array([r.rel_error for r in rows if r.fitted and r.id.startswith("fpga_")])
+    errs = np.array([r.rel_error for r in rows
+                     if r.label == "fitted" and r.id.startswith("fpga_")])
     assert rec["fit_rms_rel_error"] == pytest.approx(np.sqrt(np.mean(errs**2)), rel=1e-3, abs=1e-6)
     assert rec["fit_max_rel_error"] == pytest.approx(np.max(np.abs(errs)), rel=1e-3, abs=1e-6)
 

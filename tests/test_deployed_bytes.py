@@ -177,11 +177,16 @@ def test_kquant_bits_per_weight(name: str, bits: float) -> None:
     assert KINDS.get("gpu").runs_precision(name)
 
 
-def test_kquant_block_bytes() -> None:
-    """The k-quant super-blocks the mixes are made of (ggml-common.h), 256 weights each:
-    q4_K d + dmin 4 B, scales 12 B, qs 128 B = 144 B = 4.5 bits per weight."""
-    assert (2 + 2 + 12 + 256 // 2) * 8 / 256 == 4.5
-    assert shape.precision("q4_k_m").weight_bits > 4.5  # the mix has q6_K tensors in it
+def test_kquant_mixes_lie_between_their_blocks(cat: Catalog) -> None:
+    """A Q4_K_M file mixes q4_K super-blocks (ggml-common.h: d + dmin 4 B, scales 12 B, qs
+    128 B = 144 B per 256 weights) with q6_K ones (the tool's q6_k, every tensor q6_K): the
+    weight bytes the tool streams for a 7B model at q4_k_m lie strictly between every weight
+    at 144 B per 256 and every weight at q6_K's bytes."""
+    m = cat.model("llama-2-7b")
+    q6 = shape.precision("q6_k")
+    q4_block = replace(q6, name="q4_K-block", weight_bits=144 * 8 / 256)
+    mix = shape.streamed_weight_bytes(m, shape.precision("q4_k_m"))
+    assert shape.streamed_weight_bytes(m, q4_block) < mix < shape.streamed_weight_bytes(m, q6)
 
 
 def test_exl2_any_bits_per_weight_one_parser(cat: Catalog) -> None:

@@ -1,8 +1,9 @@
 """Fault injection (issue 8): SIGKILL `dse optimize` against the embedded SQLite storage and
 PostgreSQL (when DSE_TEST_POSTGRES_URL is set, as .ci/run does), and `dse export`; two exports
 racing for one directory. The campaigns live in tests/faults.py (shared with
-scripts/reliability_report.py). The kill loops are marked `slow` (about a minute each) but run
-by default; `pytest -m 'not slow'` skips them.
+scripts/reliability_report.py). The kill loops are marked `slow` (about a minute each): the
+default run (pyproject.toml's addopts, `-m 'not slow'`) skips them, and `.ci/run` runs them with
+`pytest -m slow`.
 """
 
 from __future__ import annotations

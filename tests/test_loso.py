@@ -113,3 +113,33 @@ def test_fpga_designs_are_predicted_by_the_default_engine_as_a_new_source(cat):
     assert all(n >= 1 and 0.0 <= med <= worst for n, med, worst in rows.values())
     # the HLS streaming decoder is what the default engine misses most (about 9x too fast)
     assert rows["hls-stream"][1] == max(m for _, m, _ in rows.values())
+
+
+def test_each_fold_leaves_its_whole_source_out(cat, monkeypatch):
+    """leave_one_source_out fits each fold without every point of one source document (and
+    with every other point), and predicts exactly that document's points from it."""
+    from dse.validation import gpu_fit
+    from dse.validation.measurements import load_gpu_measurements
+
+    pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                   cat.names("gpu-serving"))
+    spec = gpu_fit.FITS["vllm-eager"]
+    mine = gpu_fit.points_for(spec, pts)
+    docs = {m.document for m in mine}
+    assert len(docs) >= 3
+    fits: list[set[str]] = []
+
+    def fake_fit(c, s, train, *, base=None):
+        fits.append({m.id for m in train})
+        return gpu_fit.Fit(s.profile, {}, {}, "ampere", len(train), 0.0, 0.0)
+
+    monkeypatch.setattr(gpu_fit, "fit_profile", fake_fit)
+    f = gpu_fit.Fit(spec.profile, {}, {}, "ampere", len(mine), 0.0, 0.0)
+    pf = gpu_fit.ProfileFit(spec, cat.serving(spec.profile), {}, f, cat.serving(spec.profile),
+                            mine)
+    out = gpu_fit.leave_one_source_out(cat, pf)
+    assert len(fits) == len(docs)
+    for train, doc in zip(fits, sorted(docs), strict=True):
+        left = {m.id for m in mine if m.document == doc}
+        assert train == {m.id for m in mine} - left, doc
+        assert all(out[i] is not None for i in left)

@@ -39,17 +39,19 @@ def test_row_ids_and_calibration_flags(rows):
                 "rejection_probability.config1.gsm8k",
                 "edge_gpu_draft.system_slowdown_vs_heteroreason.config1.math500"):
         assert rid in ids, rid
-    cal = {r.id for r in rows if r.calibrated}
-    assert cal == {f"accuracy.{c}.{m}.{d}" for c in ("config1", "config2")
-                   for m in ("rsd", "brsd")
-                   for d in ("gaokao2023en", "gsm8k", "math500", "olympiadbench")}
+    cfgs, ds = ("config1", "config2"), ("gaokao2023en", "gsm8k", "math500", "olympiadbench")
+    assert {r.id for r in rows if r.label == "fitted"} == {
+        f"accuracy.{c}.{m}.{d}" for c in cfgs for m in ("rsd", "brsd") for d in ds}
+    assert {r.id for r in rows if r.label == "calibrated"} == {
+        f"{k}.{c}.{d}" for k in ("rejection_probability", "speedup_vs_brsd_stepahead.v80")
+        for c in cfgs for d in ds}
 
 
 def test_calibrated_rows_close(rows):
     """Six shared parameters for 16 numbers (dse/validation/accuracy.py): not every calibrated
     row lands within 1.5 points, but none is more than 3 off, and each miss has its reason."""
     for r in rows:
-        if r.calibrated:
+        if r.label == "fitted":
             assert abs(r.tool - r.paper_low) <= 3.0, r
             assert r.within or reproduce.miss_reason(r.id), r
 
@@ -76,11 +78,15 @@ def test_validation_doc_is_current(cli_run):
 
 def test_reproduce_json(cli_run):
     out, md, page = cli_run
-    assert set(out["summary"]) >= {"rows", "within", "calibrated", "predicted_within",
-                                   "coverage", "cross_validation"}
+    assert set(out["summary"]) >= {"rows", "within", "fitted", "calibrated", "copied",
+                                   "predicted", "predicted_within", "coverage",
+                                   "cross_validation"}
     r = out["rows"][0]
     assert set(r) >= {"id", "description", "paper_low", "paper_high", "tool", "within",
-                      "calibrated", "tool_low", "tool_high", "inside"}
+                      "label", "calibrated", "tool_low", "tool_high", "inside"}
+    assert {row["label"] for row in out["rows"]} == {"fitted", "calibrated", "predicted"}
+    assert all(row["calibrated"] == (row["label"] != "predicted") for row in out["rows"])
+    assert {d["label"] for d in out["device_rows"]} == {"fitted", "copied", "predicted"}
     for row in out["rows"]:
         assert row["tool_low"] <= row["tool"] + 1e-9 and row["tool"] <= row["tool_high"] + 1e-9
     cov = out["summary"]["coverage"]

@@ -46,14 +46,16 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                                 coverage.markdown_section(rs))
         write_file(a.markdown, md)
     if a.html:
-        page = reproduce.html(rs)
+        from dse.views.paper import html
+
+        page = html(rs)
         write_file(a.html, page)
     payload = {
         "rows": [r.to_dict() for r in rs],
         "summary": {**summ, "cross_validation": accuracy.summary_json(accuracy.load())},
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
-                         "fitted": d.fitted} for d in dev],
+                         "label": d.label} for d in dev],
         "device_cross_validation": {"gpu": gpu_cv.to_json(gpu_cv.summarise(cv))},
         "target_judge": {"timing": [
             {"id": t.id, "description": t.description, "paper": [t.paper_low, t.paper_high],
@@ -65,15 +67,16 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     rows = [[r.id, f"{r.paper_low:.4g}" if r.paper_low == r.paper_high
              else f"{r.paper_low:.4g}-{r.paper_high:.4g}", reproduce.tool_text(r),
              "yes" if r.within else "NO", {None: "", True: "yes", False: "NO"}[r.inside],
-             "yes" if r.calibrated else ""] for r in rs]
+             r.label] for r in rs]
     judge_rows = [[t.id, f"{t.paper_low:.4g}" if t.paper_low == t.paper_high
                    else f"{t.paper_low:.4g}-{t.paper_high:.4g}", f"{t.tool:.3g}",
                    "" if t.tool_low == t.tool_high else f"{t.tool_low:.3g}-{t.tool_high:.3g}",
                    "yes" if t.within else "NO"] for t in judge_timing]
     pc = coverage.paper_coverage(rs)
     text = (table(["id", "paper", "tool [90% interval]", "within", "in interval",
-                   "calibrated"], rows) + "\n\n"
-            + f"{summ['within']}/{summ['rows']} within tolerance; calibrated "
+                   "label"], rows) + "\n\n"
+            + f"{summ['within']}/{summ['rows']} within tolerance; fitted "
+            f"{summ['fitted_within']}/{summ['fitted']}, calibrated "
             f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
             f"{summ['predicted_within']}/{summ['predicted']}\n"
             f"coverage: {pc.inside}/{pc.n} predicted rows ({pc.share:.0%}) inside the tool's "

@@ -5,11 +5,14 @@ header). A point belongs to the engine its entry names (`catalog_engine`). What 
 engine, to that design's own measured (not simulated) points:
 - achieved_efficiency: bounded 1-D least squares on log(predicted / measured) decode rates (the
   decode time is max(t_mem, t_mac) / eta + fill, so one parameter moves every point);
+- prefill_efficiency: the same least squares on the design's measured prefill times, where it
+  has any (StreamTensor: four), at the fitted decode efficiency;
 - dynamic_w_per_ghz_kdsp: solved (brentq) so decode power at the fitted efficiency matches the
   design's power point, where it has one.
-Simulated points (the authors' own estimates) and measurements of designs without an engine are
-predicted, never fitted. FlexLLM's engine is fitted in dse.calibrate (to measured.toml) and is not
-refitted here unless published_fpga.toml holds FlexLLM measurements of its own.
+Simulated points (the authors' own estimates, FlightLLM's prefill times among them) and
+measurements of designs without an engine are predicted, never fitted. FlexLLM's engine is
+fitted in dse.calibrate (to measured.toml) and is not refitted here unless published_fpga.toml
+holds FlexLLM measurements of its own.
 
 `leave_one_out` is generic (any fit/predict pair); `engine_cv` applies it to one engine's fitted
 points: each point is predicted by a fit to the others. Nothing here reads files except `load`,
@@ -296,8 +299,10 @@ def markdown_section(cat: Catalog) -> list[str]:
     lines = ["### FPGA decoder designs", "",
              "Each design's achieved efficiency (and fabric power where measured) is fitted to "
              "that design's own published decode points (`scripts/fit_fpga_engines.py`, "
-             "`dse.validation.fpga`; FlexLLM's in `dse/calibrate.py`). Simulated figures and "
-             "prefill times are predictions, never fitted.", "",
+             "`dse.validation.fpga`; FlexLLM's in `dse/calibrate.py`), and its prefill efficiency "
+             "to its measured prefill times where it has any (StreamTensor's four: fitted, "
+             "leave-one-out below). Simulated figures (FlightLLM's prefill times among them) "
+             "are predictions, never fitted.", "",
              "| design | fitted points | LOO median error | LOO worst error | fitted | note |",
              "|---|---|---|---|---|---|"]
     reports = [engine_report(cat, pts, name) for name in fitted_engines(data)
@@ -322,7 +327,7 @@ def markdown_section(cat: Catalog) -> list[str]:
               "|---|---|---|---|"]
     for name, n, d_med, d_worst in default_engine_rows(cat):
         lines.append(f"| {name} | {n} | {d_med:.1%} | {d_worst:.1%} |")
-    lines += ["", "Predictions of points no fit used (simulated figures, prefill times):", "",
+    lines += ["", "Predictions of points no fit used (the designs' simulated figures):", "",
               "| point | measured | tool | error |", "|---|---|---|---|"]
     for r in reports:
         for x in r.predictions:

@@ -345,13 +345,13 @@ def hold_unpinned(resid: Callable[[np.ndarray], np.ndarray], x: np.ndarray, held
 
 
 def fit_profile(cat: Catalog, spec: FitSpec, pts: Sequence[GpuMeasurement], *,
-                base: GpuServingSpec | None = None, x0: np.ndarray | None = None) -> Fit:
+                base: GpuServingSpec | None = None) -> Fit:
     """Least squares on log(predicted / measured) over the profile's points. `base`: the
     profile before the fit (default the catalog's), e.g. with derived values applied. A term
     the points do not decide is then held at `unpinned_value` (`hold_unpinned`)."""
     base_spec = cat.serving(spec.profile) if base is None else base
     base_gen, layout = _layout(cat, spec, pts)
-    start = np.array([p.x0 for p, _ in layout]) if x0 is None else x0
+    start = np.array([p.x0 for p, _ in layout])  # every fit, a fold's too, from here
     lo = np.array([p.lo for p, _ in layout])
     hi = np.array([p.hi for p, _ in layout])
 
@@ -393,12 +393,20 @@ def _file_value(serving: GpuServingSpec, key: str) -> float:
     return float(getattr(serving, _key(key).attr)) / _key(key).scale
 
 
+def fit_selection(pts: Sequence[GpuMeasurement]) -> dict[str, list[GpuMeasurement]]:
+    """The points each profile's fit reads (FIT_ORDER; profiles without points left out):
+    `fit_all` fits exactly these, and dse.validation.labels labels exactly these fitted."""
+    sel = {name: points_for(FITS[name], pts) for name in FIT_ORDER}
+    return {name: mine for name, mine in sel.items() if mine}
+
+
 def fit_all(cat: Catalog, pts: Sequence[GpuMeasurement]) -> dict[str, ProfileFit]:
     """Every profile of FITS with data, in FIT_ORDER, derived values from earlier fits."""
     done: dict[str, ProfileFit] = {}
+    selection = fit_selection(pts)
     for name in FIT_ORDER:
         spec = FITS[name]
-        mine = points_for(spec, pts)
+        mine = selection.get(name, [])
         derived = {}
         for (p, k), src in DERIVED.items():
             if p == name and src in done:
@@ -420,13 +428,12 @@ def points_for(spec: FitSpec, pts: Sequence[GpuMeasurement]) -> list[GpuMeasurem
 
 def leave_one_out(cat: Catalog, pf: ProfileFit,
                   progress: Callable[[int, int], None] | None = None) -> list[CvPoint]:
-    """Each point predicted by the profile fitted without it (derived values held at the full
-    calibration's). A point whose removal leaves fewer points than parameters, or drops its
-    GPU generation's only data, gets loo_s None."""
-    spec, pts, full, base = pf.spec, pf.points, pf.fit, pf.base
+    """Each point predicted by the profile fitted without it, from the same default start as
+    the full fit (never from the full fit's values, which have seen the point; derived values
+    held at the full calibration's). A point whose removal leaves fewer points than
+    parameters, or drops its GPU generation's only data, gets loo_s None."""
+    spec, pts, base = pf.spec, pf.points, pf.base
     _, layout = _layout(cat, spec, pts)
-    x_full = np.array([full.values[p.key] if g is None else full.by_generation[g][p.key]
-                       for p, g in layout])
     serving_full = pf.serving
     cat_full = spec.catalog(cat, serving_full)
     out: list[CvPoint] = []
@@ -436,8 +443,7 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
         loo: float | None = None
         same_gen = [q for q in rest if cat.gpu(q.device).generation == gen]
         if len(rest) >= len(layout) and same_gen:
-            warm = x_full if _layout(cat, spec, rest)[1] == layout else None
-            f = fit_profile(cat, spec, rest, base=base, x0=warm)
+            f = fit_profile(cat, spec, rest, base=base)
             serving = fitted_serving(base, f)
             loo = predict_s(spec.catalog(cat, serving), m, serving)
         out.append(CvPoint(m.id, m.profile, m.family, m.device, gen, m.model, m.precision,

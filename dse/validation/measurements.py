@@ -1,8 +1,10 @@
 """Published batch-1 GPU measurements, normalised for fitting and cross-validation.
 
-Sources: dse/data/measured.toml (the project brief's calibration data), reference_points.toml
-and published.toml (gathered from public documents; each entry names its source and exact
-setting). Every figure becomes one `GpuMeasurement`: a catalog device, model, serving profile
+Sources: dse/data/measured.toml (the project brief's calibration data) and published.toml
+(gathered from public documents; each entry names its source and exact setting). The brief's
+reference_points.toml is held out: its points are predicted beside the fits
+(dse.calibrate.validation_rows), never loaded here, so no fit reads them. Every figure
+becomes one `GpuMeasurement`: a catalog device, model, serving profile
 and precision, and the measured time in seconds of what the benchmark timed:
 
 - `decode`: seconds per generated token while decoding `generated_tokens` after `context`;
@@ -221,9 +223,34 @@ def _timing(entry: dict[str, Any]) -> tuple[Timed, int]:
     return "decode", DEFAULT_GENERATED_TOKENS
 
 
-def _brief_entries() -> Iterable[tuple[str, dict[str, Any]]]:
-    """measured.toml and reference_points.toml in the published schema."""
-    for fname in ("measured.toml", "reference_points.toml"):
+# The brief's files of GPU points the fits read; reference_points.toml is held out (its header:
+# "used only to check predictions (never fitted)").
+BRIEF_FITTED = ("measured.toml",)
+BRIEF_HELD_OUT = ("reference_points.toml",)
+
+
+def point_id(tag: str, context_tokens: int) -> str:
+    """A measurement's id: its entry's tag and the context it was measured at (a repeated id
+    gets #2, #3 in load order)."""
+    return f"{tag}:{context_tokens}"
+
+
+def brief_tag(fname: str, e: dict[str, Any]) -> str:
+    """The tag of a gpu_decode entry of the brief's files (measured.toml,
+    reference_points.toml), as load_gpu_measurements writes it."""
+    return f"{fname}:{e['framework']}:{e['device']}:{e['model']}:{e['precision']}::tp1"
+
+
+def brief_context(e: dict[str, Any], inp: float) -> int:
+    """The context of a brief point: its input tokens, or the Jetson figure's assumed step
+    context where it gives none."""
+    return int(inp) if inp or not e["device"].startswith("jetson") else JETSON_CONTEXT_TOKENS
+
+
+def _brief_entries(files: tuple[str, ...] = BRIEF_FITTED
+                   ) -> Iterable[tuple[str, dict[str, Any]]]:
+    """The brief's files (default: those the fits read) in the published schema."""
+    for fname in files:
         for e in _data(fname).get("gpu_decode", []):
             jetson = e["device"].startswith("jetson")
             yield fname, {
@@ -333,7 +360,7 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
             else:
                 skipped.append(Skipped(tag, f"unit {e['unit']!r} is not a time or rate"))
                 continue
-            pid = f"{tag}:{ctx}"
+            pid = point_id(tag, ctx)
             seen[pid] = seen.get(pid, 0) + 1
             out.append(GpuMeasurement(
                 id=pid if seen[pid] == 1 else f"{pid}#{seen[pid]}", device=device, model=model,

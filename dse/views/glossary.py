@@ -166,9 +166,11 @@ TERMS = (
     Term("provenance", "What each component of a prediction rests on: calibrated (fitted to "
          "this setting), cross-validated (a family checked leave-one-out) or extrapolated "
          "(outside what the data cover), and on which data."),
-    Term("calibrated vs predicted row", "On the Paper page, a calibrated row is a paper number "
-         "the tool was fitted to (Table III config1 and config2 rsd and brsd accuracy); every "
-         "other row is a prediction made without it.", ("calibrated", "predicted")),
+    Term("calibrated vs predicted row", "Each Paper row's label says what the fits read: "
+         "fitted (Table III rsd and brsd accuracy, fitted to), calibrated (a constraint built "
+         "from it: the rejection rows cap the accuracy fit, the V80 rows against the strong "
+         "baseline set a declared range), copied (a catalog value equals it) or predicted "
+         "(made without it).", ("calibrated", "predicted", "fitted", "copied")),
     Term("tolerance", "How far a tool value may lie from the paper's value or range and still "
          "count as within: +-0.05 for ratios and shares, +-1.5 points for accuracy, at most "
          "0.05% for the communication share."),

@@ -27,9 +27,9 @@ LOG_SPAN = 100.0
 # The legend's series: (name, within tolerance, calibrated); colour tells within / outside,
 # the marker symbol calibrated / predicted.
 SERIES = (("within tolerance, predicted", True, False),
-          ("within tolerance, calibrated", True, True),
+          ("within tolerance, fitted or calibrated", True, True),
           ("outside tolerance, predicted", False, False),
-          ("outside tolerance, calibrated", False, True))
+          ("outside tolerance, fitted or calibrated", False, True))
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,12 @@ def has_interval(r: Row) -> bool:
 
 
 def counts(shown: Sequence[Row], total: int) -> dict[str, int]:
-    """`dse.reproduce.summary` of the rows shown, their number overall (`total`) and how many
-    have an interval (`with_interval`) and hold the paper's value in it (`inside`)."""
+    """`dse.reproduce.summary` of the rows shown, the fitted or calibrated ones (`read`: a fit
+    or a constraint read them), their number overall (`total`) and how many have an interval
+    (`with_interval`) and hold the paper's value in it (`inside`)."""
+    read = [r for r in shown if r.calibrated]  # fitted or calibrated: not predictions
     return {**summary(list(shown)), "total": total,
+            "read": len(read), "read_within": sum(r.within for r in read),
             "with_interval": sum(has_interval(r) for r in shown),
             "inside": sum(bool(r.inside) for r in shown)}
 
@@ -155,7 +158,7 @@ def table_rows(rows: Iterable[Row]) -> list[dict[str, Any]]:
     return [{"id": r.id, "quantity": UNIT_TITLES.get(r.unit, r.unit),
              "paper": paper_text(r), "hetero-dse [90% interval]": tool_text(r),
              "within": r.within, "in interval": inside[r.inside],
-             "calibrated": r.calibrated, "tolerance": r.tolerance,
+             "label": r.label, "tolerance": r.tolerance,
              "if missed": "" if r.within else miss_reason(r.id)} for r in rows]
 
 
@@ -170,7 +173,7 @@ def miss_groups(rows: Iterable[Row]) -> list[tuple[str, list[str]]]:
 
 
 CSV_COLUMNS = ("id", "description", "unit", "paper_low", "paper_high", "tool", "tool_low",
-               "tool_high", "within", "inside", "calibrated", "tolerance", "miss_reason")
+               "tool_high", "within", "inside", "label", "tolerance", "miss_reason")
 
 
 def csv_bytes(rows: Iterable[Row]) -> bytes:
@@ -186,6 +189,28 @@ def csv_bytes(rows: Iterable[Row]) -> bytes:
     for r in rows:
         w.writerow([r.id, r.description, r.unit, num(r.paper_low), num(r.paper_high),
                     num(r.tool), num(r.tool_low), num(r.tool_high), r.within,
-                    "" if r.inside is None else r.inside, r.calibrated, r.tolerance,
+                    "" if r.inside is None else r.inside, r.label, r.tolerance,
                     "" if r.within else miss_reason(r.id)])
     return buf.getvalue().encode("utf-8")
+
+
+def html(rs: Sequence[Row]) -> str:
+    """`dse reproduce --html`: a self-contained plotly chart of tool vs paper (one point per
+    row)."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for within, color in ((True, "#2a9d8f"), (False, "#e76f51")):
+        sel = [r for r in rs if r.within == within and r.paper_high > 0]
+        mid = [(r.paper_low + r.paper_high) / 2 for r in sel]
+        fig.add_trace(go.Scatter(
+            x=mid, y=[r.tool / m if m else np.nan for r, m in zip(sel, mid, strict=True)],
+            mode="markers", name="within" if within else "outside",
+            marker={"color": color}, text=[r.id for r in sel],
+            hovertemplate="%{text}<br>paper %{x:.4g}<br>tool/paper %{y:.3f}<extra></extra>"))
+    fig.add_hline(y=1.0, line_dash="dot")
+    fig.update_layout(title="hetero-dse vs the HeteroReason paper (tool / paper value)",
+                      xaxis_title="paper value (midpoint)", yaxis_title="tool / paper",
+                      xaxis_type="log")
+    return fig.to_html(include_plotlyjs=True, full_html=True)
