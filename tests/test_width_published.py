@@ -1,4 +1,5 @@
-"""Checks on dse/data/width_published.toml (published best-of-N / majority / search accuracies, data only)."""
+"""Checks on dse/data/width_published.toml (published best-of-N / majority / search
+accuracies, data only)."""
 
 import re
 import tomllib
@@ -8,9 +9,11 @@ import pytest
 
 PATH = Path(__file__).resolve().parents[1] / "dse" / "data" / "width_published.toml"
 
-METHODS = {"best-of-n", "weighted-best-of-n", "majority", "step-search", "beam", "pass-at-n", "greedy"}
+METHODS = {"best-of-n", "weighted-best-of-n", "majority", "step-search", "beam", "pass-at-n",
+           "greedy"}
 OTHER_METHODS = METHODS | {"compute-optimal"}
-AGGREGATIONS = {"last", "min", "product", "mean", "outcome", "llm-pointwise", "llm-pairwise", "none", "unknown"}
+AGGREGATIONS = {"last", "min", "product", "mean", "outcome", "llm-pointwise", "llm-pairwise",
+                "none", "unknown"}
 
 # The issue's fit-allowed sources, matched on the row's source string.
 FIT_ALLOWED_SOURCES = [
@@ -64,9 +67,11 @@ def test_doc_references_resolve(data):
     set_docs = data.get("setting_docs", {})
     for table, e in _all_entries(data):
         if "source_doc" in e:
-            assert e["source_doc"] in src_docs and src_docs[e["source_doc"]].strip(), (table, e["id"])
+            doc = e["source_doc"]
+            assert doc in src_docs and src_docs[doc].strip(), (table, e["id"])
         if "setting_doc" in e:
-            assert e["setting_doc"] in set_docs and set_docs[e["setting_doc"]].strip(), (table, e["id"])
+            doc = e["setting_doc"]
+            assert doc in set_docs and set_docs[doc].strip(), (table, e["id"])
 
 
 def test_accuracy_range(data):
@@ -89,7 +94,8 @@ def test_rows_samples_methods_aggregations(data):
             assert e["samples"] >= 1, e["id"]
             assert e["method"] in METHODS, (e["id"], e["method"])
             assert e["aggregation"] in AGGREGATIONS, (e["id"], e["aggregation"])
-            assert e["policy"] == e["policy"].lower() and e["verifier"] == e["verifier"].lower(), e["id"]
+            assert e["policy"] == e["policy"].lower(), e["id"]
+            assert e["verifier"] == e["verifier"].lower(), e["id"]
             if e["method"] in ("majority", "pass-at-n"):
                 assert e["verifier"] == "none", e["id"]
     for e in data.get("other", []):
