@@ -46,6 +46,11 @@ MAX_TRACE_FILE_BYTES = 512 * 2**20
 MAX_COMPARE_DESIGNS = 16
 # Paths given to the Python API: the usual PATH_MAX of Linux.
 MAX_PATH_CHARS = 4096
+# A SQLite study database's absolute path, in bytes: SQLite's unix VFS builds full path names
+# in MAX_PATHNAME (512) bytes (os_unix.c), and its rollback journal is the database's name plus
+# "-journal" (8 bytes), so 504 is the longest database path it can write to (measured: SQLite
+# 3.40 opens 504 bytes and fails at 505 with "unable to open database file", which says not why).
+MAX_SQLITE_PATH_BYTES = 512 - len("-journal")
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
 MAX_TP = 64
 

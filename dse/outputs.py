@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dse.errors import UsageError
+from dse.limits import MAX_SQLITE_PATH_BYTES
 
 
 def _fail(flag: str, path: object, why: str) -> UsageError:
@@ -144,6 +145,20 @@ def sqlite_file(url: str) -> str | None:
     return None if rest in ("", ":memory:") else rest
 
 
+def sqlite_path_problem(path: str) -> str | None:
+    """Why SQLite cannot write a database at `path` (relative: in the working directory), or
+    None: its absolute path (as SQLite builds it, and with links resolved, as it also does)
+    must fit MAX_SQLITE_PATH_BYTES."""
+    full = max((os.path.abspath(path), os.path.realpath(path)), key=lambda q: len(os.fsencode(q)))
+    n = len(os.fsencode(full))
+    if n <= MAX_SQLITE_PATH_BYTES:
+        return None
+    return (f"the database's absolute path is {n} bytes long, past SQLite's limit of "
+            f"{MAX_SQLITE_PATH_BYTES} (its 512-byte path names less the journal's '-journal'), "
+            "so SQLite cannot open it; give a shorter --storage path, e.g. "
+            "--storage sqlite:////tmp/dse-studies.db")
+
+
 def _open_for_writing(p: Path) -> None:
     """Open p for reading and writing and close it again (changes nothing)."""
     os.close(os.open(p, os.O_RDWR))
@@ -158,6 +173,9 @@ def check_storage(flag: str, url: str) -> None:
     path = sqlite_file(url)
     if path is None:
         return
+    why = sqlite_path_problem(path)
+    if why is not None:
+        raise _fail(flag, url, why)
     p = Path(os.path.abspath(path))
     if os.path.lexists(p):
         if p.is_dir():

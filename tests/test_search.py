@@ -260,7 +260,8 @@ def test_sweep_cli_json_and_files(tmp_path, capsys):
     js = json.loads(capsys.readouterr().out)
     assert js["n_designs"] == 360 and 0 < js["n_feasible"] <= 360 and js["seconds"] > 0
     assert {"design", "metrics"} <= set(js["best"][0])
-    assert sorted(p.name for p in out.iterdir()) == ["best.toml", "pareto.csv", "pareto.html"]
+    assert sorted(p.name for p in out.iterdir()) == [".dse-result-set.json", "best.toml",
+                                                     "pareto.csv", "pareto.html"]
     assert len((out / "pareto.csv").read_text().splitlines()) == len(js["pareto"]) + 1
     # every front row carries its 90% interval's ends, and they bracket the value
     import csv
@@ -578,8 +579,10 @@ def test_optimize_cli_out_dir(tmp_path, capsys):
                  "--out", str(out), "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["n_trials"] == 12 and js["storage"] == url and js["study_name"] == "tiny-j_per_token"
-    assert sorted(p.name for p in out.iterdir()) == ["best.toml", "pareto.csv", "pareto.html",
-                                                     "trials.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".dse-result-set.json", "best.toml",
+                                                     "pareto.csv", "pareto.html", "trials.csv"]
+    assert set(json.loads((out / ".dse-result-set.json").read_text())["files"]) == {
+        "best.toml", "pareto.csv", "pareto.html", "trials.csv"}
     rows = (out / "trials.csv").read_text().splitlines()
     assert len(rows) == 13 and rows[0].startswith("number,state,j_per_token")
 

@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one `dse` command; the exit code. Ctrl-C and SIGTERM end it with one line and exit
     130 / 143 (every temporary removed on the way out: dse.atomic writes in `finally`)."""
     retain_freed_memory()
+    if sys.stderr is None:  # started with stderr closed (2>&-): its lines go nowhere, never
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # to stdout (print's fallback)
     code = _main(argv)
     if argv is None and threading.current_thread() is threading.main_thread():
         # the command's work is done and its code decided: a Ctrl-C or SIGTERM that arrives
@@ -145,9 +147,23 @@ def _signal_under(e: BaseException) -> BaseException | None:
 
 
 def _stopped(name: str, why: str, code: int) -> int:
-    with contextlib.suppress(Exception):
-        print(f"dse {name}: {why}" if name else f"dse: {why}", file=sys.stderr, flush=True)
+    say(f"dse {name}: {why}" if name else f"dse: {why}")
     return code
+
+
+def say(line: str) -> None:
+    """Write one line to stderr. The exit code never depends on whether it could be written:
+    a closed stderr (`2>&-`: sys.stderr is None) drops it (never to stdout, where print would
+    put it), and one that fails or whose reader left (a broken pipe) is pointed at /dev/null,
+    so that the interpreter's last flush does not fail again (exit 120)."""
+    err = sys.stderr
+    if err is None:
+        return
+    try:
+        print(line, file=err, flush=True)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), err.fileno())
 
 
 @contextlib.contextmanager
@@ -178,12 +194,14 @@ def _run(args: argparse.Namespace) -> int:
     except DseError as e:
         if args.debug:
             raise
-        print(f"dse {args.command}: error: {e}", file=sys.stderr)
+        say(f"dse {args.command}: error: {e}")
         return e.exit_code
     except (OSError, ValueError) as e:
         if args.debug:
             raise
-        print(f"dse {args.command}: error: {e}", file=sys.stderr)
+        text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError)
+                and e.filename is not None and e.strerror else str(e))
+        say(f"dse {args.command}: error: {text}")
         return 1
     out = json.dumps(jsonable(payload), indent=2, sort_keys=True) if args.json else text
     return _print_output(args.command, out)
@@ -209,8 +227,8 @@ def _print_output(name: str, out: str) -> int:
         _detach_stdout()
     except OSError as e:
         _detach_stdout()
-        print(f"dse {name}: error: cannot write the output to standard output: "
-              f"{e.strerror or e}", file=sys.stderr)
+        say(f"dse {name}: error: cannot write the output to standard output: "
+            f"{e.strerror or e}")
         return 1
     return 0
 

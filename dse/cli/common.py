@@ -193,6 +193,16 @@ def write_file(path: str, text: str) -> None:
     write_new(path, text.encode("utf-8"), force=True)
 
 
+def write_file_set(files: Mapping[str, str]) -> None:
+    """Write user-named output files (path -> text) as one set (dse.atomic.write_paths): all
+    of them or, if the command is stopped or a write fails, none; as write_file, naming a file
+    replaces it."""
+    from dse.atomic import write_paths
+
+    if files:
+        write_paths({p: t.encode("utf-8") for p, t in files.items()}, force=True)
+
+
 class _NoInterruptLogs(logging.Filter):
     """Drops Optuna's report of a trial stopped by Ctrl-C (a warning with the traceback, then
     "failed with value None"): the command says it in one line instead."""
@@ -210,11 +220,13 @@ class _NoInterruptLogs(logging.Filter):
 
 
 def quiet_optuna() -> None:
-    """Optuna logs every trial at INFO; the command prints its own progress and table (and one
-    line when interrupted)."""
+    """Optuna logs every trial at INFO and a failed one at WARNING (its parameters, then "Trial
+    N failed with value ..."); the command prints its own progress and table, says why no trial
+    was feasible, and an error that fails a trial ends the command in one line, so only
+    Optuna's errors reach stderr."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     for h in logging.getLogger("optuna").handlers:
         if not any(isinstance(f, _NoInterruptLogs) for f in h.filters):
             h.addFilter(_NoInterruptLogs())

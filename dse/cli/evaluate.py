@@ -17,7 +17,7 @@ from dse.cli.common import (
     table,
     whole_number,
     with_interval,
-    write_file,
+    write_file_set,
 )
 from dse.design import build_design
 from dse.errors import UsageError
@@ -202,15 +202,17 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     sim = simulate(d, _scenario(a, cat, src), problems=a.problems, seed=a.seed,
                    trace=read_jsonl(a.trace) if a.trace else None)
     r, tr = sim.report.to_dict(), sim.trace
+    outs: dict[str, str] = {}  # written as one set: both files or neither
     if a.trace_out:
         if tr is None:
             raise UsageError("--trace-out: a target-only design has no speculative trace to "
                              "write")
-        write_file(a.trace_out, "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr)))
+        outs[a.trace_out] = "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr))
     if a.timeline_out:
         payload = {"schema_version": 1, "system": d.name, "schedule": r["schedule"],
                    "problem": 0, "intervals": sim.timeline}
-        write_file(a.timeline_out, json.dumps(payload, indent=1))
+        outs[a.timeline_out] = json.dumps(payload, indent=1)
+    write_file_set(outs)
     pct = r["percentiles"]
     iv = r["intervals"]
     rows = [[r["schedule"], with_interval(r["latency_s_per_problem"],

@@ -292,9 +292,12 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
             f"{_constraint_text(r.constraints)}\n{_confidence_text(r.confidence)}")
     if not r.best:
+        from dse.search.optuna_study import infeasible_summary
+
+        why = (infeasible_summary(study, r.constraints, r.confidence)
+               or f"constraints: {_constraint_text(r.constraints)}")
         raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
-                              f"trials (constraints: {_constraint_text(r.constraints)}); relax "
-                              "the constraints or run more trials")
+                              f"trials: {why}; relax the constraints or run more trials")
     payload["by_family"] = [f.to_dict() for f in r.by_family]
     payload["measured_only"] = r.measured_only
     payload["ties"] = [t.to_dict() for t in r.ties]

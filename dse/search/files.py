@@ -1,13 +1,20 @@
 """The files `dse sweep --out DIR` and `dse optimize --out DIR` write: best.toml (a design file
 `dse evaluate --design` and `dse export --design` load), pareto.csv, pareto.html (plotly) and,
-for a study, trials.csv. Nothing existing is overwritten without --force; each file is written
-through a temporary file and renamed, so none is ever half-written.
+for a study, trials.csv, and a hidden `.dse-result-set.json` naming the set's files with their
+sha256. Nothing existing is overwritten without --force; the files are written as one set
+(dse.atomic.write_files: temporaries, then renamed together), so none is ever half-written and
+an interruption leaves the old set or the new one. With --force, the files of the set written
+there before (its manifest's, unchanged since) that the new set does not write go with the
+renames: a sweep over an optimize result leaves no trials.csv of the older run. A file dse did
+not write (not in the old manifest, or changed since) is never removed.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,10 +103,41 @@ def pareto_html(objectives: Sequence[str], front: Sequence[Candidate],
     return fig.to_html(include_plotlyjs="cdn", full_html=True)
 
 
+RESULT_FILES = ("best.toml", "pareto.csv", "pareto.html", "trials.csv")  # what a set may hold
+SET_MANIFEST = ".dse-result-set.json"  # the set's files and their sha256
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _stale(d: Path, keep: Sequence[str]) -> list[str]:
+    """The files of the set written into d before (its manifest's, of RESULT_FILES, with the
+    content recorded there) that a new set of `keep` does not replace."""
+    try:
+        listed = json.loads((d / SET_MANIFEST).read_bytes())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    out = []
+    for name in RESULT_FILES:
+        if name in keep or not isinstance(listed, dict) or name not in listed:
+            continue
+        try:
+            if _sha256((d / name).read_bytes()) == listed[name]:
+                out.append(name)
+        except OSError:  # gone, or not a readable file: not ours to remove
+            continue
+    return out
+
+
 def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]:
     """Write files into directory `out` (created if missing), atomically as a set
-    (dse.atomic.write_files); refuse to replace any existing file unless force, before writing
-    any."""
+    (dse.atomic.write_files) with the set's manifest; refuse to replace any existing file
+    unless force, before writing any. With force, the earlier set's files that this one does
+    not write are removed with it (module docstring). Returns the files' paths (not the
+    manifest's)."""
+    from dse import __version__
+
     d = Path(out)
     if d.exists() and not d.is_dir():
         raise DseError(f"--out {d}: exists and is not a directory")
@@ -107,6 +145,12 @@ def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]
     if clash and not force:
         raise DseError(f"--out {d}: {', '.join(sorted(clash))} already there; use --force to "
                        "replace them, or another directory")
+    data = {name: text.encode("utf-8") for name, text in files.items()}
+    manifest = {"schema_version": 1, "tool": f"hetero-dse {__version__}",
+                "files": {name: _sha256(b) for name, b in sorted(data.items())}}
+    stale = _stale(d, list(data)) if force and d.is_dir() else []
     # as one set (dse.atomic.write_files): an interruption leaves all of them or none
-    return write_files(d, {name: text.encode("utf-8") for name, text in files.items()},
-                       force=force)
+    written = write_files(d, {**data, SET_MANIFEST: (json.dumps(manifest, indent=1)
+                                                     + "\n").encode("utf-8")},
+                          force=force, remove=stale)
+    return written[:len(data)]

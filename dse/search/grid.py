@@ -488,11 +488,23 @@ def feasible_mask(metrics: dict[str, F64], constraints: dict[str, float]) -> NDA
 
 def violation(metrics: dict[str, F64], constraints: dict[str, float]) -> F64:
     """How far each design is from the constraints: the largest relative excess
-    (Constraint.excess; <= 0 when every one is met, -1 when none is given)."""
+    (Constraint.excess; <= 0 when every one is met, -1 when none is given); +inf where a
+    metric is not finite (a cell whose schedule its shared devices cannot run), so that the
+    least violating design is always one that runs."""
     v = np.full(next(iter(metrics.values())).shape, -math.inf)
     for c, bound in active(constraints):
         v = np.maximum(v, c.excess(metrics[c.metric], bound))
-    return np.where(np.isfinite(v), v, -1.0)
+    runs = np.ones(v.shape, dtype=bool)
+    for m in metrics.values():
+        runs &= np.isfinite(m)
+    return np.where(runs, np.where(np.isfinite(v), v, -1.0), math.inf)
+
+
+def missed(metrics: Mapping[str, Any], constraints: Mapping[str, float]) -> list[str]:
+    """The names of the constraints one design's metrics (scalars) do not meet."""
+    return [c.name for c, bound in active(constraints)
+            if not (math.isfinite(float(metrics[c.metric]))
+                    and bool(c.met(float(metrics[c.metric]), bound)))]
 
 
 def spec_name(text: str) -> str:

@@ -14,6 +14,7 @@ read by Optuna's constraint mechanism.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import time
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.errors import UsageError
+from dse.errors import DseError, UsageError
 from dse.search.candidates import Candidate, trial_candidate
 from dse.search.families import (
     FamilyBest,
@@ -33,7 +34,7 @@ from dse.search.families import (
     front_ties,
     identity,
 )
-from dse.search.grid import Evaluator, candidate, feasible_mask, violation
+from dse.search.grid import Evaluator, candidate, feasible_mask, missed, violation
 from dse.search.objectives import (
     DEFAULT_CONFIDENCE,
     NO_CONSTRAINTS,
@@ -53,6 +54,7 @@ from dse.search.storage import (
     fail_orphans,
     mark_worker,
     open_storage,
+    removed_if_failed,
     study_trials,
     within_budget,
     write_behind,
@@ -123,20 +125,27 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     name = study_name or f"{space.name}-{'+'.join(objectives)}"
     digest = space_digest(space, objectives, cons, confidence)
     dirs = [direction(o) for o in objectives]
-    store = (optuna.storages.InMemoryStorage() if storage is None
-             else write_behind(open_storage(url)))
-    study = optuna.create_study(
-        storage=store, study_name=name, load_if_exists=True,
-        directions=["minimize" if d > 0 else "maximize" for d in dirs])
-    got = study.user_attrs.get("digest")
-    if got is None:
-        study.set_user_attr("digest", digest)
-        study.set_user_attr("space", space.name)
-        study.set_user_attr("objectives", objectives)
-        study.set_user_attr("constraints", cons)
-        study.set_user_attr("confidence", confidence)
-        study.set_user_attr("workloads", [list(w) for w in space.workloads])
-    elif got != digest:
+    with removed_if_failed(storage) if storage is not None else contextlib.nullcontext():
+        store = (optuna.storages.InMemoryStorage() if storage is None
+                 else write_behind(open_storage(url)))
+        try:
+            study = optuna.create_study(
+                storage=store, study_name=name, load_if_exists=True,
+                directions=["minimize" if d > 0 else "maximize" for d in dirs])
+            got = study.user_attrs.get("digest")
+            if got is None:  # the digest last: a study without it is set up again
+                study.set_user_attr("space", space.name)
+                study.set_user_attr("objectives", objectives)
+                study.set_user_attr("constraints", cons)
+                study.set_user_attr("confidence", confidence)
+                study.set_user_attr("workloads", [list(w) for w in space.workloads])
+                study.set_user_attr("digest", digest)
+        except DseError:
+            raise
+        except Exception as e:  # sqlalchemy / driver errors (a full disk): one line
+            raise DseError(f"storage {url}: cannot create study {name}: "
+                           f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+    if got is not None and got != digest:
         raise UsageError(f"study {name}: this study was created for another space, "
                          f"objective, constraints or confidence ({study.user_attrs.get('space')}, "
                          f"{study.user_attrs.get('objectives')}, "
@@ -232,11 +241,19 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
             one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.for_constraints().items()}
             viol = max(0.0, float(violation(one, cons).ravel()[0]))
         c = candidate(ev, hw, r.metrics, f, ai, k, name=f"{name}-trial-{trial.number}")
+        vals = tuple(c.metrics[OBJECTIVES[o]] for o in objectives)
+        if not all(math.isfinite(v) for v in vals):  # never hand Optuna a NaN (a failed trial)
+            trial.set_user_attr("infeasible", "the model gives " + ", ".join(
+                f"{o} = {v}" for o, v in zip(objectives, vals, strict=True)))
+            trial.set_user_attr("violation", 1.0)
+            return worst[0] if single else worst
         trial.set_user_attr("design_toml", c.toml)
         trial.set_user_attr("metrics", {m: v for m, v in c.metrics.items()
                                         if isinstance(v, float) and math.isfinite(v)})
+        if viol > 0:  # which bounds it misses, for the summary when no trial is feasible
+            trial.set_user_attr("missed", missed(
+                {m: v[f, ai, k] for m, v in r.for_constraints().items()}, cons))
         trial.set_user_attr("violation", viol)  # last: constraints_func reads it
-        vals = tuple(c.metrics[OBJECTIVES[o]] for o in objectives)
         return vals[0] if single else vals
 
     fail_orphans(study)
@@ -333,3 +350,41 @@ def trial_family(cat: Catalog, c: Candidate) -> str:
         return "target-only"
     return "gpu-speculative" if kind_of(cat, s.draft_device).name == "gpu" else \
         "fpga-speculative"
+
+
+def infeasible_summary(study: Any, cons: Mapping[str, float], confidence: float) -> str:
+    """Why none of a study's completed trials is feasible, as a clause naming each bound missed
+    by its flag (e.g. "every trial was below --min-accuracy 100 (checked at the pessimistic end
+    of each metric's interval, --confidence 0.9)"), and the trials whose design could not run;
+    "" without completed trials."""
+    from collections import Counter
+
+    trials = study_trials(study)
+    n = len(trials)
+    missed_by: Counter[str] = Counter()
+    cannot: Counter[str] = Counter()
+    other = 0  # a trial recorded before the bounds it missed were
+    for t in trials:
+        if "infeasible" in t.user_attrs:
+            cannot[str(t.user_attrs["infeasible"])] += 1
+        elif t.user_attrs.get("missed"):
+            missed_by.update(t.user_attrs["missed"])
+        else:
+            other += 1
+    parts = []
+    for c, bound in active(cons):
+        k = missed_by.get(c.name, 0)
+        if k:
+            who = "every trial was" if k == n else f"{k} of {n} trials were"
+            parts.append(f"{who} {'below' if c.bound == 'min' else 'above'} {c.flag} {bound:g}")
+    if other:
+        parts.append(f"{other} of {n} trials missed the constraints")
+    if parts:
+        parts[-1] += (" (checked at central values, --confidence 0.5)" if confidence <= 0.5 else
+                      " (checked at the pessimistic end of each metric's interval, "
+                      f"--confidence {confidence:g})")
+    if cannot:
+        k = sum(cannot.values())
+        parts.append(f"{'every trial' if k == n else f'{k} of {n} trials'} could not run "
+                     f"(e.g. {cannot.most_common(1)[0][0]})")
+    return "; ".join(parts)

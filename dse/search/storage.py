@@ -4,12 +4,14 @@ The only part of the search that touches files (the SQLite database)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
 import socket
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -50,10 +52,16 @@ def _sqlite_path(url: str) -> str | None:
 
 
 def _check_url(url: str) -> None:
-    if _sqlite_path(url) == "":
+    from dse.outputs import sqlite_path_problem
+
+    path = _sqlite_path(url)
+    if path == "":
         raise UsageError(f"storage {url}: an in-memory SQLite database ends with the command, "
                          "so no study could be resumed or listed; give sqlite:///FILE (or no "
                          "storage for the default file)")
+    why = None if path is None else sqlite_path_problem(path)
+    if why is not None:
+        raise UsageError(f"--storage {url}: {why}")
 
 
 def is_optuna_storage(url: str) -> bool:
@@ -94,6 +102,44 @@ def is_optuna_storage(url: str) -> bool:
 # before the command's one line. A NullHandler keeps it off stderr (as a library should); an
 # application's own logging still receives the record.
 logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
+
+
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")  # what SQLite keeps beside a database file
+
+
+@contextlib.contextmanager
+def removed_if_failed(url: str | None) -> Iterator[None]:
+    """A SQLite database file that does not exist before the block and that the block leaves
+    without a study (creating the storage or the study failed: a full disk, an interruption)
+    is removed again, with its journal, write-ahead log and shared-memory files; a file that
+    existed, or that holds a study (another process's, created meanwhile), is kept."""
+    path = _sqlite_path(url or DEFAULT_STORAGE)
+    if not path or os.path.lexists(path):
+        yield
+        return
+    try:
+        yield
+    except BaseException:
+        if os.path.isfile(path) and not _holds_a_study(path):
+            for p in (path, *(path + s for s in SQLITE_SIDE_FILES)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(p)
+        raise
+
+
+def _holds_a_study(path: str) -> bool:
+    """Whether the SQLite file holds at least one study (read only; a file that is no database
+    or has no studies table holds none)."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT 1 FROM studies LIMIT 1").fetchone() is not None
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
 
 
 def open_storage(url: str | None, *, create: bool = True) -> Any:

@@ -100,7 +100,8 @@ def read_text(path: Path, *, max_bytes: int = MAX_SPEC_FILE_BYTES) -> str:
 def toml_files(d: Path, skip: str) -> list[Path]:
     """Every *.toml file under catalog directory d (sorted; not following directory links, not
     under a directory named `skip`); a directory that cannot be listed is one SpecError naming
-    it (never silently skipped)."""
+    it (never silently skipped), and so is a directory (or a link to one) named like a member,
+    `*.toml`, which read_bytes would refuse as an input file."""
 
     def refuse(e: OSError) -> None:
         where = e.filename or d
@@ -108,6 +109,9 @@ def toml_files(d: Path, skip: str) -> list[Path]:
 
     out: list[Path] = []
     for root, dirs, files in os.walk(d, onerror=refuse):
+        named = sorted(x for x in dirs if x.endswith(".toml"))
+        if named:
+            raise SpecError(Path(root) / named[0], "", "is a directory, not a file")
         dirs[:] = sorted(x for x in dirs if x != skip)
         out += [Path(root) / f for f in files if f.endswith(".toml")]
     return sorted(out)
