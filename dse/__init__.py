@@ -68,7 +68,12 @@ if TYPE_CHECKING:
     from dse.search import Candidate, OptimizeResult, Space, SweepResult
 
 
-__getattr__, __dir__ = lazy_names(__name__, _LAZY)
+__getattr__ = lazy_names(__name__, _LAZY)[0]
+
+
+def __dir__() -> list[str]:
+    """The public API only (`__all__`): not the helpers this module uses to load it."""
+    return sorted(__all__)
 
 __all__ = [
     "ArgumentError",

@@ -72,11 +72,28 @@ def _workload_ref(workload: Any) -> Any:
                             "a workload name, a workload TOML path or a WorkloadSpec")
 
 
-def _design(design: Any) -> Design:
+def _design_ref(design: Any) -> Any:
+    """A `design` argument, checked: a Design as is, else what the command line takes (a
+    system name, a system or design TOML path) or a SystemSpec, resolved by `_design`."""
     from dse.design import Design
+    from dse.scenario import SystemSpec
 
-    return arg.instance("design", design, Design,
-                        "a Design (from dse.load_design)")
+    if isinstance(design, Design):
+        return design
+    return arg.name_or_path("design", design, SystemSpec,
+                            "a Design (from dse.load_design), a system name, a system or "
+                            "design TOML path, or a SystemSpec")
+
+
+def _design(ref: Any, catalog: Catalog | None) -> Design:
+    """The Design of a checked `design` argument (dse.resolve, as `load_design` with its
+    defaults: the design file's schedule, else heteroreason)."""
+    from dse.design import Design
+    from dse.resolve import resolve_design
+
+    if isinstance(ref, Design):
+        return ref
+    return resolve_design(_catalog(catalog), ref)
 
 
 def load_workload(workload: str | PathLike | WorkloadSpec, *,
@@ -126,25 +143,30 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
 # ------------------------------------------------------------------------------ evaluate
 
 
-def evaluate(design: Design, workload: str | PathLike | WorkloadSpec, *,
+def evaluate(design: Design | str | PathLike | SystemSpec,
+             workload: str | PathLike | WorkloadSpec, *,
              evaluator: EvaluatorName = "closed-form", problems: int = 5000, seed: int = 0,
              intervals: bool = True, catalog: Catalog | None = None) -> Report:
     """Per-problem metrics of a design on a workload (the one entry point of the engine).
 
+    design: a Design (`load_design`), or what the command line takes, resolved as
+    `load_design` does with its defaults: a system name ("paper-config1-u280"), a system or
+    design TOML path (`best.toml`), or a SystemSpec.
     evaluator: "closed-form" (expected values; milliseconds) or "simulator" (replays `problems`
     synthetic problems drawn with `seed`; adds latency percentiles). intervals: add each
     headline metric's 90% interval and the provenance of each component (`Report.intervals`,
     `Report.provenance`; dse.uncertainty, about 20 more closed-form evaluations). A
     non-finite metric raises DseError instead of returning.
     """
-    d = _design(design)
+    ref = _design_ref(design)
     arg.choice("evaluator", evaluator, ("closed-form", "simulator"))
     _check_problems(problems, seed)
     arg.flag("intervals", intervals)
     from dse.resolve import report
 
-    return report(d, load_workload(workload, catalog=catalog), evaluator=evaluator,
-                  problems=problems, seed=seed, intervals=intervals)
+    w = load_workload(workload, catalog=catalog)
+    return report(_design(ref, catalog), w, evaluator=evaluator, problems=problems, seed=seed,
+                  intervals=intervals)
 
 
 @dataclass(frozen=True)
@@ -162,22 +184,25 @@ def _check_problems(problems: int, seed: int) -> None:
     arg.whole("seed", seed, 0, MAX_SEED)
 
 
-def simulate(design: Design, workload: str | PathLike | WorkloadSpec, *, problems: int = 5000,
+def simulate(design: Design | str | PathLike | SystemSpec,
+             workload: str | PathLike | WorkloadSpec, *, problems: int = 5000,
              seed: int = 0, trace: PathLike | Trace | None = None, intervals: bool = True,
              catalog: Catalog | None = None) -> Simulation:
-    """Trace-driven simulation: `problems` synthetic problems drawn with `seed` from the
-    workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace).
+    """Trace-driven simulation of a design (as `evaluate`: a Design, a system name, a system
+    or design TOML path, or a SystemSpec): `problems` synthetic problems drawn with `seed` from
+    the workload's statistics, or a recorded trace (a JSONL file of a real run, or a Trace).
     intervals: add the closed form's relative 90% intervals around the simulated means and
     the provenance (as `evaluate`)."""
     from dse.engine.simulator import Trace, read_jsonl
     from dse.resolve import simulate as _simulate
 
-    d = _design(design)
+    ref = _design_ref(design)
     _check_problems(problems, seed)
     arg.flag("intervals", intervals)
     if trace is not None and not isinstance(trace, Trace):
         trace = arg.name_or_path("trace", trace, Trace, "a JSONL trace path or a Trace")
     w = load_workload(workload, catalog=catalog)
+    d = _design(ref, catalog)
     tr = trace if trace is None or isinstance(trace, Trace) else read_jsonl(trace)
     sim = _simulate(d, w, problems=problems, seed=seed, trace=tr, intervals=intervals)
     return Simulation(sim.report, sim.trace, sim.timeline)
@@ -297,16 +322,18 @@ class Bundle:
     path: Path | None
 
 
-def export(design: Design, workload: str | PathLike | WorkloadSpec, *,
+def export(design: Design | str | PathLike | SystemSpec,
+           workload: str | PathLike | WorkloadSpec, *,
            out: PathLike | None = None, force: bool = False,
            catalog: Catalog | None = None) -> Bundle:
-    """Render the design's bundle (HLS config, Vitis link config, vLLM serving files, host
+    """Render a design's bundle (HLS config, Vitis link config, vLLM serving files, host
     program config, the predicted report, a manifest) and, with `out`, write it as a new
     directory (an existing bundle there is replaced only with force=True; anything else is
-    never overwritten). Same inputs, byte-identical files."""
+    never overwritten). Same inputs, byte-identical files. design: as `evaluate` (a Design, a
+    system name, a system or design TOML path, or a SystemSpec)."""
     from dse.exporters import render_bundle, write_bundle
 
-    d = _design(design)
+    ref = _design_ref(design)
     cat = _catalog(catalog)
     out_dir = arg.optional_path("out", out)
     arg.flag("force", force)
@@ -314,6 +341,7 @@ def export(design: Design, workload: str | PathLike | WorkloadSpec, *,
         from dse.outputs import check_output_dir
 
         check_output_dir("out", out_dir, force=force, whole_marker="manifest.json")
-    files = render_bundle(cat, d, load_workload(workload, catalog=cat))
+    w = load_workload(workload, catalog=cat)
+    files = render_bundle(cat, _design(ref, cat), w)
     path = write_bundle(files, out_dir, force) if out_dir is not None else None
     return Bundle(files, path)

@@ -59,7 +59,7 @@ KINDS: dict[str, dict[str, tuple[Any, ...]]] = {
     "ref": STRINGY,  # a name, a path or a spec object
     "path": STRINGY,
     "optional path": {k: v for k, v in STRINGY.items() if k != "None"},
-    "design": {**STRINGY, "system name": ("paper-config1-u280", Path("x.toml"))},
+    "design": STRINGY,  # a Design, or a system name, a TOML path or a SystemSpec
     "catalog": {"wrong type": (*WRONG_OBJECTS, "x", "boards", Path("boards"), 0, True),
                 "wrong container": CONTAINERS},
     "flag": {"None": (None,), "number": (0, 1, 0.0, *NOT_FINITE, 10**400),

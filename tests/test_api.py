@@ -164,3 +164,25 @@ def test_user_catalog_directory(tmp_path: Path) -> None:
     assert dse.evaluate(d, "mine", catalog=cat).workload == "mine"
     with pytest.raises(dse.SpecError, match="not a directory"):
         dse.load_catalog(tmp_path / "missing")
+
+
+def test_functions_that_take_a_design_take_what_the_command_line_takes(tmp_path: Path) -> None:
+    """evaluate, simulate and export take a system name or a system/design TOML path (str or
+    Path) as every `dse` command does, resolved as load_design resolves them."""
+    design = dse.load_design("paper-config1-u280")
+    path = tmp_path / "mine.toml"
+    path.write_bytes((Path(dse.__file__).parents[1] / "scenarios" / "systems"
+                      / "paper-config1-u280.toml").read_bytes())
+    by_design = dse.evaluate(design, "math500", intervals=False)
+    for ref in ("paper-config1-u280", path, str(path)):
+        assert dse.evaluate(ref, "math500", intervals=False) == by_design, ref
+    sim = dse.simulate("paper-config1-u280", "math500", problems=20, intervals=False)
+    assert sim.report == dse.simulate(design, "math500", problems=20, intervals=False).report
+    assert dse.export(path, "math500").files == dse.export(design, "math500").files
+    with pytest.raises(dse.UnknownNameError, match="unknown system 'nope'"):
+        dse.evaluate("nope", "math500")
+
+
+def test_dir_lists_the_public_api_only() -> None:
+    assert dir(dse) == sorted(dse.__all__)
+    assert not {"annotations", "TYPE_CHECKING", "lazy_names"} & set(dir(dse))

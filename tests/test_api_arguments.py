@@ -65,7 +65,7 @@ def test_the_issue_examples(tmp_path: Path) -> None:
     d = base_design()
     for call, name in [
         (lambda: dse.load_design(None), "system"),
-        (lambda: dse.evaluate("paper-config1-u280", "math500"), "design"),
+        (lambda: dse.evaluate(b"paper-config1-u280", "math500"), "design"),
         (lambda: dse.load_design("paper-config1-u280", catalog="x"), "catalog"),
         (lambda: dse.load_design("paper-config1-u280", overrides=[("accept_threshold", 1)]),
          "overrides"),
