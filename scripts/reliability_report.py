@@ -246,8 +246,25 @@ EDGE_CASES = [
     ("stdout closed (`>&-`) / full (`>/dev/full`)", "exit 2 before computing / exit 1, one "
      "line"),
     ("`dse evaluate --system A --system B`", "exit 2, points to `dse compare A B`"),
-    ("`dse.evaluate('paper-config1-u280', 'math500')`, `seed=10**30`, `timeout_s=nan`, "
-     "`objectives='latency'`", "`ArgumentError` naming the argument, before computing"),
+    ("no feasible trial in `dse optimize` (e.g. `--min-accuracy 100`)",
+     "exit 4, `no feasible design in N trials: every trial was below --min-accuracy 100 ...` "
+     "(N: the trials that ran); no Optuna warning"),
+    ("a directory (or a link to one) named `x.toml` inside a `--catalog` directory",
+     "exit 3, `<path>: is a directory, not a file`"),
+    ("Ctrl-C / SIGTERM while a temporary is created or removed", "held back until it is done: "
+     "no temporary left beside the output"),
+    ("a full disk while `--out` or a new SQLite `--storage` is written", "exit 1, one line "
+     "naming the file; a directory or SQLite file the command created is removed again"),
+    ("`--force` over an earlier search result", "the earlier set's files the new set does not "
+     "write are removed with it (e.g. `trials.csv`); files dse did not write are kept"),
+    ("stderr closed (`2>&-`) or its reader gone", "the same exit code (e.g. 2 for an unknown "
+     "system); the line never goes to stdout"),
+    ("a SQLite `--storage` path over 504 bytes (the default, from a directory ~500 characters "
+     "deep)", "exit 2 before computing, naming --storage, the length and SQLite's limit"),
+    ("`dse.evaluate('paper-config1-u280', 'math500')`", "evaluates: a design argument takes a "
+     "system name or a TOML path, as every command does"),
+    ("`seed=10**30`, `timeout_s=nan`, `objectives='latency'`",
+     "`ArgumentError` naming the argument, before computing"),
 ]
 
 SECURITY = [
@@ -295,7 +312,8 @@ def write_doc(out: Path, rows: list[dict], seconds: float, scale: float) -> None
         "edit by hand. The same generators and checks run in the test suite (tests/test_fuzz.py,"
         " tests/test_faults.py, tests/test_edge_cases.py, tests/test_security.py,"
         " tests/test_hostile.py, tests/test_api_arguments.py, tests/test_input_files.py,"
-        " tests/test_output_paths.py, tests/test_interrupts.py) with their own example counts.",
+        " tests/test_output_paths.py, tests/test_interrupts.py, tests/test_hostile_corpus.py)"
+        " with their own example counts.",
         "",
         "## Summary",
         "",
