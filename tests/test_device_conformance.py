@@ -187,6 +187,44 @@ class TestDeviceConformance:
         _assert_fit_consistent(pl)
         assert not pl.memory_infeasibility()
 
+    @settings(max_examples=8, deadline=None)
+    @given(ctx=st.integers(0, CONTEXT), n=tokens, b=st.integers(2, 256))
+    def test_a_batch_shares_the_weights(self, pl: Placement, ctx: int, n: int, b: int) -> None:
+        """Batch 1 is the single-stream call; a batch of b costs at least one sequence and at
+        most b sequences one after another (the weights stream once for all), never below
+        its own floors (every sequence's KV and operations), at no more energy per token."""
+        m = pl.model
+        one, many = float(pl.decode_token_s(ctx)), float(pl.decode_token_s(ctx, batch=b))
+        assert float(pl.decode_token_s(ctx, batch=1)) == one
+        assert one * (1 - REL) <= many <= b * one * (1 + REL)
+        floor = _floor_s(pl, _weight_bytes(pl) + b * _kv_bytes(pl, ctx + 1),
+                         b * float(shape.forward_flops(m, 1, ctx)))
+        assert many >= floor * (1 - REL)
+        assert float(pl.decode_s(n, ctx, batch=b)) >= float(pl.decode_s(n, ctx)) * (1 - REL)
+        p1, pb = float(pl.prefill_s(n, ctx)), float(pl.prefill_s(n, ctx, batch=b))
+        assert p1 * (1 - REL) <= pb <= b * p1 * (1 + REL)
+        assert float(pl.prefill_s(n, ctx, batch=b)) >= _floor_s(
+            pl, _weight_bytes(pl) + b * _kv_bytes(pl, ctx),
+            b * float(shape.forward_flops(m, n, ctx))) * (1 - REL)
+        # energy per generated token never rises with the batch (the weights' share falls)
+        e1 = float(pl.power_w("decode", ctx)) * one
+        eb = float(pl.power_w("decode", ctx, batch=b)) * many / b
+        assert eb <= e1 * (1 + REL)
+        assert float(pl.power_w("decode", ctx, batch=b)) >= float(pl.power_w("idle"))
+
+    def test_max_batch_is_what_fits(self, pl: Placement) -> None:
+        """max_batch sequences' KV at the deployment's context fit beside the weights, one
+        more does not (or the cap is reached); 1 always fits a placement that fits."""
+        from dse.devices.protocol import MAX_BATCH
+
+        b = pl.max_batch()
+        assert 1 <= b <= MAX_BATCH
+        kv_one = pl.kv_bytes_per_token * pl.context_tokens / pl.tp
+        weights = pl.memory_needed_bytes - kv_one
+        assert weights + b * kv_one <= pl.usable_memory_bytes * (1 + REL)
+        assert b == MAX_BATCH or weights + (b + 1) * kv_one > pl.usable_memory_bytes
+        assert pl.max_batch(pl.context_tokens // 2) >= b
+
 
 def _assert_fit_consistent(pl: Placement) -> None:
     need, usable = pl.memory_needed_bytes, pl.usable_memory_bytes

@@ -38,6 +38,21 @@ def test_decode_by_hand(cat, u280_build):
     assert float(fpga.decode_token_s(c, 511)) == pytest.approx(expect, rel=1e-12)
 
 
+def test_batched_decode_by_hand(cat, u280_build):
+    """test_decode_by_hand's step for 4 sequences: bytes = 494,032,768 + 4 x 6,144 x 512 =
+    506,615,808 (the weights once); MACs 4 x 516,008,448; the fill once per pass."""
+    m = cat.model("qwen2.5-0.5b-instruct")
+    c = fpga.fpga_cost(m, u280_build)
+    e = cat.engine("flexllm")
+    t_mem = 506_615_808 / 307.2e9
+    t_mac = 4 * (24 * (shape.layer_params(m) - 2 * 896) + 136_134_656
+                 + 2 * 24 * 14 * 64 * 512) / (2048 * 300e6)
+    fill = (24 * e.fill_cycles_per_layer + e.lm_head_fill_cycles) / 300e6
+    expect = max(t_mem, t_mac) / e.achieved_efficiency + fill
+    assert float(fpga.decode_token_s(c, 511, batch=4)) == pytest.approx(expect, rel=1e-12)
+    assert float(fpga.decode_token_s(c, 511, batch=4)) < 4 * float(fpga.decode_token_s(c, 511))
+
+
 def test_absorb_cheaper_than_decode(cat, u280_build):
     c = fpga.fpga_cost(cat.model("qwen2.5-0.5b-instruct"), u280_build)
     assert float(fpga.absorb_s(c, 40, 300)) < float(fpga.decode_s(c, 40, 300))

@@ -18,6 +18,13 @@ bytes / bandwidth would predict speed-ups the HeteroReason paper does not see.
 
 absorb(n, ctx) is shadow synchronisation: the draft ingests n target tokens one by one as they
 stream in, a forward pass per token without the LM head (logits are discarded).
+
+A batch of B sequences streams the weights once per pass for all of them (B width samples, or
+B requests, share each weight read), reads B KV caches and does B tokens' MACs on the lanes;
+the pipeline fill is paid once per pass. Batch 1 is the single-stream model exactly; the
+engines' efficiencies are fitted at batch 1 (no published FPGA decoder measures a batch), so a
+batch's time is an extrapolation of the same physics. The KV caches of the batch must fit the
+board's memory beside the weights (`max_batch`).
 """
 
 from __future__ import annotations
@@ -184,53 +191,66 @@ def stack(costs: list[FpgaCost]) -> FpgaCost:
     })
 
 
-def token_bounds_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool = True) -> tuple[F64, F64]:
-    """(memory-bound, MAC-bound) seconds of one token's forward pass after ctx tokens."""
+def token_bounds_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool = True,
+                   batch: ArrayLike = 1) -> tuple[F64, F64]:
+    """(memory-bound, MAC-bound) seconds of one decode pass after ctx tokens that gives each
+    of `batch` sequences one token: the weights stream once for the whole batch (the
+    sequences' tokens share each weight read), each sequence reads its own KV cache, and the
+    MAC lanes do every sequence's work."""
     k = np.asarray(ctx, dtype=float) + 1  # keys the new token attends to
+    b = np.asarray(batch, dtype=float)
     head = 1.0 if with_head else 0.0
-    t_mem = (c.body_weight_bytes + head * c.head_weight_bytes + c.kv_bytes_per_token * k) / (
-        c.bw_bytes_per_s
-    )
-    t_mac = (c.body_macs_per_token + head * c.head_macs + c.attn_macs_per_pair * k) / c.macs_per_s
+    t_mem = (c.body_weight_bytes + head * c.head_weight_bytes
+             + b * c.kv_bytes_per_token * k) / c.bw_bytes_per_s
+    t_mac = b * (c.body_macs_per_token + head * c.head_macs + c.attn_macs_per_pair * k) / (
+        c.macs_per_s)
     return np.asarray(t_mem), np.asarray(t_mac)
 
 
-def _token_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool) -> F64:
-    t_mem, t_mac = token_bounds_s(c, ctx, with_head=with_head)
-    fill = c.layer_fill_s + (c.head_fill_s if with_head else 0.0)
+def _token_s(c: FpgaCost, ctx: ArrayLike, *, with_head: bool, batch: ArrayLike = 1) -> F64:
+    t_mem, t_mac = token_bounds_s(c, ctx, with_head=with_head, batch=batch)
+    fill = c.layer_fill_s + (c.head_fill_s if with_head else 0.0)  # once per pass
     return np.asarray(np.maximum(t_mem, t_mac) / c.achieved_efficiency + fill)
 
 
-def decode_token_s(c: FpgaCost, ctx: ArrayLike) -> F64:
-    """Seconds to decode one token after ctx tokens."""
-    return _token_s(c, ctx, with_head=True)
+def decode_token_s(c: FpgaCost, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
+    """Seconds of one decode step after ctx tokens: one token for each of `batch` sequences."""
+    return _token_s(c, ctx, with_head=True, batch=batch)
 
 
-def decode_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike) -> F64:
-    """n tokens after ctx: affine in context, so n x time at the mean context (exact)."""
+def decode_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
+    """n tokens after ctx (each of `batch` sequences): affine in context, so n x time at the
+    mean context (exact)."""
     n = np.asarray(n, dtype=float)
-    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2)
+    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2,
+                              batch=batch)
 
 
-def absorb_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike) -> F64:
-    """Shadow sync: ingest n streamed tokens after ctx, one pass each, no LM head."""
+def absorb_s(c: FpgaCost, n: ArrayLike, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
+    """Shadow sync: ingest n streamed tokens after ctx, one pass each, no LM head (each of
+    `batch` sequences)."""
     n = np.asarray(n, dtype=float)
     mid = np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2
-    return n * _token_s(c, mid, with_head=False)
+    return n * _token_s(c, mid, with_head=False, batch=batch)
 
 
-def prefill_s(c: FpgaCost, n_new: ArrayLike, ctx: ArrayLike = 0) -> F64:
-    """Prefill n_new tokens after ctx in passes of prefill_token_parallel tokens; logits of the
-    last token only. Each pass streams the weights once. The design reaches prefill_efficiency
-    of the bound (its own fit where it has prefill measurements, else achieved_efficiency)."""
+def prefill_s(c: FpgaCost, n_new: ArrayLike, ctx: ArrayLike = 0, *,
+              batch: ArrayLike = 1) -> F64:
+    """Prefill n_new tokens after ctx, for each of `batch` sequences, in passes of
+    prefill_token_parallel tokens (the batch's tokens fill the passes together); logits of
+    each sequence's last token only. Each pass streams the weights once; each sequence reads
+    its own KV cache once per pass over its tokens. The design reaches prefill_efficiency of
+    the bound (its own fit where it has prefill measurements, else achieved_efficiency)."""
     n = np.asarray(n_new, dtype=float)
     k = np.asarray(ctx, dtype=float)
-    passes = np.ceil(n / c.prefill_token_parallel)
-    kv_read = c.kv_bytes_per_token * passes * (k + n / 2)
+    b = np.asarray(batch, dtype=float)
+    passes = np.ceil(n * b / c.prefill_token_parallel)
+    own_passes = np.ceil(n / c.prefill_token_parallel)  # passes each sequence's tokens span
+    kv_read = b * c.kv_bytes_per_token * own_passes * (k + n / 2)
     t_mem = (passes * c.body_weight_bytes + kv_read) / c.bw_bytes_per_s
     pairs = n * k + n * (n + 1) / 2
-    t_mac = (n * c.body_macs_per_token + c.attn_macs_per_pair * pairs) / c.macs_per_s
-    head = np.maximum(c.head_weight_bytes / c.bw_bytes_per_s, c.head_macs / c.macs_per_s)
+    t_mac = b * (n * c.body_macs_per_token + c.attn_macs_per_pair * pairs) / c.macs_per_s
+    head = np.maximum(c.head_weight_bytes / c.bw_bytes_per_s, b * c.head_macs / c.macs_per_s)
     t = (np.maximum(t_mem, t_mac) + head) / c.prefill_efficiency + passes * c.layer_fill_s
     t = t + c.head_fill_s
     return np.asarray(np.where(n > 0, t, 0.0))
@@ -322,11 +342,13 @@ def fabric_power_w(b: FpgaBuild, dsp_used: float) -> float:
     return b.engine.dynamic_w_per_ghz_kdsp * dsp_used / 1000 * b.clock_hz / 1e9
 
 
-def decode_power_w(c: FpgaCost, ctx: ArrayLike = 0) -> F64:
-    """Board power while decoding: static + fabric + memory energy x achieved byte rate."""
+def decode_power_w(c: FpgaCost, ctx: ArrayLike = 0, *, batch: ArrayLike = 1) -> F64:
+    """Board power while decoding: static + fabric + memory energy x achieved byte rate (the
+    weights once per step, each of `batch` sequences' KV)."""
     k = np.asarray(ctx, dtype=float) + 1
-    bytes_ = c.body_weight_bytes + c.head_weight_bytes + c.kv_bytes_per_token * k
-    rate = bytes_ / decode_token_s(c, ctx)
+    b = np.asarray(batch, dtype=float)
+    bytes_ = c.body_weight_bytes + c.head_weight_bytes + b * c.kv_bytes_per_token * k
+    rate = bytes_ / decode_token_s(c, ctx, batch=batch)
     return np.asarray(c.static_w + c.fabric_w + c.memory_j_per_byte * rate)
 
 
@@ -369,21 +391,21 @@ class FpgaPlacement(ModelMemory):
     # ---- time
     def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         check_batch(batch)
-        return decode_s(self.fpga_cost, n, ctx)
+        return decode_s(self.fpga_cost, n, ctx, batch=batch)
 
     def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
         check_batch(batch)
-        return decode_token_s(self.fpga_cost, ctx)
+        return decode_token_s(self.fpga_cost, ctx, batch=batch)
 
     def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
                   batch: int = 1) -> F64:
         """all_positions is not modelled: an FPGA draft only ever needs the last logits."""
         check_batch(batch)
-        return prefill_s(self.fpga_cost, n_new, ctx)
+        return prefill_s(self.fpga_cost, n_new, ctx, batch=batch)
 
     def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         check_batch(batch)
-        return absorb_s(self.fpga_cost, n, ctx)
+        return absorb_s(self.fpga_cost, n, ctx, batch=batch)
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         """The decoder runs at achieved_efficiency of its bound; when more than half of the
@@ -408,7 +430,7 @@ class FpgaPlacement(ModelMemory):
         check_batch(batch)
         if state == "idle":
             return idle_power_w(self.fpga_cost)
-        return decode_power_w(self.fpga_cost, ctx)
+        return decode_power_w(self.fpga_cost, ctx, batch=batch)
 
     # ---- peaks
     @property

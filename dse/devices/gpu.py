@@ -1,7 +1,11 @@
-"""GPU cost primitives at batch 1: prefill, decode, fit, power.
+"""GPU cost primitives: prefill, decode, fit, power, for one sequence or a batch of them.
 
-Time of one forward pass (seconds):
+Time of one forward pass of `batch` sequences, each with its own n_new tokens after its own
+ctx cached tokens (seconds):
 
+    weights   streamed once per pass, whatever the batch (the GEMMs read each weight once);
+    kv        = batch x kv_bytes_per_token x (ctx + n_new)   (each sequence's own cache);
+    flops     = batch x (linear x n_new + head + attention(ctx, n_new));
     roofline  = max(weights / (B e_mem tp) + kv / (B e_attn tp), flops / (F e_comp tp))
     gpu_side  = roofline + layers * layer_gap + tp_comm
     cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs, or
@@ -37,6 +41,13 @@ there pin one (`host_stack_slowdown`: vLLM's Jetson builds). The two sides overl
 a slow host pushes a step above the GPU side only when its launches outlast the GPU's work.
 Small models at batch 1 are dominated by the overhead terms, which a
 pure roofline misses.
+
+At batch B the per-pass terms (layer gaps, launches, the step overhead, the per-layer
+all-reduce latency) are paid once per pass and the per-token all-reduce bytes B times; the
+calibrated efficiencies are batch-1 values (every fitted point is batch 1), so a batch's time
+is the batch-1 model's physics, not yet fitted to batched measurements. A batch of sequences
+with different contexts costs what a batch at their mean context costs (KV bytes and attention
+FLOPs are linear in each sequence's context). `batch = 1` is the single-stream model exactly.
 
 Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
 (`stack`), so one code path serves a scalar query and a million-design sweep.
@@ -276,23 +287,27 @@ class ForwardTime:
 
 
 def forward(
-    c: GpuCost, n_new: ArrayLike, ctx: ArrayLike, *, head_positions: ArrayLike = 1
+    c: GpuCost, n_new: ArrayLike, ctx: ArrayLike, *, head_positions: ArrayLike = 1,
+    batch: ArrayLike = 1,
 ) -> ForwardTime:
-    """One forward pass of n_new tokens after ctx cached tokens."""
+    """One forward pass of `batch` sequences, each of n_new tokens after ctx cached tokens
+    (head_positions per sequence)."""
     n = np.asarray(n_new, dtype=float)
     k = np.asarray(ctx, dtype=float)
-    kv_bytes = c.kv_bytes_per_token * (k + n)
-    flops = (
+    b = np.asarray(batch, dtype=float)
+    kv_bytes = c.kv_bytes_per_token * (k + n) * b
+    flops = b * (
         c.linear_flops_per_token * n
         + c.head_flops_per_position * np.asarray(head_positions, dtype=float)
         + c.attn_flops_per_pair * (n * k + n * (n + 1) / 2)
     )
-    copied = n >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
+    # dequantised to a 16-bit copy first: the GEMM's rows are every sequence's new tokens
+    copied = n * b >= c.prompt_copy_min_tokens
     weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
     mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
     comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
     roof = np.maximum(mem, comp)
-    comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n)
+    comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n * b)
     copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
     gpu_side = roof + copy_s + c.layers * c.layer_gap_s + comm
     eager = (k + n) > c.graph_max_context_tokens  # beyond the captured graphs' context
@@ -303,30 +318,32 @@ def forward(
                        np.asarray(gpu_side), np.asarray(total), offload)
 
 
-def decode_token_s(c: GpuCost, ctx: ArrayLike) -> F64:
-    """Seconds to decode one token whose context already holds ctx tokens."""
-    return forward(c, 1, ctx).total_s
+def decode_token_s(c: GpuCost, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
+    """Seconds of one decode step: each of `batch` sequences, its context holding ctx tokens,
+    gains one token."""
+    return forward(c, 1, ctx, batch=batch).total_s
 
 
-def decode_s(c: GpuCost, n: ArrayLike, ctx: ArrayLike) -> F64:
-    """Seconds to decode n tokens after ctx tokens.
+def decode_s(c: GpuCost, n: ArrayLike, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
+    """Seconds to decode n tokens after ctx tokens, for each of `batch` sequences at once.
 
-    The per-token time is affine in the context within one regime, so the sum over the n tokens
+    The per-step time is affine in the context within one regime, so the sum over the n steps
     equals n times the time at the mean context ctx + (n - 1) / 2 (exact within a regime).
     """
     n = np.asarray(n, dtype=float)
-    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2)
+    return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2,
+                              batch=batch)
 
 
-def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False
-              ) -> F64:
-    """Seconds to prefill n_new tokens after ctx cached tokens: one forward pass plus the
-    profile's fixed per-call cost (0 if n_new = 0).
+def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
+              batch: ArrayLike = 1) -> F64:
+    """Seconds to prefill n_new tokens after ctx cached tokens, for each of `batch` sequences
+    in one forward pass, plus the profile's fixed per-call cost (0 if n_new = 0).
 
     all_positions: the head runs on every position (a reward model scoring each token).
     """
     n = np.asarray(n_new, dtype=float)
-    t = forward(c, n, ctx, head_positions=n if all_positions else 1).total_s
+    t = forward(c, n, ctx, head_positions=n if all_positions else 1, batch=batch).total_s
     return np.where(n > 0, t + c.prefill_overhead_s, 0.0)
 
 
@@ -395,21 +412,21 @@ class GpuPlacement(ModelMemory):
     # ---- time
     def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         check_batch(batch)
-        return decode_s(self.cost, n, ctx)
+        return decode_s(self.cost, n, ctx, batch=batch)
 
     def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
         check_batch(batch)
-        return decode_token_s(self.cost, ctx)
+        return decode_token_s(self.cost, ctx, batch=batch)
 
     def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
                   batch: int = 1) -> F64:
         check_batch(batch)
-        return prefill_s(self.cost, n_new, ctx, all_positions=all_positions)
+        return prefill_s(self.cost, n_new, ctx, all_positions=all_positions, batch=batch)
 
     def absorb_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
         """A GPU ingests streamed tokens in one prefill pass."""
         check_batch(batch)
-        return self.prefill_s(n, ctx)
+        return self.prefill_s(n, ctx, batch=batch)
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         ft = forward(self.cost, 1, ctx)
@@ -425,7 +442,7 @@ class GpuPlacement(ModelMemory):
         check_batch(batch)
         if state == "idle":
             return gpu_power_w(self.cost, "idle")
-        ft = forward(self.cost, n_new if state == "prefill" else 1, ctx)
+        ft = forward(self.cost, n_new if state == "prefill" else 1, ctx, batch=batch)
         return gpu_power_w(self.cost, state, ft.busy_fraction)
 
     # ---- peaks

@@ -37,18 +37,19 @@ POWER_STATES: tuple[PowerState, ...] = ("idle", "decode", "prefill")
 Bound = Literal["memory", "compute", "overhead"]
 
 
-MAX_BATCH = 1
-"""Sequences one forward pass serves. Batch 1 is what every calibration point and the paper
-measure. Serving at load would enter in each kind's forward-pass cost (dse.devices.gpu.forward,
-dse.devices.fpga's token bounds): weights read once per pass, KV bytes and FLOPs per
-sequence, and in the power's busy fraction; the time primitives already take `batch`."""
+MAX_BATCH = 65_536
+"""Sequences one forward pass may serve: far above any serving stack's cap (vLLM's
+max_num_seqs defaults to 256-1024) and any width design's samples (N <= 64 x beam), low enough
+that a batch's arrays stay small. Every calibration point and the paper measure batch 1; each
+kind's forward pass takes the batch (weights read once per pass, KV bytes and FLOPs per
+sequence, the busy fraction of the power), and batch 1 is the single-stream model exactly."""
 
 
 def check_batch(batch: int) -> None:
-    """Refuse a batch size the cost models do not cover yet (only 1)."""
+    """Refuse a batch that is not a whole number of sequences in 1..MAX_BATCH."""
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
-        raise ValueError(f"batch: {batch!r}; the cost models cover batch 1 only (serving at "
-                         "load is not modelled yet)")
+        raise ValueError(f"batch: {batch!r}; a whole number of sequences from 1 to "
+                         f"{MAX_BATCH}")
 
 
 class Placement(Protocol):
@@ -100,12 +101,13 @@ class Placement(Protocol):
 
     # ---- time (seconds)
     def decode_s(self, n: ArrayLike, ctx: ArrayLike, *, batch: int = 1) -> F64:
-        """Decode n tokens one at a time after ctx cached tokens, for `batch` sequences at
-        once (1 today: `check_batch`)."""
+        """Decode n tokens one at a time after ctx cached tokens, for each of `batch` sequences
+        at once (one pass per step serves them all: `check_batch`)."""
         ...
 
     def decode_token_s(self, ctx: ArrayLike, *, batch: int = 1) -> F64:
-        """Decode one token whose context holds ctx tokens."""
+        """One decode step: each of `batch` sequences, its context holding ctx tokens, gains
+        one token."""
         ...
 
     def prefill_s(self, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions: bool = False,
@@ -197,6 +199,12 @@ class Placement(Protocol):
         """Why weights + KV do not fit; empty when they do."""
         ...
 
+    def max_batch(self, ctx: int | None = None) -> int:
+        """Sequences whose KV caches at ctx tokens each (default context_tokens) fit beside
+        the weights in the usable memory (0: the weights alone do not fit; at most
+        MAX_BATCH)."""
+        ...
+
     def infeasibility(self) -> list[str]:
         """Every reason this placement cannot run (memory, context, build, resources); empty
         when it can."""
@@ -222,6 +230,10 @@ class _Sized(Protocol):
     def context_tokens(self) -> int: ...
     @property
     def tp(self) -> int: ...
+    @property
+    def usable_memory_bytes(self) -> float: ...
+    @property
+    def memory_needed_bytes(self) -> float: ...
 
 
 class ModelMemory:
@@ -242,3 +254,19 @@ class ModelMemory:
         total = (shape.total_params(self.model) * self.weight_bits / 8
                  + shape.kv_bytes_per_token(self.model, self.kv_bits) * self.context_tokens)
         return total / self.tp
+
+    def max_batch(self: _Sized, ctx: int | None = None) -> int:
+        """Sequences whose KV caches at ctx tokens each (default context_tokens) fit beside
+        the weights in the usable memory of each device: (usable - weights per device) / KV of
+        one sequence per device, whole sequences only, at most MAX_BATCH; 0 where the weights
+        alone do not fit."""
+        k = self.context_tokens if ctx is None else ctx
+        kv_one = shape.kv_bytes_per_token(self.model, self.kv_bits) * self.context_tokens
+        weights = self.memory_needed_bytes - kv_one / self.tp  # the kind's own weight terms
+        per_seq = shape.kv_bytes_per_token(self.model, self.kv_bits) * k / self.tp
+        room = self.usable_memory_bytes - weights
+        if room < 0:
+            return 0
+        if per_seq <= 0:
+            return MAX_BATCH
+        return int(min(MAX_BATCH, room // per_seq))
