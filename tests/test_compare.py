@@ -72,9 +72,14 @@ def test_text_table(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert text.startswith("2 designs on gsm8k")
     assert f"difference from #1 ({BASE})" in text
-    row = next(line for line in text.splitlines() if line.startswith("2  paper-config2-v80")
-               and " to " in line)
-    assert row.count("[") == len(METRICS) and "%)" in row
+    # the difference row: one interval per metric, in the parts the 100-column table splits
+    # into (each part repeats the row's number)
+    parts = [line for line in text.splitlines() if line.startswith("2  ") and " to " in line]
+    assert sum(p.count("[") for p in parts) == len(METRICS) and "%)" in parts[0]
+    assert main(["compare", BASE, "paper-config2-v80", "--scenario", "gsm8k", "--wide"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("2  paper-config2-v80") and " to " in line)
+    assert row.count("[") == len(METRICS) and "%)" in row  # --wide: one line
 
 
 def test_design_files_and_their_workload(tmp_path: Path,

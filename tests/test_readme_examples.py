@@ -5,7 +5,8 @@ that starts with `$ dse ...` is run (in-process, through dse.cli.main) and its o
 with the block's text, exactly for the commands whose output is deterministic (roofline,
 evaluate, simulate with a seed, export); a search's example (a sweep, a seeded study) is
 checked for its result lines (its timing varies; a study runs in a fresh directory, which the
-page calls /tmp/ex). Regenerate a block by running its command and pasting the output."""
+page calls /tmp/ex). Every example is the 100-column text (COLUMNS unset; docs/cli.md, Output
+width). Regenerate a block by running its command and pasting the output."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def test_readme_has_examples() -> None:
 def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     argv = shlex.split(cmd)[1:]
+    monkeypatch.delenv("COLUMNS", raising=False)  # the pages show the default 100 columns
     if argv[0] == "optimize":  # a fresh study in a fresh directory, named as the page names it
         monkeypatch.chdir(tmp_path)
         expected = expected.replace(STUDY_DIR, str(tmp_path))

@@ -7,12 +7,15 @@ import argparse
 from typing import Any
 
 from dse.cli.common import (
+    add_wide,
     clip_words,
     offload_fraction_type,
     positive_float,
     table,
+    text_width,
     whole_number,
 )
+from dse.cli.layout import wrap
 from dse.devices.shape import KV_PRECISIONS
 from dse.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.specs import Catalog, spec_fields
@@ -37,6 +40,7 @@ def catalog_kinds() -> dict[str, tuple[str, ...]]:
 def catalog_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=[*CATALOG_GROUPS, "scenarios"],
                    help="which part of the catalog to list")
+    add_wide(p)
 
 
 def run_catalog(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -51,9 +55,10 @@ def run_catalog(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         if not specs:
             continue
         text.append(f"{kind} ({len(specs)})")
-        text.append(table(["name", "description"], [[s.name, s.description] for s in specs]))
+        text.append(table(["name", "description"], [[s.name, s.description] for s in specs],
+                          width=text_width(a)))
         text.append("")
-    return payload, "\n".join(text).rstrip() or "(empty)"
+    return payload, wrap("\n".join(text).rstrip() or "(empty)", text_width(a))
 
 
 # ------------------------------------------------------------------------------ roofline
@@ -87,6 +92,7 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
                    "on a board without HBM (default: all of the board's)")
     p.add_argument("--tp", type=whole_number(1, MAX_TP),
                    help="GPU tensor-parallel degree (default: the smallest that fits)")
+    add_wide(p)
 
 
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -112,7 +118,7 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     lines = [
         f"{r['model']} on {r['device']} ({r['precision']}, {r['serving']}, tp={r['tp']}{build}), "
         f"context {a.context}",
-        table(["phase", "time", "rate", "bound"], rows),
+        table(["phase", "time", "rate", "bound"], rows, width=text_width(a)),
         "",
         f"weights {r['weights_bytes'] / 1e9:.3f} GB"
         + (f" ({r['offload_fraction']:g} of the streamed weights in host memory)"
@@ -128,4 +134,4 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     ]
     if r["infeasible"]:
         lines.append("infeasible: " + "; ".join(r["infeasible"]))
-    return r, "\n".join(lines)
+    return r, wrap("\n".join(lines), text_width(a))

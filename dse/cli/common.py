@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dse.cli.layout import DEFAULT_WIDTH, output_width, table_text
 from dse.errors import Terminated, UsageError
 from dse.limits import MAX_INT
 from dse.specs import Catalog
@@ -46,8 +48,11 @@ class Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain text table; floats in 4 significant digits."""
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
+          keys: int = 1) -> str:
+    """A plain text table; floats in 4 significant digits. width None: one line per row (the
+    --wide layout); otherwise it fits `width`, split into parts that repeat the first `keys`
+    columns (dse.cli.layout.table_text)."""
 
     def fmt(v: Any) -> str:
         if isinstance(v, float | np.floating):
@@ -56,13 +61,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             return "-"
         return str(v)
 
-    cells = [[fmt(v) for v in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
-              for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(lines)
+    return table_text(headers, [[fmt(v) for v in r] for r in rows], width=width, keys=keys)
+
+
+def add_wide(p: argparse.ArgumentParser) -> None:
+    """--wide, on every command that prints a table or prose."""
+    p.add_argument("--wide", action="store_true",
+                   help="one line per table row and per sentence, however wide (default: the "
+                   f"text fits $COLUMNS, else {DEFAULT_WIDTH} columns; a table too wide is "
+                   "split into parts that repeat its first column)")
+
+
+def text_width(a: argparse.Namespace) -> int | None:
+    """The width a command's text fits: None with --wide or on a command without it
+    (reproduce), else $COLUMNS or 100 (dse.cli.layout.output_width)."""
+    return output_width(getattr(a, "wide", True), os.environ)
 
 
 def with_interval(value: Any, interval: Sequence[float] | None) -> Any:

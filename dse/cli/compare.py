@@ -15,7 +15,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from dse.cli.common import Once, read_workload, table, with_interval
+from dse.cli.common import Once, add_wide, read_workload, table, text_width, with_interval
+from dse.cli.layout import wrap
 from dse.errors import DseError, FlagValueError, UsageError
 from dse.limits import MAX_COMPARE_DESIGNS
 from dse.specs import Catalog
@@ -88,6 +89,7 @@ def compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", action=Once, help="rsd, brsd, brsd_stepahead or heteroreason "
                    "for every design without schedule=NAME (default: a design file's, else "
                    "heteroreason)")
+    add_wide(p)
 
 
 def _resolve(cat: Catalog, a: argparse.Namespace, arg: DesignArg) -> tuple[Any, Any]:
@@ -169,14 +171,15 @@ def run_compare(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
              for arg, diff in zip(args[1:], diffs, strict=True)]
     notes = [f"note (#{arg.number}): {c}" for arg, (_, r) in zip(args, pairs, strict=True)
              for c in closed_form_caveats(r)]
+    width = text_width(a)
     text = (f"{len(args)} designs on {w.name} (closed form, per problem; [low-high]: 90% "
             "intervals)\n"
             + table(["#", "design", "schedule", *(label for _, label, _ in METRICS),
-                     "p_accept"], rows)
+                     "p_accept"], rows, width=width)
             + f"\n\ndifference from #1 ({args[0].label}): value [joint 90% interval of the "
             "difference] (relative); undecided: 0 inside the interval\n"
             + table(["#", "design", *(unit if unit.endswith("pts") else label
-                                      for _, label, unit in METRICS)], drows)
+                                      for _, label, unit in METRICS)], drows, width=width)
             + "".join(f"\n{n}" for n in notes))
     return {"workload": w.name, "baseline": args[0].label, "designs": designs,
-            "differences": differences}, text
+            "differences": differences}, wrap(text, width)

@@ -10,15 +10,18 @@ from typing import Any
 
 from dse.cli.common import (
     Once,
+    add_wide,
     nonneg_int,
     provenance_text,
     read_workload,
     refuse_overwriting_inputs,
     table,
+    text_width,
     whole_number,
     with_interval,
     write_file_set,
 )
+from dse.cli.layout import wrap
 from dse.design import build_design
 from dse.errors import UsageError
 from dse.limits import MAX_PROBLEMS
@@ -38,6 +41,7 @@ def _design_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob, e.g. accept_threshold=0.8, fpga.clock_mhz=250, "
                    "backtracking=false; repeatable")
+    add_wide(p)
 
 
 def _source(a: argparse.Namespace, cat: Catalog) -> Any:
@@ -124,10 +128,11 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             for r in reports.values()]
     head = [label for label, _ in columns]
     text = (f"{first['system']} on {first['workload']} (closed form, per problem; "
-            "[low-high]: 90% intervals)\n" + table(head, rows) + _versus_text(vs)
+            "[low-high]: 90% intervals)\n" + table(head, rows, width=text_width(a))
+            + _versus_text(vs)
             + "".join(f"\n{c}" for c in caveats) + "\n" + provenance_text(first))
     return {"system": first["system"], "workload": first["workload"],
-            "schedules": reports, "vs_target_alone": vs}, text
+            "schedules": reports, "vs_target_alone": vs}, wrap(text, text_width(a))
 
 
 MARGINS = (("latency_s_per_problem", "s/problem"), ("j_per_token", "J/token"),
@@ -225,6 +230,7 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated "
             "([low-high]: 90% intervals of the mean, the closed form's relative width)\n"
             + table(["schedule", "mean latency s", "p50 s", "p95 s", "goodput tok/s",
-                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows)
+                     "J/token", "accuracy %", "backtracks", "stall ratio"], rows,
+                    width=text_width(a))
             + "\n" + provenance_text(r))
-    return r, text
+    return r, wrap(text, text_width(a))

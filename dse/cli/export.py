@@ -6,7 +6,16 @@ import argparse
 import json
 from typing import Any
 
-from dse.cli.common import Once, nonneg_int, quiet_optuna, read_workload, refuse_overwriting_inputs
+from dse.cli.common import (
+    Once,
+    add_wide,
+    nonneg_int,
+    quiet_optuna,
+    read_workload,
+    refuse_overwriting_inputs,
+    text_width,
+)
+from dse.cli.layout import wrap
 from dse.errors import DseError, UsageError
 from dse.outputs import check_output_dir
 from dse.specs import Catalog
@@ -37,6 +46,7 @@ def export_args(p: argparse.ArgumentParser) -> None:
                    help="bundle directory to write")
     p.add_argument("--force", action="store_true",
                    help="replace DIR if it holds a previous bundle")
+    add_wide(p)
 
 
 def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
@@ -80,10 +90,13 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     files = render_bundle(cat, design, read_workload(cat, wl_name))
     out = write_bundle(files, a.out, a.force)
     manifest = json.loads(files["manifest.json"])
-    lines = [f"wrote {len(files)} files to {out} ({design.name}, schedule "
-             f"{design.schedule.name}, workload {manifest['workload']})"]
+    # the path whole on a line of its own (never wrapped); the lines after it fit the width
+    head = f"wrote {len(files)} files to {out}"
+    lines = [f"({design.name}, schedule {design.schedule.name}, workload "
+             f"{manifest['workload']}):"]
     lines += [f"  {p}" for p in sorted(files)]
     for d, why in manifest["projection_only_reasons"].items():
         lines.append(f"projection only: {d}: {why}")
     lines += [f"note: {n}" for n in manifest["notes"]]
-    return {"out": str(out), "files": sorted(files), "manifest": manifest}, "\n".join(lines)
+    return ({"out": str(out), "files": sorted(files), "manifest": manifest},
+            head + "\n" + wrap("\n".join(lines), text_width(a)))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.cli.common import (
+    add_wide,
     confidence_type,
     nonneg_int,
     positive_float,
@@ -18,8 +19,10 @@ from dse.cli.common import (
     quiet_optuna,
     refuse_overwriting_inputs,
     table,
+    text_width,
     with_interval,
 )
+from dse.cli.layout import wrap, wrap_line
 from dse.errors import InfeasibleError, UsageError
 from dse.search.objectives import CONSTRAINT_TABLE, OBJECTIVES, Constraint, check_objectives
 from dse.specs import Catalog
@@ -61,6 +64,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measured-only", action="store_true",
                    help="only hardware whose every device has a published measurement (no "
                    "projection-only board)")
+    add_wide(p)
 
 
 SEARCH_FILES = ("best.toml", "pareto.csv", "pareto.html")  # what --out receives
@@ -81,13 +85,48 @@ def _search_setup(a: argparse.Namespace, cat: Catalog, *, names: tuple[str, ...]
     return space, objectives, Constraints(**{k: getattr(a, k) for k in CONSTRAINT_TABLE})
 
 
-def _best_table(objectives: list[str], best: list[Any]) -> str:
+def design_roles(system: Any) -> str:
+    """A design's models and devices in a few words: the draft's and the target's (the device
+    named once when both are the same kind; xN for a target split over N GPUs), e.g.
+    `qwen2.5-0.5b-instruct @ u280 -> qwen2.5-math-7b-instruct @ rtx-3090`; the target alone:
+    `qwen2.5-math-1.5b-instruct @ a100-80gb-pcie`. Candidate.label has the whole design."""
+    tp = f" x{system.target_tp}" if system.target_tp > 1 else ""
+    target = f"{system.target_model} @ {system.target_device}{tp}"
+    if system.workflow_name == "target-only" or system.draft_model is None:
+        return target
+    if system.draft_device == system.target_device and not tp:
+        return f"{system.draft_model} -> {target}"
+    return f"{system.draft_model} @ {system.draft_device} -> {target}"
+
+
+def full_designs(entries: list[tuple[str, str]], width: int) -> str:
+    """The designs a table names shortly, in full: one entry a line (`#1 draft ... | prm ...`),
+    each wrapped to `width` (under its text after a short key like `#1`)."""
+    lines = ["the designs in full (--wide puts them in the table):"]
+    for key, label in entries:
+        lines += wrap_line(f"{key} {label}", width, hang=len(key) + 1 if len(key) < 5 else 2)
+    return "\n".join(lines)
+
+
+def _best_table(cat: Catalog, objectives: list[str], best: list[Any], width: int | None
+                ) -> str:
+    """The shown designs with their metrics; within a width, each design in a few words (its
+    family, draft and target), then in full under the table."""
+    from dse.search.optuna_study import trial_family
+
     metrics = list(dict.fromkeys([OBJECTIVES[o] for o in objectives]
                                  + ["j_per_token", "latency_s_per_problem", "accuracy"]))
+    shown = best[:20]
     rows = [[i + 1, *(with_interval(c.metrics.get(m), c.intervals.get(m)) for m in metrics),
-             c.label] for i, c in enumerate(best[:20])]
+             c.label if width is None else
+             f"{trial_family(cat, c)}: {design_roles(c.design.system)}"]
+            for i, c in enumerate(shown)]
     more = f"\n({len(best) - 20} more on the front)" if len(best) > 20 else ""
-    return table(["#", *metrics, "design"], rows) + more
+    text = table(["#", *metrics, "design"], rows, width=width) + more
+    if width is not None:
+        text += "\n" + full_designs([(f"#{i + 1}", c.label) for i, c in enumerate(shown)],
+                                    width)
+    return text
 
 
 def _ties_text(ties: list[Any]) -> str:
@@ -121,9 +160,10 @@ FAMILY_LABELS = {"j_per_token": "J/token", "latency_s_per_problem": "s/problem",
                  "accuracy": "accuracy pts"}
 
 
-def _families_text(objectives: list[str], fams: list[Any]) -> str:
+def _families_text(objectives: list[str], fams: list[Any], width: int | None) -> str:
     """Each family's best beside the winner (accurate closed form), its margin against it with
-    the joint 90% interval of the difference, and a line when the target alone wins."""
+    the joint 90% interval of the difference, and a line when the target alone wins; within a
+    width, each design in a few words, then in full under the table."""
     from dse.search.families import no_speculation_wins
     from dse.search.objectives import direction
 
@@ -153,7 +193,8 @@ def _families_text(objectives: list[str], fams: list[Any]) -> str:
         pa = cf.get("p_accept")
         rows.append([f.family, val("j_per_token"), val("latency_s_per_problem"),
                      val("accuracy"), "-" if pa is None else f"{pa:.3g}",
-                     "-" if pa is None else f"{1 - pa:.0%}", margin, c.label])
+                     "-" if pa is None else f"{1 - pa:.0%}", margin,
+                     c.label if width is None else design_roles(c.design.system)])
         if f.evidence:
             proj = [e for e in f.evidence if "projection" in e]
             extra = [e.split(":")[0] for e in f.evidence if e.endswith(": extrapolated")]
@@ -162,11 +203,19 @@ def _families_text(objectives: list[str], fams: list[Any]) -> str:
     out = ("\nbest of each family (accurate closed form, [low-high]: 90% intervals; margin: "
            "family - #1 on " + objectives[0] + ", [joint 90% interval of the difference])\n"
            + table(["family", "J/token", "latency s", "accuracy %", "p_accept",
-                    "target steps", "margin vs #1", "design"], rows))
+                    "target steps", "margin vs #1", "design"], rows, width=width))
+    if width is not None:
+        out += "\n" + full_designs([(f"{f.family}:", f.candidate.label) for f in fams
+                                    if f.candidate is not None], width)
     if no_speculation_wins(fams, obj, direction(objectives[0])):
         out += ("\nNo speculative design beats the best target-only design (the target model "
                 f"alone) on {objectives[0]} in this space.")
     return out + "".join(f"\n{n}" for n in notes)
+
+
+def _wrote_text(files: list[str]) -> str:
+    """The files written, a path a line, whole (never wrapped)."""
+    return f"\nwrote {len(files)} files:" + "".join(f"\n  {f}" for f in files) if files else ""
 
 
 def _constraint_text(cons: dict[str, float]) -> str:
@@ -225,11 +274,10 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload["by_family"] = [f.to_dict() for f in r.by_family]
     payload["measured_only"] = r.measured_only
     payload["ties"] = [t.to_dict() for t in r.ties]
-    text = (head + "\n" + _best_table(objectives, r.pareto) + _ties_text(r.ties) + SHOWN_NOTE
-            + _families_text(objectives, r.by_family))
-    if files:
-        text += "\nwrote " + ", ".join(files)
-    return payload, text
+    width = text_width(a)
+    text = (head + "\n" + _best_table(cat, objectives, r.pareto, width) + _ties_text(r.ties)
+            + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
+    return payload, wrap(text, width) + _wrote_text(files)
 
 
 MEMORY_STORAGE = "memory"  # --storage memory: Optuna's in-memory storage
@@ -301,16 +349,16 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload["by_family"] = [f.to_dict() for f in r.by_family]
     payload["measured_only"] = r.measured_only
     payload["ties"] = [t.to_dict() for t in r.ties]
-    text = (head + "\n" + _best_table(objectives, r.best) + _ties_text(r.ties) + SHOWN_NOTE
-            + _families_text(objectives, r.by_family))
-    if files:
-        text += "\nwrote " + ", ".join(files)
-    return payload, text
+    width = text_width(a)
+    text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
+            + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
+    return payload, wrap(text, width) + _wrote_text(files)
 
 
 def studies_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage", metavar="URL",
                    help="Optuna storage URL (default sqlite:///dse-studies.db)")
+    add_wide(p)
 
 
 def run_studies(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -323,5 +371,5 @@ def run_studies(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
              ", ".join(f"{v:.4g}" for v in s["best_values"]) if s["best_values"] else "-",
              s["space"], s["created"]] for s in studies]
     text = (table(["study", "completed", "trials", "objectives", "best", "space", "created"],
-                  rows) if studies else f"no studies in {url}")
-    return {"storage": url, "studies": studies}, text
+                  rows, width=text_width(a)) if studies else f"no studies in {url}")
+    return {"storage": url, "studies": studies}, wrap(text, text_width(a))

@@ -1,0 +1,161 @@
+"""How the command's text fits a width: the width itself (100 columns, or $COLUMNS), tables
+split into parts that fit (each part repeating the row's first column), cells and prose wrapped
+with a hanging indent. Pure functions over strings; the width is an argument, None meaning no
+limit (the `--wide` layout: one line per row, as wide as it comes).
+
+A line is never cut inside a `[low-high]` interval, nor between a value and the interval that
+follows it; prose never breaks a word (a path longer than the width keeps its own line)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+
+DEFAULT_WIDTH = 100  # columns when $COLUMNS is unset or invalid (STYLE.md: tables fit 100)
+MIN_WIDTH = 40  # a $COLUMNS below this is ignored: no table of the CLI is readable narrower
+GAP = "  "  # between two columns
+MIN_CELL = 12  # the narrowest a wrapped column gets (below it the repeated columns go)
+
+
+def output_width(wide: bool, environ: Mapping[str, str]) -> int | None:
+    """The width the text fits: None with --wide (no limit); else int($COLUMNS) when it is a
+    whole number >= MIN_WIDTH, else DEFAULT_WIDTH. Not the terminal's actual size: the same
+    command prints the same text in a pipe, a test and a terminal."""
+    if wide:
+        return None
+    text = environ.get("COLUMNS", "").strip()
+    if text.isdigit() and len(text) < 7 and int(text) >= MIN_WIDTH:
+        return int(text)
+    return DEFAULT_WIDTH
+
+
+_SPACES = re.compile(r"(\s+)")
+_NUMBER = re.compile(r"^[-+]?\d[\d.,eE+-]*%?,?$")
+UNIT_WORDS = 2  # words of a unit between a number and its interval ("accuracy pts")
+
+
+def _glued(words: Sequence[str]) -> list[bool]:
+    """For each word, whether no line may break before it: a "[" opening an interval and the
+    unit words between it and the number it qualifies; "@" and the word after it."""
+    # a "[" opening an interval, and "model @ device" kept whole
+    out = [w.startswith("[") or w == "@" or (i > 0 and words[i - 1] == "@")
+           for i, w in enumerate(words)]
+    for k in (k for k, w in enumerate(words) if w.startswith("[")):
+        for n in range(k - 1, max(k - 2 - UNIT_WORDS, -1), -1):
+            if _NUMBER.match(words[n]):
+                for j in range(n + 1, k):
+                    out[j] = True
+                break
+    return out
+
+
+def chunks(text: str) -> list[str]:
+    """`text` as words and the spaces between them, where a line may break at a space except
+    inside [...], before a "[", between a number, its unit and the interval after them (so
+    that "-15.4 accuracy pts [-19.9 to -11.0]" stays whole), and around "@" ("qwen2.5-7b @
+    rtx-3090"). E.g.
+    chunks("a 1 s [0-2] b") == ["a", " ", "1 s [0-2]", " ", "b"]."""
+    parts = _SPACES.split(text)
+    words, spaces = parts[0::2], parts[1::2]
+    glued = _glued(words)
+    out = [words[0]]
+    depth = words[0].count("[") - words[0].count("]")
+    for i, (space, word) in enumerate(zip(spaces, words[1:], strict=True), 1):
+        if depth > 0 or glued[i]:
+            out[-1] += space + word
+        else:
+            out += [space, word]
+        depth = max(depth + word.count("[") - word.count("]"), 0)
+    return [c for c in out if c]
+
+
+class _Wrapper(textwrap.TextWrapper):
+    def _split(self, text: str) -> list[str]:
+        return chunks(text)
+
+
+def wrap_line(line: str, width: int | None, *, hang: int = 2,
+              break_words: bool = False) -> list[str]:
+    """One line as lines of at most `width` characters (None: the line unchanged); the
+    continuation lines indented `hang` more than the line's own indent. E.g.
+    wrap_line("ab cd [1 - 2]", 9, hang=1) == ["ab", " cd [1 - 2]"] (the interval and the value
+    before it stay on one line, here longer than 9)."""
+    if width is None or len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    lead = " " * (len(line) - len(body))
+    w = _Wrapper(width, initial_indent=lead, subsequent_indent=lead + " " * hang,
+                 break_long_words=break_words, break_on_hyphens=False)
+    return w.wrap(body) or [line]
+
+
+def wrap(text: str, width: int | None, *, hang: int = 2) -> str:
+    """Each line of `text` wrapped to `width` with a hanging indent (None: unchanged)."""
+    if width is None:
+        return text
+    return "\n".join(out for line in text.split("\n") for out in wrap_line(line, width,
+                                                                          hang=hang))
+
+
+def _line_width(widths: Sequence[int]) -> int:
+    return sum(widths) + len(GAP) * (len(widths) - 1)
+
+
+def _parts(widths: Sequence[int], keys: int, width: int) -> list[list[int]]:
+    """The columns after the first `keys`, in order, grouped so that each group beside the key
+    columns fits `width` (a group of one column may not: its cells wrap)."""
+    kw = list(widths[:keys])
+    parts: list[list[int]] = [[]]
+    for i in range(keys, len(widths)):
+        cur = parts[-1]
+        if cur and _line_width([*kw, *(widths[j] for j in cur), widths[i]]) > width:
+            parts.append([])
+        parts[-1].append(i)
+    return parts
+
+
+def _cell(text: str, limit: int | None) -> list[str]:
+    if limit is None or len(text) <= limit:
+        return [text]
+    return wrap_line(text, limit, hang=2 if limit >= 2 * MIN_CELL else 0, break_words=True)
+
+
+def _block(headers: Sequence[str], rows: Sequence[Sequence[str]],
+           limits: Sequence[int | None]) -> list[str]:
+    """One table: a header, a rule and the rows, each column at most its limit (None: as wide
+    as its widest cell), a cell wider than its limit wrapped onto more lines."""
+    grid = [[_cell(c, lim) for c, lim in zip(r, limits, strict=True)] for r in [headers, *rows]]
+    widths = [max(len(s) for r in grid for s in r[i]) for i in range(len(headers))]
+    out = []
+    for k, r in enumerate(grid):
+        for j in range(max(len(c) for c in r)):
+            out.append(GAP.join((c[j] if j < len(c) else "").ljust(w)
+                                for c, w in zip(r, widths, strict=True)))
+        if k == 0:
+            out.append(GAP.join("-" * w for w in widths))
+    return out
+
+
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+               width: int | None = None, keys: int = 1) -> str:
+    """A text table of formatted cells. width None: one line per row, however wide. Otherwise
+    a table wider than `width` becomes parts, one under the other, each repeating the first
+    `keys` columns (the row's name) beside as many of the next columns as fit; a column too
+    wide even alone has its cells wrapped. Every cell is kept; lines carry no trailing blanks."""
+    if width is None:
+        return "\n".join(_block(headers, rows, [None] * len(headers)))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    keys = min(keys, len(headers) - 1)
+    if keys and _line_width(widths[:keys]) + len(GAP) + MIN_CELL > width:
+        keys = 0  # the name columns leave no room: the parts do not repeat them
+    blocks = []
+    for part in _parts(widths, keys, width):
+        cols = [*range(keys), *part]
+        room = width - (_line_width(widths[:keys]) + len(GAP) if keys else 0)
+        limits = [None] * keys + [None if _line_width([*widths[:keys], *(
+            widths[j] for j in part)]) <= width else room] * len(part)
+        blocks.append("\n".join(ln.rstrip() for ln in _block(
+            [headers[i] for i in cols], [[r[i] for i in cols] for r in rows], limits)))
+    return "\n\n".join(blocks)
