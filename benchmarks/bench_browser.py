@@ -4,7 +4,7 @@ driven by headless Chromium through Selenium (as tests/test_browser.py).
 Times are taken inside the page, on the browser's own clock (`performance.now()`), so the
 WebDriver's round trips do not count: an event listener records the user's action (the key
 press that moves the accept threshold's slider one step, the click on a toggle or on a
-dropdown option) and a MutationObserver records when the "Latency per problem" metric shows
+dropdown option) and a MutationObserver records when the "Latency (s/problem)" metric shows
 its new value ("latency"), when any metric last changed ("every metric": the baselines'
 speed-ups and energy gains, the intervals under the headline) and when the page last changed
 before a second of quiet ("settled": the charts). A fresh session is timed from the
@@ -37,7 +37,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-LATENCY = "Latency per problem"
+LATENCY = "Latency (s/problem)"
 TIMEOUT_S = 60
 QUIET_MS = 1000  # the page has settled after this long without a change
 

@@ -41,15 +41,17 @@ ss["wi_report"] = rep.to_dict()
 st.caption(views.design_label(design.system, design.schedule) + f" | {state.workload}")
 for note in closed_form_caveats(rep):
     st.warning(f"Closed form: {note} (the Timeline tab replays one problem).")
-HEADLINE_METRICS = (("latency_s_per_problem", "Latency per problem", "s", ".3f"),
-                    ("goodput_tokens_per_s", "Goodput", "tok/s", ".1f"),
-                    ("j_per_token", "Energy per token", "J/token", ".3f"),
-                    ("accuracy", "Accuracy", "%", ".1f"))
+# the unit in the label, the value a bare number: a metric in one of five columns cuts what
+# does not fit ("4.000 J/to..." where the unit followed the value)
+HEADLINE_METRICS = (("latency_s_per_problem", "Latency (s/problem)", "s", ".3f"),
+                    ("goodput_tokens_per_s", "Goodput (tok/s)", "tok/s", ".1f"),
+                    ("j_per_token", "Energy (J/token)", "J/token", ".3f"),
+                    ("accuracy", "Accuracy (%)", "%", ".1f"))
 c = st.columns(5)
 interval_slots = {}
-for col, (m, label, unit, fmt) in zip(c, HEADLINE_METRICS, strict=False):
+for col, (m, label, _unit, fmt) in zip(c, HEADLINE_METRICS, strict=False):
     v = getattr(rep, m)
-    col.metric(label, "n/a" if v is None else f"{v:{fmt}} {unit}",
+    col.metric(label, "n/a" if v is None else f"{v:{fmt}}",
                help=common.tip(m) + " Closed form (dse evaluate); the line below is its 90% "
                "interval.")
     interval_slots[m] = col.empty()

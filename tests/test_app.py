@@ -50,8 +50,13 @@ def expected(cat, system: str, workload: str, schedule: str, **over):
 def test_whatif_default_shows_the_closed_form(cat):
     at = ok(run_app())
     rep = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, views.DEFAULT_SCHEDULE)
-    assert metric(at, "Latency per problem") == f"{rep.latency_s_per_problem:.3f} s"
-    assert metric(at, "Energy per token") == f"{rep.j_per_token:.3f} J/token"
+    assert metric(at, "Latency (s/problem)") == f"{rep.latency_s_per_problem:.3f}"
+    assert metric(at, "Energy (J/token)") == f"{rep.j_per_token:.3f}"
+    # each headline metric carries its unit whole in its label and a bare number as its value:
+    # a value with its unit after it was cut in a fifth of the page ("4.000 J/to...")
+    for label in ("Latency (s/problem)", "Goodput (tok/s)", "Energy (J/token)", "Accuracy (%)"):
+        assert float(metric(at, label)) >= 0 and len(label) <= 20
+    assert all(len(m.value) <= 8 for m in at.metric), [(m.label, m.value) for m in at.metric]
     # the baselines are the paper's GPU systems: the FPGA draft moves to the PRM's GPU
     brsd = expected(cat, "paper-config1-3090", views.DEFAULT_WORKLOAD, "brsd")
     assert metric(at, "Speed-up vs brsd") == (
@@ -262,7 +267,7 @@ def test_preset_switch_between_fpga_and_gpu_drafts_shows_the_presets_numbers(cat
         at.selectbox(key="wi_system").set_value(system)
         ok(at.run())
         want = expected(cat, system, views.DEFAULT_WORKLOAD, "heteroreason")
-        assert metric(at, "Latency per problem") == f"{want.latency_s_per_problem:.3f} s"
+        assert metric(at, "Latency (s/problem)") == f"{want.latency_s_per_problem:.3f}"
         assert dict(at.query_params) == {"system": system, "workload": views.DEFAULT_WORKLOAD,
                                          "schedule": "heteroreason"}
 

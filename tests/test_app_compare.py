@@ -152,7 +152,7 @@ def test_compare_reference_unpin_and_open(cat):
     at.button(key="cp_open_0").click()
     ok(at.run())
     assert at.query_params["schedule"] == "brsd"
-    assert metric(at, "Latency per problem") == f"{rb.latency_s_per_problem:.3f} s"
+    assert metric(at, "Latency (s/problem)") == f"{rb.latency_s_per_problem:.3f}"
 
 
 def test_compare_empty_and_a_bad_pin():

@@ -35,7 +35,7 @@ def test_target_kv_fp8_is_dse_evaluates_and_reset_clears_it(cat, capsys):
     report); the URL carries the key; Reset to preset drops it and the default is back. The
     U280 draft's controls are disabled (an FPGA takes none of them)."""
     at = ok(run_app())
-    before = metric(at, "Energy per token")
+    before = metric(at, "Energy (J/token)")
     assert at.selectbox(key="wi_target_kv_precision").value == views.KV_DEFAULT
     assert dict(at.query_params) == DEFAULT  # the unchanged widgets make no override
     for k in ("wi_draft_kv_precision", "wi_draft_offload_fraction",
@@ -47,8 +47,8 @@ def test_target_kv_fp8_is_dse_evaluates_and_reset_clears_it(cat, capsys):
     at.selectbox(key="wi_target_kv_precision").set_value("fp8")
     ok(at.run())
     cli = cli_report(capsys, views.DEFAULT_SYSTEM, "target_kv_precision=fp8")
-    assert metric(at, "Energy per token") == f"{cli['j_per_token']:.3f} J/token" != before
-    assert metric(at, "Latency per problem") == f"{cli['latency_s_per_problem']:.3f} s"
+    assert metric(at, "Energy (J/token)") == f"{cli['j_per_token']:.3f}" != before
+    assert metric(at, "Latency (s/problem)") == f"{cli['latency_s_per_problem']:.3f}"
     assert at.session_state["wi_report"]["j_per_token"] == cli["j_per_token"]
     assert dict(at.query_params) == {**DEFAULT, "target_kv_precision": "fp8"}
     assert "(bf16, KV fp8)" in at.caption[0].value
@@ -56,7 +56,7 @@ def test_target_kv_fp8_is_dse_evaluates_and_reset_clears_it(cat, capsys):
     ok(at.button(key="wi_reset").click().run())
     assert dict(at.query_params) == DEFAULT
     assert at.selectbox(key="wi_target_kv_precision").value == views.KV_DEFAULT
-    assert metric(at, "Energy per token") == before
+    assert metric(at, "Energy (J/token)") == before
 
 
 def test_host_cpu_of_a_gpu_draft(cat, capsys):
@@ -77,7 +77,7 @@ def test_host_cpu_of_a_gpu_draft(cat, capsys):
     assert faster["latency_s_per_problem"] == cli["latency_s_per_problem"]
     assert faster["latency_s_per_problem"] < before["latency_s_per_problem"]
     assert at.query_params["draft_host_cpu_slowdown"] == "1.0"
-    assert metric(at, "Latency per problem") == f"{cli['latency_s_per_problem']:.3f} s"
+    assert metric(at, "Latency (s/problem)") == f"{cli['latency_s_per_problem']:.3f}"
     same_state(cat, at)
     # back to 0: the board's own host, no override
     at.number_input(key="wi_draft_host_cpu_slowdown").set_value(0.0)
@@ -96,8 +96,8 @@ def test_offload_of_a_gpu_draft(cat, capsys):
     at.number_input(key="wi_draft_offload_fraction").set_value(0.25)
     ok(at.run())
     cli = cli_report(capsys, "paper-config1-3090", "draft_offload_fraction=0.25")
-    assert metric(at, "Latency per problem") == f"{cli['latency_s_per_problem']:.3f} s"
-    assert metric(at, "Energy per token") == f"{cli['j_per_token']:.3f} J/token"
+    assert metric(at, "Latency (s/problem)") == f"{cli['latency_s_per_problem']:.3f}"
+    assert metric(at, "Energy (J/token)") == f"{cli['j_per_token']:.3f}"
     assert at.session_state["wi_report"]["latency_s_per_problem"] > before[
         "latency_s_per_problem"]  # the streamed weights cross PCIe every token
     assert at.query_params["draft_offload_fraction"] == "0.25"

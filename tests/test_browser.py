@@ -162,13 +162,13 @@ def expected(cat: object, url: str) -> object:
 
 
 def check_metrics(drv: object, rep: object) -> None:
-    wait_for_metric(drv, "Latency per problem", f"{rep.latency_s_per_problem:.3f} s")
+    wait_for_metric(drv, "Latency (s/problem)", f"{rep.latency_s_per_problem:.3f}")
     speedups = {"Speed-up vs rsd", "Speed-up vs brsd", "Speed-up vs brsd_stepahead"}
     WebDriverWait(drv, 60).until(lambda d: speedups <= set(metrics(d)))  # drawn after
     shown = metrics(drv)
-    assert shown["Energy per token"] == f"{rep.j_per_token:.3f} J/token"
+    assert shown["Energy (J/token)"] == f"{rep.j_per_token:.3f}"
     assert shown["Accept probability"] == f"{rep.p_accept:.3f}"
-    assert shown["Goodput"] == f"{rep.goodput_tokens_per_s:.1f} tok/s"
+    assert shown["Goodput (tok/s)"] == f"{rep.goodput_tokens_per_s:.1f}"
 
 
 def test_dashboard_in_a_browser(cat, server, browser):
@@ -199,7 +199,7 @@ def test_dashboard_in_a_browser(cat, server, browser):
     # ... and opens in What-if, whose URL then carries it
     button(drv, "Open in What-if").click()
     WebDriverWait(drv, 60).until(lambda d: "system=" in d.current_url
-                                 and "Latency per problem" in metrics(d))
+                                 and "Latency (s/problem)" in metrics(d))
     check_metrics(drv, expected(cat, drv.current_url))
     WebDriverWait(drv, 30).until(ec.presence_of_element_located(
         (By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]')))
@@ -344,8 +344,8 @@ def shows_one_state(cat: object, drv: object) -> bool:
     rep = expected(cat, url)
     shown = metrics(drv)
     return (header(drv) == f"{views.design_label(d.system, d.schedule)} | {st.workload}"
-            and shown.get("Latency per problem") == f"{rep.latency_s_per_problem:.3f} s"
-            and shown.get("Energy per token") == f"{rep.j_per_token:.3f} J/token"
+            and shown.get("Latency (s/problem)") == f"{rep.latency_s_per_problem:.3f}"
+            and shown.get("Energy (J/token)") == f"{rep.j_per_token:.3f}"
             and shown.get("Accept probability") == f"{rep.p_accept:.3f}")
 
 
