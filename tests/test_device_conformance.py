@@ -212,6 +212,22 @@ class TestDeviceConformance:
         assert eb <= e1 * (1 + REL)
         assert float(pl.power_w("decode", ctx, batch=b)) >= float(pl.power_w("idle"))
 
+    @settings(max_examples=8, deadline=None)
+    @given(ctx=st.integers(0, CONTEXT), n=tokens, b=st.integers(1, 256))
+    def test_an_iteration_is_its_parts_in_one_pass(self, pl: Placement, ctx: int, n: int,
+                                                   b: int) -> None:
+        """A serving iteration of decodes alone is a batched decode step, of a prefill chunk
+        alone a prefill; both together cost at least either and at most the two passes one
+        after another; its power lies between idle and the busiest."""
+        dec = float(pl.decode_token_s(ctx, batch=b))
+        pre = float(pl.prefill_s(n, ctx))
+        assert float(pl.iteration_s(b, ctx, 0)) == pytest.approx(dec, rel=1e-12)
+        assert float(pl.iteration_s(0, 0, n, ctx)) == pytest.approx(pre, rel=1e-12)
+        both = float(pl.iteration_s(b, ctx, n, ctx))
+        assert max(dec, pre) * (1 - REL) <= both <= (dec + pre) * (1 + REL)
+        p = float(pl.iteration_power_w(b, ctx, n, ctx))
+        assert math.isfinite(p) and p >= float(pl.power_w("idle")) * (1 - REL)
+
     def test_max_batch_is_what_fits(self, pl: Placement) -> None:
         """max_batch sequences' KV at the deployment's context fit beside the weights, one
         more does not (or the cap is reached); 1 always fits a placement that fits."""

@@ -5,7 +5,7 @@ Exit codes: 0 ok, 1 other error, 2 usage error / unknown name, 3 malformed spec 
 on stderr (a traceback only with --debug).
 
 One module per command group (catalog + roofline, evaluate + simulate, compare, reproduce, search:
-sweep / optimize / studies, export); each imports its heavy dependencies inside its run
+sweep / optimize / studies, export, serve); each imports its heavy dependencies inside its run
 function, so that `dse --help` and `dse catalog` load no engine, search, sympy or optuna.
 """
 
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from dse import __version__
-from dse.cli import catalog, compare, evaluate, export, reproduce, search
+from dse.cli import catalog, compare, evaluate, export, reproduce, search, serve
 from dse.cli.common import Command
 from dse.errors import DseError, Terminated, UsageError
 from dse.launch import EXIT_SIGINT, INTERRUPTED
@@ -54,6 +54,8 @@ COMMANDS: list[Command] = [
             search.studies_args, search.run_studies),
     Command("export", "write a design's build and serving files (FPGA, vLLM, host) as a "
             "bundle", export.export_args, export.run_export),
+    Command("serve", "one model serving many requests: throughput, latency percentiles, "
+            "goodput, energy and cost at a load", serve.serve_args, serve.run_serve),
 ]
 
 

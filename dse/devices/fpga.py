@@ -407,6 +407,27 @@ class FpgaPlacement(ModelMemory):
         check_batch(batch)
         return absorb_s(self.fpga_cost, n, ctx, batch=batch)
 
+    def iteration_s(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                    prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                    prefill_chunks: ArrayLike = 1) -> F64:
+        """One serving iteration: the decode pass of `decodes` sequences, then the prompt
+        chunks' passes, the chunks as one batch (a streaming decoder runs prompts and decode
+        steps as passes of their own; FlexLLM builds separate prefill and decode stages)."""
+        b = np.asarray(decodes, dtype=float)
+        m = np.maximum(np.asarray(prefill_chunks, dtype=float), 1.0)
+        dec = np.where(b > 0, decode_token_s(self.fpga_cost, decode_ctx,
+                                             batch=np.maximum(b, 1.0)), 0.0)
+        pre = prefill_s(self.fpga_cost, np.asarray(prefill_tokens, dtype=float) / m,
+                        prefill_ctx, batch=m)
+        return np.asarray(dec + pre)
+
+    def iteration_power_w(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                          prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                          prefill_chunks: ArrayLike = 1) -> F64:
+        """Decode power at the batch (a prefill pass draws decode power too)."""
+        b = np.maximum(np.asarray(decodes, dtype=float), 1.0)
+        return decode_power_w(self.fpga_cost, decode_ctx, batch=b)
+
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         """The decoder runs at achieved_efficiency of its bound; when more than half of the
         time lies above the bound it is 'overhead' (pipeline stalls, fill), like launch

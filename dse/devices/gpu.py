@@ -286,6 +286,31 @@ class ForwardTime:
         return np.array(["memory", "compute", "overhead"])[np.argmax(parts, axis=0)]
 
 
+def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longest: F64
+          ) -> ForwardTime:
+    """One forward pass from its totals: new tokens (the GEMMs' rows), KV tokens read (each
+    sequence's context and new tokens), query-key pairs of attention, LM-head positions, and
+    the longest sequence (which decides whether the captured graphs cover it). Every pass,
+    a single sequence's, a batch's or a serving iteration's, is priced here."""
+    kv_bytes = c.kv_bytes_per_token * kv_tokens
+    flops = (c.linear_flops_per_token * tokens + c.head_flops_per_position * heads
+             + c.attn_flops_per_pair * pairs)
+    copied = tokens >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
+    weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
+    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
+    comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
+    roof = np.maximum(mem, comp)
+    comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * tokens)
+    copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
+    gpu_side = roof + copy_s + c.layers * c.layer_gap_s + comm
+    eager = longest > c.graph_max_context_tokens  # beyond the captured graphs' context
+    cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
+    offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))
+    total = np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
+    return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
+                       np.asarray(gpu_side), np.asarray(total), offload)
+
+
 def forward(
     c: GpuCost, n_new: ArrayLike, ctx: ArrayLike, *, head_positions: ArrayLike = 1,
     batch: ArrayLike = 1,
@@ -295,27 +320,30 @@ def forward(
     n = np.asarray(n_new, dtype=float)
     k = np.asarray(ctx, dtype=float)
     b = np.asarray(batch, dtype=float)
-    kv_bytes = c.kv_bytes_per_token * (k + n) * b
-    flops = b * (
-        c.linear_flops_per_token * n
-        + c.head_flops_per_position * np.asarray(head_positions, dtype=float)
-        + c.attn_flops_per_pair * (n * k + n * (n + 1) / 2)
-    )
-    # dequantised to a 16-bit copy first: the GEMM's rows are every sequence's new tokens
-    copied = n * b >= c.prompt_copy_min_tokens
-    weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
-    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
-    comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
-    roof = np.maximum(mem, comp)
-    comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * n * b)
-    copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
-    gpu_side = roof + copy_s + c.layers * c.layer_gap_s + comm
-    eager = (k + n) > c.graph_max_context_tokens  # beyond the captured graphs' context
-    cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
-    offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))
-    total = np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
-    return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
-                       np.asarray(gpu_side), np.asarray(total), offload)
+    return _pass(c, n * b, b * (k + n), b * (n * k + n * (n + 1) / 2),
+                 b * np.asarray(head_positions, dtype=float), k + n)
+
+
+def iteration(c: GpuCost, decodes: ArrayLike, decode_ctx: ArrayLike, prefill_tokens: ArrayLike,
+              prefill_ctx: ArrayLike = 0, prefill_chunks: ArrayLike = 1) -> ForwardTime:
+    """One continuous-batching iteration as one forward pass (vLLM, Sarathi-Serve's chunked
+    prefill): `decodes` sequences each gain a token after decode_ctx cached tokens (their mean
+    context), and prefill_tokens prompt tokens, split evenly over prefill_chunks sequences
+    each after prefill_ctx cached tokens, run in the same pass (a chunk attends to its own
+    sequence only), plus the profile's per-call prefill cost where it holds a prompt. With no
+    prefill it is forward(c, 1, decode_ctx, batch=decodes); with no decodes and one chunk,
+    prefill_s(c, prefill_tokens, prefill_ctx)."""
+    b = np.asarray(decodes, dtype=float)
+    kd = np.asarray(decode_ctx, dtype=float)
+    n = np.asarray(prefill_tokens, dtype=float)
+    kp = np.asarray(prefill_ctx, dtype=float)
+    on = np.where(n > 0, 1.0, 0.0)
+    m = np.maximum(np.asarray(prefill_chunks, dtype=float), 1.0) * on
+    per = np.where(n > 0, n / np.maximum(m, 1.0), 0.0)  # tokens of each chunk
+    ft = _pass(c, b + n, b * (kd + 1) + m * kp + n,
+               b * (kd + 1) + m * (per * kp + per * (per + 1) / 2), b + m,
+               np.maximum(np.where(b > 0, kd + 1, 0.0), np.where(n > 0, kp + per, 0.0)))
+    return replace(ft, total_s=np.asarray(ft.total_s + on * c.prefill_overhead_s))
 
 
 def decode_token_s(c: GpuCost, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
@@ -427,6 +455,25 @@ class GpuPlacement(ModelMemory):
         """A GPU ingests streamed tokens in one prefill pass."""
         check_batch(batch)
         return self.prefill_s(n, ctx, batch=batch)
+
+    def iteration_s(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                    prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                    prefill_chunks: ArrayLike = 1) -> F64:
+        """One continuous-batching iteration: decodes and prompt chunks in one pass."""
+        return iteration(self.cost, decodes, decode_ctx, prefill_tokens, prefill_ctx,
+                         prefill_chunks).total_s
+
+    def iteration_power_w(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                          prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                          prefill_chunks: ArrayLike = 1) -> F64:
+        """Power over that iteration: the prefill state's share of the dynamic range where
+        the pass holds more prompt tokens than decodes, the decode state's otherwise, at the
+        pass's busy fraction."""
+        ft = iteration(self.cost, decodes, decode_ctx, prefill_tokens, prefill_ctx,
+                       prefill_chunks)
+        pre = np.asarray(prefill_tokens, dtype=float) > np.asarray(decodes, dtype=float)
+        return np.where(pre, gpu_power_w(self.cost, "prefill", ft.busy_fraction),
+                        gpu_power_w(self.cost, "decode", ft.busy_fraction))
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         ft = forward(self.cost, 1, ctx)

@@ -120,6 +120,22 @@ class Placement(Protocol):
         """Ingest n tokens another device wrote, as they stream in (shadow sync)."""
         ...
 
+    def iteration_s(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                    prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                    prefill_chunks: ArrayLike = 1) -> F64:
+        """One serving iteration (dse.serving): `decodes` sequences each gain a token after
+        decode_ctx cached tokens (their mean context), and prefill_tokens prompt tokens, split
+        evenly over prefill_chunks sequences each after prefill_ctx cached tokens, are
+        prefilled. With no prefill it is decode_token_s(decode_ctx, batch=decodes); with no
+        decodes and one chunk, prefill_s(prefill_tokens, prefill_ctx)."""
+        ...
+
+    def iteration_power_w(self, decodes: ArrayLike, decode_ctx: ArrayLike,
+                          prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
+                          prefill_chunks: ArrayLike = 1) -> F64:
+        """Power of the whole placement over that iteration."""
+        ...
+
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         """(roofline seconds of one decoded token at ctx, what bounds it)."""
         ...

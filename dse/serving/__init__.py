@@ -1,0 +1,220 @@
+"""Serving many requests at once: one model on R replicas of a device under a load.
+
+`serve(...)` answers what vLLM's benchmark_serving measures, with its result names
+(request_throughput, output_throughput, total_token_throughput, {mean,median,p90,p99}_{ttft,
+tpot,itl,e2el}_ms, request_goodput) plus mean_in_system (Little's law), j_per_token,
+avg_power_w and cost_usd_per_mtok, each with a 90% interval. Two evaluators: `simulator`
+(dse.serving.simulator: every request and iteration, percentiles) and `closed-form`
+(dse.serving.closed_form: the steady state, means only). R replicas split the load evenly
+(each gets rate / R, C / R clients, B / R of a batch); throughput, power and cost add up.
+
+The interval: the closed form at the ends of the placement's decode and prefill time factors
+(moved together) and its dynamic-power factor (dse.uncertainty.factors.placement_factors),
+applied to the evaluator's central figures as relative ends. The device factors rest on
+batch-1 evidence; batched iterations extrapolate the same physics (docs/model.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dse.devices.protocol import Placement
+from dse.serving.closed_form import (
+    Steady,
+    batch_cap,
+    capacity_rate,
+    closed_loop,
+    cohorts,
+    open_loop,
+    static_batch,
+)
+from dse.serving.engine import Engine
+from dse.serving.load import Caps, Load, Slo, vllm_caps
+from dse.serving.simulator import requests_for, simulate
+
+EVALUATORS = ("closed-form", "simulator")
+PERCENTILES = (("mean", None), ("median", 50), ("p90", 90), ("p99", 99))
+LATENCIES = ("ttft", "tpot", "itl", "e2el")
+SECONDS_PER_YEAR = 365.25 * 86400
+LIFETIME_YEARS = 3.0  # as the default space (scenarios/spaces/default.toml, with its source)
+USD_PER_KWH = 0.15  # likewise
+
+__all__ = ["EVALUATORS", "Caps", "Engine", "Load", "Slo", "serve", "vllm_caps"]
+
+
+def _share(load: Load, replicas: int) -> Load:
+    """One replica's share of the load (the requests rounded up)."""
+    if replicas == 1:
+        return load
+    per = math.ceil(load.requests / replicas)
+    if load.kind == "rate":
+        return replace(load, value=load.value / replicas, requests=per)
+    return replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per)
+
+
+def _steady(e: Engine, load: Load) -> tuple[Steady, float, float, float]:
+    """The replica's steady state, the mean queue wait before a request starts, the run's
+    duration from the first arrival to the last completion, and the capacity rate
+    (requests/s; nan where the load is not a rate)."""
+    n = requests_for(load)
+    if load.kind == "batch":
+        s = static_batch(e, load)
+        return s, 0.0, s.e2el_s, float("nan")
+    limit = capacity_rate(e, load) if load.kind == "rate" else float("nan")
+    if load.kind == "concurrency":
+        s = closed_loop(e, load)
+        return s, 0.0, n / s.request_rate, limit
+    rate = load.value
+    if math.isinf(rate):  # every request at once: the cohort recurrence of all of them
+        st = cohorts(e, load, n, n, resend=False)
+        return st, 0.0, n / st.request_rate, limit
+    below = None if rate > limit else open_loop(e, load, rate)
+    if below is not None:
+        return below, 0.0, (n - 1) / rate + below.e2el_s, limit
+    # past capacity the queue builds: the cohort recurrence with the arrivals spread evenly
+    st = replace(cohorts(e, load, 1, n, resend=False, rate=rate), saturated=True)
+    return st, 0.0, n / st.request_rate, limit
+
+
+def _closed_metrics(e: Engine, load: Load) -> dict[str, Any]:
+    s, wait, duration, limit = _steady(e, load)
+    n = requests_for(load)
+    ttft = s.ttft_s + wait
+    e2el = s.e2el_s + wait
+    o = load.output_tokens
+    # a request's own rate of tokens: (e2el - ttft) / (O - 1), as the simulator measures it
+    tpot = (s.e2el_s - s.ttft_s) / (o - 1) if o > 1 else 0.0
+    out: dict[str, Any] = {"completed": n, "request_throughput": n / duration,
+           "mean_ttft_ms": ttft * 1e3, "mean_tpot_ms": tpot * 1e3,
+           "mean_itl_ms": s.tpot_s * 1e3, "mean_e2el_ms": e2el * 1e3,
+           "mean_in_system": n * e2el / duration, "avg_power_w": s.power_w,
+           "saturated": s.saturated, "batch": s.batch,
+           "capacity_request_rate": limit}
+    for name in LATENCIES:
+        for tag, _ in PERCENTILES[1:]:
+            out[f"{tag}_{name}_ms"] = None  # the closed form gives means only
+    return out
+
+
+def _percentiles(prefix: str, values_s: np.ndarray) -> dict[str, float]:
+    v = values_s * 1e3
+    out = {f"mean_{prefix}_ms": float(v.mean()) if v.size else 0.0}
+    for tag, q in PERCENTILES[1:]:
+        out[f"{tag}_{prefix}_ms"] = float(np.percentile(v, q)) if v.size else 0.0
+    return out
+
+
+def _sim_metrics(e: Engine, load: Load) -> dict[str, Any]:
+    run = simulate(e, load)
+    ttft = run.first_token_s - run.arrival_s
+    e2el = run.finish_s - run.arrival_s
+    o = load.output_tokens
+    tpot = (e2el - ttft) / (o - 1) if o > 1 else np.zeros_like(e2el)
+    dur = run.duration_s
+    out: dict[str, Any] = {"completed": int(e2el.size), "request_throughput": e2el.size / dur,
+                           "mean_in_system": float(e2el.sum() / dur),
+                           "avg_power_w": run.energy_j / dur, "saturated": None,
+                           "batch": None, "capacity_request_rate": float("nan"),
+                           "preemptions": run.preemptions, "iterations": run.iterations}
+    for name, v in (("ttft", ttft), ("tpot", tpot), ("itl", run.itl_s), ("e2el", e2el)):
+        out |= _percentiles(name, v)
+    out["_per_request"] = (ttft, tpot, e2el)
+    return out
+
+
+def _finish(m: dict[str, Any], load: Load, replicas: int, capex_usd: float, slo: Slo,
+            lifetime_years: float, usd_per_kwh: float) -> dict[str, Any]:
+    """Scale one replica's figures to R replicas and derive the totals."""
+    i, o = load.input_tokens, load.output_tokens
+    rate = m["request_throughput"] * replicas
+    power = m["avg_power_w"] * replicas
+    out_tok = rate * o
+    usd_per_s = capex_usd * replicas / (lifetime_years * SECONDS_PER_YEAR) \
+        + power / 1000.0 * usd_per_kwh / 3600.0
+    res = {k: v for k, v in m.items() if not k.startswith("_")}
+    res |= {"request_throughput": rate, "output_throughput": out_tok,
+            "total_token_throughput": rate * (i + o), "avg_power_w": power,
+            "mean_in_system": m["mean_in_system"] * replicas,
+            "j_per_token": power / out_tok, "cost_usd_per_mtok": usd_per_s / out_tok * 1e6,
+            "completed": m["completed"] * replicas}
+    per = m.get("_per_request")
+    if slo.any and per is not None:
+        ttft, tpot, e2el = per
+        met = np.ones(ttft.size, dtype=bool)
+        for bound, v in ((slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2el_ms, e2el)):
+            if bound is not None:
+                met &= v * 1e3 <= bound
+        res["request_goodput"] = rate * float(met.mean())
+    elif slo.any:  # the closed form: every request at the means
+        ok = all(b is None or res[f"mean_{k}_ms"] <= b for k, b in
+                 (("ttft", slo.ttft_ms), ("tpot", slo.tpot_ms), ("e2el", slo.e2el_ms)))
+        res["request_goodput"] = rate if ok else 0.0
+    else:
+        res["request_goodput"] = None
+    return res
+
+
+INTERVAL_KEYS = ("request_throughput", "output_throughput", "total_token_throughput",
+                 "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms",
+                 "mean_in_system", "j_per_token", "avg_power_w", "cost_usd_per_mtok")
+
+
+def _ends(placement: Placement) -> list[tuple[float, float, float]]:
+    """(decode, prefill, power) multipliers at the interval's two ends."""
+    from dse.uncertainty.factors import placement_factors
+
+    time = {"decode": (1.0, 1.0), "prefill": (1.0, 1.0)}
+    power = (1.0, 1.0)
+    for f in placement_factors(placement):
+        if f.quantity == "time":
+            ops = ("decode", "prefill") if ":all:" in f.key else (f.key.split(":")[1],)
+            for op in ops:
+                time[op] = (f.low, f.high)
+        elif f.quantity == "power":
+            power = (f.low, f.high)
+    return [(time["decode"][0], time["prefill"][0], power[0]),
+            (time["decode"][1], time["prefill"][1], power[1])]
+
+
+def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replicas: int = 1,
+          evaluator: str = "closed-form", slo: Slo | None = None, capex_usd: float = 0.0,
+          lifetime_years: float = LIFETIME_YEARS, usd_per_kwh: float = USD_PER_KWH,
+          intervals: bool = True) -> dict[str, Any]:
+    """The load's figures on `replicas` replicas of the placement (module docstring)."""
+    if evaluator not in EVALUATORS:
+        raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
+    if replicas < 1:
+        raise ValueError("replicas must be at least 1")
+    caps = caps or vllm_caps(placement.memory_bytes, placement.device.name)
+    slo = slo or Slo()
+    share = _share(load, replicas)
+    e = Engine(placement, caps)
+    if batch_cap(e, share) < 1:
+        raise ValueError(f"a request of {load.input_tokens} + {load.output_tokens} tokens does "
+                         f"not fit {placement.model.name}'s KV cache on {placement.device.name}"
+                         f" ({e.kv_capacity_tokens} tokens beside the weights)")
+    metrics = (_closed_metrics if evaluator == "closed-form" else _sim_metrics)(e, share)
+    res = _finish(metrics, load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
+    res["kv_capacity_tokens"] = e.kv_capacity_tokens
+    res["max_num_seqs"], res["max_num_batched_tokens"] = caps.max_num_seqs, \
+        caps.max_num_batched_tokens
+    if not intervals:
+        return res
+    central = res if evaluator == "closed-form" else _finish(
+        _closed_metrics(e, share), load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
+    ends = [_finish(_closed_metrics(replace(e, decode_factor=d, prefill_factor=p,
+                                            power_factor=w), share), load, replicas,
+                    capex_usd, slo, lifetime_years, usd_per_kwh) for d, p, w in _ends(placement)]
+    iv: dict[str, list[float]] = {}
+    for k in INTERVAL_KEYS:
+        c = central[k]
+        if not (isinstance(c, float) and math.isfinite(c) and c != 0):
+            continue
+        rel = [x[k] / c for x in ends]
+        iv[k] = [res[k] * min(1.0, *rel), res[k] * max(1.0, *rel)]
+    res["intervals"] = iv
+    return res

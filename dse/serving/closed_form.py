@@ -1,0 +1,266 @@
+"""The steady-state closed form of one replica under a load (means; the simulator is the
+referee and the source of percentiles).
+
+Open loop at a rate lambda (requests/s), every request I prompt tokens and O output tokens:
+- a decode iteration of b running sequences takes tau = t(b, m) with m = lambda tau the prompts
+  that arrive during it and join the next one (t: the engine's iteration, prompts as chunks of
+  one pass; m < 1 is the share of iterations that carry a prompt);
+- the busy share u = 1 - exp(-lambda e2el): the chance at least one request is in the system
+  (its number is Poisson with mean lambda e2el, Little's law on an infinite-server queue, right
+  while the caps do not bind); b = max(1, lambda (O - 1) tau / u): the decoding sequences seen
+  by a busy iteration (Little's law on the decode phase);
+- TTFT = u x the mean remaining time of the iteration under way when the request arrives
+  (E[t^2] / 2 E[t] over iterations with and without a prompt) + the iteration that carries
+  its prompt; TPOT = ITL = tau; e2el = TTFT + (O - 1) tau. A fixed point in tau.
+Capacity: the largest rate whose fixed point holds with b within max_num_seqs and the KV cache
+(sequences of I + O / 2 tokens on average) and its prompts within max_num_batched_tokens. Above
+it (or offline, every request at once) the replica runs at that batch and throughput, and
+request i of N waits max(0, (i - b_cap) / lambda_max - i / lambda) before it starts: the knee.
+Every request at once (an infinite rate) is the static batch of all of them.
+A static batch of B (vLLM's benchmark_latency) is a deterministic recurrence over cohorts: each
+iteration decodes every cohort whose prompts are done and fills the rest of
+max_num_batched_tokens with whole prompts; a cohort finishes O - 1 iterations after its prompts.
+C clients in a closed loop, all requests alike, are the same recurrence with each finished
+cohort sending its next prompts at once (the cohorts' pattern persists: equal requests never
+spread out). Batch 1 at a vanishing rate is the single-stream model: a prefill of I
+tokens and O - 1 decode steps of one sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.serving.engine import Engine
+from dse.serving.load import Load
+
+ITERATIONS = 100  # fixed-point steps; the map is a contraction below capacity
+TOLERANCE = 1e-6
+BISECTIONS = 16  # capacity to 1.5e-5 of the caps' rate
+
+
+@dataclass(frozen=True)
+class Steady:
+    """Mean figures of a replica in the steady state (seconds, requests/s, watts)."""
+
+    request_rate: float  # requests/s completed
+    ttft_s: float
+    tpot_s: float
+    e2el_s: float
+    busy_share: float
+    batch: float  # decoding sequences in a busy iteration
+    power_w: float
+    saturated: bool
+    capacity_rate: float  # requests/s at which the caps bind
+
+
+def _prompt_iteration(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
+    """Mean iteration time with b decodes when m prompts of inp tokens arrive per iteration."""
+    if m <= 1.0:
+        dec = float(e.iteration_s(b, ctx, 0, 0))
+        pre = float(e.iteration_s(b, ctx, inp, 0, 1))
+        return (1.0 - m) * dec + m * pre
+    return float(e.iteration_s(b, ctx, m * inp, 0, m))
+
+
+def _residual_s(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
+    """The mean remaining time of the iteration under way when a request arrives: E[t^2] /
+    (2 E[t]) over iterations with (share min(m, 1)) and without a prompt (a random arrival
+    lands in a long iteration more often than in a short one)."""
+    mm, k = min(m, 1.0), max(m, 1.0)
+    t_dec = float(e.iteration_s(b, ctx, 0, 0))
+    t_pre = float(e.iteration_s(b, ctx, inp * k, 0, k))
+    mean = (1.0 - mm) * t_dec + mm * t_pre
+    return ((1.0 - mm) * t_dec ** 2 + mm * t_pre ** 2) / (2.0 * mean)
+
+
+def _power(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
+    """Mean power over busy time: the iterations with and without a prompt, weighted by the
+    time each kind takes."""
+    mm, k = min(m, 1.0), max(m, 1.0)
+    t_dec = float(e.iteration_s(b, ctx, 0, 0))
+    t_pre = float(e.iteration_s(b, ctx, inp * k, 0, k))
+    dec = float(e.iteration_power_w(b, ctx, 0, 0))
+    pre = float(e.iteration_power_w(b, ctx, inp * k, 0, k))
+    busy = (1.0 - mm) * t_dec + mm * t_pre
+    return ((1.0 - mm) * t_dec * dec + mm * t_pre * pre) / busy
+
+
+def batch_cap(e: Engine, load: Load) -> float:
+    """Sequences the replica can run at once: max_num_seqs, and the KV cache over sequences
+    of I + O / 2 tokens on average."""
+    kv = e.kv_capacity_tokens / (load.input_tokens + load.output_tokens / 2)
+    return float(min(e.caps.max_num_seqs, math.floor(kv)))
+
+
+def _decode_ctx(load: Load) -> float:
+    return load.input_tokens + max(load.output_tokens - 2, 0) / 2
+
+
+def open_loop(e: Engine, load: Load, rate: float, *, closed: bool = False) -> Steady | None:
+    """The fixed point at `rate`, or None where the caps bind (saturated). closed: the
+    requests come from clients in a closed loop, each sending its next request as its last
+    completes: someone is always in the system (u = 1) and a request arrives at an
+    iteration's end (no remaining iteration to wait for)."""
+    inp, out = load.input_tokens, load.output_tokens
+    ctx = _decode_ctx(load)
+    cap = batch_cap(e, load)
+    tau = float(e.iteration_s(1, ctx, 0, 0))
+    b, u, m, ttft, e2el = 1.0, 0.0, 0.0, 0.0, 0.0
+    for _ in range(ITERATIONS):
+        m = rate * tau
+        t_prompt = float(e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m))
+        ttft = (0.0 if closed else u * _residual_s(e, b, m, inp, ctx)) + t_prompt
+        e2el = ttft + (out - 1) * tau
+        u = 1.0 if closed else -math.expm1(-rate * e2el)
+        b = max(1.0, rate * (out - 1) * tau / u) if out > 1 else 0.0
+        if b > cap or m * inp + b > e.caps.max_num_batched_tokens or not math.isfinite(tau):
+            return None
+        new = _prompt_iteration(e, b, m, inp, ctx)
+        if abs(new - tau) <= TOLERANCE * tau:
+            tau = new
+            break
+        tau = new
+    else:
+        return None
+    power = (1 - u) * e.idle_w + u * _power(e, b, m, inp, ctx)
+    return Steady(rate, ttft, tau, e2el, u, b, power, False, float("nan"))
+
+
+def capacity(e: Engine, load: Load) -> Steady:
+    """The replica at its caps: b_cap sequences decoding, a prompt joining as one finishes."""
+    inp, out = load.input_tokens, load.output_tokens
+    ctx = _decode_ctx(load)
+    b = batch_cap(e, load)
+    if b < 1:
+        raise ValueError(f"a request of {inp} + {out} tokens does not fit the replica's KV "
+                         f"cache of {e.kv_capacity_tokens} tokens")
+    if out == 1:  # prompts only: full chunks of max_num_batched_tokens
+        per = max(e.caps.max_num_batched_tokens // inp, 1)
+        tau = float(e.iteration_s(0, 0, per * inp, 0, per))
+        rate = per / tau
+        return Steady(rate, tau, 0.0, tau, 1.0, 0.0,
+                      float(e.iteration_power_w(0, 0, per * inp, 0, per)), True, rate)
+    m = b / (out - 1)  # prompts per iteration that keep b decoding
+    tau = _prompt_iteration(e, b, m, inp, ctx)
+    rate = b / ((out - 1) * tau)
+    t_prompt = float(e.iteration_s(b, ctx, inp * max(m, 1.0), 0, max(m, 1.0)))
+    ttft = tau / 2 + t_prompt
+    return Steady(rate, ttft, tau, ttft + (out - 1) * tau, 1.0, b, _power(e, b, m, inp, ctx),
+                  True, rate)
+
+
+def capacity_rate(e: Engine, load: Load) -> float:
+    """The largest rate with an unsaturated fixed point (bisection up to the caps' rate)."""
+    top = capacity(e, load).request_rate
+    lo, hi = 0.0, top
+    if open_loop(e, load, hi * (1 - 1e-6)) is not None:
+        return hi
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2
+        if open_loop(e, load, mid) is None:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def queue_wait_s(n: int, rate: float, cap_rate: float, b_cap: float) -> tuple[float, float]:
+    """(mean wait to start, the last start) of n requests arriving at `rate` (inf: together)
+    on a replica that starts b_cap at once and then cap_rate a second."""
+    i = np.arange(n, dtype=float)
+    arrive = np.zeros(n) if math.isinf(rate) else i / rate
+    start = np.maximum(np.maximum((i - b_cap) / cap_rate, 0.0), arrive)
+    return float(np.mean(start - arrive)), float(start.max())
+
+
+def static_batch(e: Engine, load: Load) -> Steady:
+    """B requests together (module docstring): the recurrence over cohorts of prompts."""
+    return cohorts(e, load, int(load.value), int(load.value), resend=False)
+
+
+def closed_loop(e: Engine, load: Load) -> Steady:
+    """C clients, load.requests requests in all (module docstring)."""
+    return cohorts(e, load, int(min(load.value, load.requests)), load.requests, resend=True)
+
+
+def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
+            rate: float = math.inf) -> Steady:
+    """The cohort recurrence: `start` prompts waiting at 0, `total` requests in all; resend:
+    each finished request's client sends the next at once; rate: the others arrive evenly at
+    this rate (a rate past capacity: the queue builds and drains as in the simulator)."""
+    inp, out = load.input_tokens, load.output_tokens
+    budget = e.caps.max_num_batched_tokens
+    cap = max(int(batch_cap(e, load)), 1)
+    waiting: list[list[float]] = [[float(start), 0.0]]  # [count, sum of their send times]
+    running: list[list[float]] = []  # [size, decodes left]
+    sent, t, energy, first, finish, done = start, 0.0, 0.0, 0.0, 0.0, 0
+    sent_at = 0.0  # the sum of the requests' send times
+    while done < total:
+        if math.isfinite(rate) and sent < total:  # the arrivals due by now
+            due = min(int(t * rate) + 1, total) - sent
+            if due > 0:
+                sends = (sent * due + due * (due - 1) / 2) / rate
+                waiting.append([float(due), sends])
+                sent_at += sends
+                sent += due
+        dec = sum(c[0] for c in running if c[1] > 0)
+        ctx = float(np.mean([inp + out - 1 - c[1] for c in running if c[1] > 0])) if dec \
+            else 0.0
+        room = min((budget - int(dec)) // inp, cap - int(sum(c[0] for c in running)))
+        k = 0
+        admitted: list[list[float]] = []
+        while waiting and k < room:
+            take = min(int(waiting[0][0]), room - k)
+            share = waiting[0][1] * take / waiting[0][0]
+            admitted.append([float(take), share])
+            k += take
+            waiting[0][0] -= take
+            waiting[0][1] -= share
+            if waiting[0][0] == 0:
+                waiting.pop(0)
+        if dec == 0 and k == 0:
+            if math.isfinite(rate) and sent < total and not waiting:  # idle until the next
+                nxt = sent / rate
+                energy += e.idle_w * (nxt - t)
+                t = nxt
+                continue
+            raise ValueError(f"a request of {inp} prompt tokens does not fit "
+                             f"max_num_batched_tokens {budget}")
+        # with no prompt to run, decode-only iterations until the next cohort ends are one
+        # stretch at their mean context (the time is affine in it)
+        steps = int(min(c[1] for c in running)) if k == 0 else 1
+        if steps > 1 and math.isfinite(rate) and sent < total:  # stop at the next arrival
+            t1 = float(e.iteration_s(dec, ctx, 0, 0))
+            steps = max(1, min(steps, int((sent / rate - t) / t1)))
+        mid = ctx + (steps - 1) / 2
+        dt = float(e.iteration_s(dec, mid, k * inp, 0, max(k, 1))) * steps
+        energy += float(e.iteration_power_w(dec, mid, k * inp, 0, max(k, 1))) * dt
+        t += dt
+        ended = 0.0
+        for c in running:
+            if c[1] > 0:
+                c[1] -= steps
+                if c[1] == 0:
+                    ended += c[0]
+        running = [c for c in running if c[1] > 0]
+        for size, since in admitted:
+            first += size * t - since
+            if out == 1:
+                ended += size
+            else:
+                running.append([size, float(out - 1)])
+        finish += ended * t
+        done += int(ended)
+        if resend and ended and sent < total:
+            more = min(int(ended), total - sent)
+            waiting.append([float(more), more * t])
+            sent += more
+            sent_at += more * t
+    ttft = first / total
+    e2el = (finish - sent_at) / total  # each request from its own send
+    tpot = (e2el - ttft) / (out - 1) if out > 1 else 0.0
+    return Steady(total / t, ttft, tpot, e2el, 1.0, float(min(start, cap)), energy / t, False,
+                  float("nan"))

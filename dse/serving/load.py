@@ -1,0 +1,96 @@
+"""What a service is asked to do (the load) and how its scheduler may batch (the caps).
+
+A load is exactly one of: a static batch of B requests that start together and run to
+completion (vLLM's benchmark_latency), C clients in a closed loop (each sends its next request
+when the last one finishes), or Poisson arrivals at a rate (requests/s; infinity: every request
+at once, offline throughput, as vLLM's benchmark_serving --request-rate inf). Every request has
+the same input and output length here.
+
+Scheduler caps (`Caps`) follow vLLM's V1 engine: continuous batching of at most max_num_seqs
+running sequences, at most max_num_batched_tokens new tokens per iteration (decodes first, then
+prompt chunks: chunked prefill, always on in V1), paged KV cache blocks of block_size tokens;
+a sequence that finds no free block is preempted and later recomputed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+LoadKind = Literal["batch", "concurrency", "rate"]
+LOAD_KINDS: tuple[LoadKind, ...] = ("batch", "concurrency", "rate")
+
+# vLLM's EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py, 0.9-0.11), the OpenAI
+# server's usage context: GPUs of at least 70 GiB that are not A100s (H100, H200, MI300X) get
+# max_num_batched_tokens 8192 and max_num_seqs 1024; every other GPU 2048 and 256 ("Setting
+# large max_num_batched_tokens for A100 reduces throughput", PR #17885).
+LARGE_GPU_BYTES = 70 * 2**30
+VLLM_LARGE = (8192, 1024)
+VLLM_DEFAULT = (2048, 256)
+BLOCK_SIZE_TOKENS = 16  # vLLM's default --block-size
+
+
+@dataclass(frozen=True)
+class Load:
+    """kind: batch | concurrency | rate; value: B, C, or requests/s (inf: all at once);
+    requests: how many requests the run serves (a batch serves its B)."""
+
+    kind: LoadKind
+    value: float
+    input_tokens: int
+    output_tokens: int
+    requests: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOAD_KINDS:
+            raise ValueError(f"load kind {self.kind!r}; valid: {', '.join(LOAD_KINDS)}")
+        if not (self.value > 0):
+            raise ValueError(f"load value {self.value!r} must be positive")
+        if self.kind != "rate" and not (math.isfinite(self.value)
+                                        and self.value == int(self.value)):
+            raise ValueError(f"{self.kind} {self.value!r} must be a whole number")
+        if self.input_tokens < 1 or self.output_tokens < 1 or self.requests < 1:
+            raise ValueError("input_tokens, output_tokens and requests must be at least 1")
+
+    @property
+    def offline(self) -> bool:
+        """Every request present at once (a static batch, or an infinite rate)."""
+        return self.kind == "batch" or (self.kind == "rate" and math.isinf(self.value))
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The continuous-batching scheduler's caps (vLLM's names)."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int = BLOCK_SIZE_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1 or self.max_num_batched_tokens < 1 or self.block_size < 1:
+            raise ValueError("max_num_seqs, max_num_batched_tokens and block_size must be at "
+                             "least 1")
+
+
+def vllm_caps(memory_bytes: float, device_name: str, *, max_num_seqs: int | None = None,
+              max_num_batched_tokens: int | None = None) -> Caps:
+    """vLLM's OpenAI-server defaults for a GPU of this memory and name, unless given."""
+    large = memory_bytes >= LARGE_GPU_BYTES and "a100" not in device_name.lower()
+    tokens, seqs = VLLM_LARGE if large else VLLM_DEFAULT
+    return Caps(max_num_seqs or seqs, max_num_batched_tokens or tokens)
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Service-level objectives (ms; None: no bound), as vLLM's --goodput ttft:MS tpot:MS
+    e2el:MS."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
