@@ -236,3 +236,67 @@ def test_the_command_pages_examples_are_current(monkeypatch: pytest.MonkeyPatch)
         with contextlib.redirect_stdout(buf):
             assert main(shlex.split(cmd)[1:]) == 0
         assert buf.getvalue().rstrip("\n") == expected, cmd
+
+
+# ---------------------------------------------------------------- token-level speculation
+
+
+def test_tokens_per_pass_by_hand() -> None:
+    """a = 0.5, k = 2: 1 + 0.5 + 0.25 = 1.75 tokens a pass; a = 0 gains the target's token."""
+    from dse.serving import Speculation
+
+    assert Speculation("ngram", 2, 0.5, "").tokens_per_pass == pytest.approx(1.75)
+    assert Speculation("ngram", 4, 0.0, "").tokens_per_pass == 1.0
+    from dse.serving.simulator import _accepted
+
+    draws = _accepted(np.random.default_rng(0), 0.7, 4, 200_000)
+    assert draws.min() == 1 and draws.max() == 5
+    assert draws.mean() == pytest.approx(Speculation("ngram", 4, 0.7, "").tokens_per_pass,
+                                         rel=0.01)
+
+
+def test_speculation_pays_alone_and_less_at_load(h100, cat: Catalog) -> None:
+    """A proposal nobody accepts only adds the verification's cost; a useful one speeds a lone
+    request up more than a saturated replica, where the verified positions compete with
+    other sequences for the pass (the issue's 'gain shrinks as batches grow')."""
+    from dse.serving import Speculation
+
+    def tpot(load: Load, spec: Speculation | None) -> float:
+        return serve(h100, load, speculation=spec, intervals=False)["mean_tpot_ms"]
+
+    one = Load("batch", 1, 512, 128, 1)
+    assert tpot(one, Speculation("ngram", 4, 0.0, "")) >= tpot(one, None)
+    good = Speculation("ngram", 4, 0.7, "")
+    alone = tpot(one, None) / tpot(one, good)
+    offline = Load("rate", math.inf, 512, 128, 1000)
+    loaded = (serve(h100, offline, speculation=good, intervals=False)["request_throughput"]
+              / serve(h100, offline, intervals=False)["request_throughput"])
+    assert alone > 1.5 and loaded < alone
+
+
+def test_speculation_evaluators_agree_below_capacity(h100) -> None:
+    from dse.serving import Speculation
+
+    spec = Speculation("ngram", 4, 0.6, "")
+    cap = serve(h100, Load("rate", 1.0, 512, 128, 600), speculation=spec, intervals=False)[
+        "capacity_request_rate"]
+    load = Load("rate", 0.4 * cap, 512, 128, 5000, seed=2)  # a span's noise: 1.4%
+    a = serve(h100, load, speculation=spec, intervals=False)
+    b = serve(h100, load, speculation=spec, evaluator="simulator", intervals=False)
+    for k in KEYS:
+        assert a[k] == pytest.approx(b[k], rel=0.05), k
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (("--speculative-model", "llama-3.2-1b-instruct", "--num-speculative-tokens", "4",
+      "--acceptance-rate", "0.7"), "tokenizer"),
+    (("--speculative-model", "ngram"), "--num-speculative-tokens"),
+    (("--num-speculative-tokens", "3"), "--speculative-model"),
+    (("--speculative-model", "ngram", "--num-speculative-tokens", "3", "--acceptance-rate",
+      "1.2"), "--acceptance-rate"),
+])
+def test_speculation_flags_are_checked(capsys: pytest.CaptureFixture[str],
+                                       extra: tuple[str, ...], words: str) -> None:
+    code, _, err = _run(capsys, "serve", "--model", "qwen2.5-7b-instruct", "--device",
+                        "h100-sxm", "--rate", "5", *extra)
+    assert code == 2 and words in err.strip().splitlines()[-1] and "Traceback" not in err

@@ -24,6 +24,17 @@ def rate_type(s: str) -> float:
     return positive_float(s)
 
 
+def _unit_open(s: str) -> float:
+    """A share in [0, 1)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"{s!r} must be in [0, 1)")
+    return v
+
+
 def goodput_type(s: str) -> tuple[str, float]:
     """One SLO of vLLM's --goodput syntax, KEY:MS (ttft, tpot or e2el)."""
     key, sep, ms = s.partition(":")
@@ -66,6 +77,15 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "percentiles)")
     p.add_argument("--goodput", type=goodput_type, nargs="+", metavar="KEY:MS",
                    help="SLOs for request_goodput, vLLM's syntax: ttft:MS tpot:MS e2el:MS")
+    p.add_argument("--speculative-model", metavar="NAME|ngram",
+                   help="token-level speculative decoding (vLLM's name): a draft model run on "
+                   "the target's GPUs, or ngram (prompt lookup on the host)")
+    p.add_argument("--num-speculative-tokens", type=whole_number(1, 64),
+                   help="tokens the proposer proposes per target pass (vLLM's name; needed "
+                   "with --speculative-model)")
+    p.add_argument("--acceptance-rate", type=_unit_open,
+                   help="the chance each proposed token is accepted, in [0, 1) (needed with "
+                   "--speculative-model: no published rate is shipped for the pair yet)")
     p.add_argument("--max-num-seqs", type=whole_number(1, 65_536),
                    help="scheduler cap on running sequences (default: vLLM's for the GPU)")
     p.add_argument("--max-num-batched-tokens", type=whole_number(1, 1_048_576),
@@ -110,13 +130,15 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         from dse.errors import InfeasibleError
 
         raise InfeasibleError(f"{m.name} on {dev.name}: " + "; ".join(why))
+    spec, draft = _speculation(a, cat, pl)
     caps = vllm_caps(pl.memory_bytes, dev.name, max_num_seqs=a.max_num_seqs,
                      max_num_batched_tokens=a.max_num_batched_tokens)
     price = getattr(dev, "list_price_usd", None)
     load = _load(a)
     try:
         r = serve(pl, load, caps=caps, replicas=a.replicas, evaluator=a.evaluator,
-                  slo=_slo(a), capex_usd=(price or 0.0) * pl.tp)
+                  slo=_slo(a), capex_usd=(price or 0.0) * pl.tp, speculation=spec,
+                  draft=draft)
     except ValueError as e:
         from dse.errors import InfeasibleError
 
@@ -126,6 +148,11 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         r["intervals"].pop("cost_usd_per_mtok", None)
     payload = {"model": m.name, "device": dev.name, "tp": pl.tp, "precision": pl.precision.name,
                "serving": pl.serving, "replicas": a.replicas, "evaluator": a.evaluator,
+               "speculative": None if spec is None else {
+                   "proposer": spec.proposer,
+                   "num_speculative_tokens": spec.num_speculative_tokens,
+                   "acceptance_rate": spec.acceptance_rate,
+                   "tokens_per_pass": spec.tokens_per_pass, "basis": spec.basis},
                "load": {"kind": load.kind, "value": load.value,
                         "input_tokens": load.input_tokens,
                         "output_tokens": load.output_tokens, "requests": load.requests,
@@ -158,8 +185,12 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
             "concurrency": f"{ld['value']:g} concurrent clients",
             "rate": ("every request at once" if math.isinf(ld["value"])
                      else f"{ld['value']:g} requests/s (Poisson)")}[ld["kind"]]
+    sp = r.get("speculative")
+    spec = "" if sp is None else (
+        f", speculating with {sp['proposer']} (k {sp['num_speculative_tokens']}, acceptance "
+        f"{sp['acceptance_rate']:g}: {sp['tokens_per_pass']:.2f} tokens a pass)")
     head = (f"{r['model']} on {r['replicas']} x {r['device']} (tp={r['tp']}, "
-            f"{r['precision']}, {r['serving']}): {what}, {ld['input_tokens']} in / "
+            f"{r['precision']}, {r['serving']}{spec}): {what}, {ld['input_tokens']} in / "
             f"{ld['output_tokens']} out tokens, {r['evaluator']}")
     rows = []
     for key, unit, fmt in ROWS:
@@ -184,3 +215,32 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
     notes.append("[low-high]: 90% intervals from the device's time and power factors; batched "
                  "iterations extrapolate batch-1 calibration (docs/model.md)")
     return wrap("\n".join([*lines, "", *notes]), text_width(a))
+
+
+def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any) -> tuple[Any, Any]:
+    """The token-level speculation the flags ask for, and its draft's placement (None, None
+    without --speculative-model)."""
+    from dse.devices.registry import place
+    from dse.serving import Speculation
+
+    given = (a.speculative_model, a.num_speculative_tokens, a.acceptance_rate)
+    if a.speculative_model is None:
+        if any(v is not None for v in given[1:]):
+            raise UsageError("--num-speculative-tokens and --acceptance-rate need "
+                             "--speculative-model")
+        return None, None
+    if a.num_speculative_tokens is None or a.acceptance_rate is None:
+        raise UsageError("--speculative-model needs --num-speculative-tokens and "
+                         "--acceptance-rate")
+    draft = None
+    if a.speculative_model != "ngram":
+        dm = cat.model(a.speculative_model)
+        if dm.tokenizer_family != pl.model.tokenizer_family:
+            raise UsageError(f"--speculative-model {dm.name} ({dm.tokenizer_family}) and "
+                             f"{pl.model.name} ({pl.model.tokenizer_family}) do not share a "
+                             "tokenizer")
+        draft = place(cat, dm, pl.device.name, precision_name=pl.precision.name,
+                      software=pl.serving, context_tokens=pl.context_tokens, tp=pl.tp)
+    spec = Speculation(a.speculative_model, a.num_speculative_tokens, a.acceptance_rate,
+                       "--acceptance-rate (given)")
+    return spec, draft

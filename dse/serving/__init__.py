@@ -33,7 +33,7 @@ from dse.serving.closed_form import (
     static_batch,
 )
 from dse.serving.engine import Engine
-from dse.serving.load import Caps, Load, Slo, vllm_caps
+from dse.serving.load import Caps, Load, Slo, Speculation, vllm_caps
 from dse.serving.simulator import requests_for, simulate
 
 EVALUATORS = ("closed-form", "simulator")
@@ -43,7 +43,7 @@ SECONDS_PER_YEAR = 365.25 * 86400
 LIFETIME_YEARS = 3.0  # as the default space (scenarios/spaces/default.toml, with its source)
 USD_PER_KWH = 0.15  # likewise
 
-__all__ = ["EVALUATORS", "Caps", "Engine", "Load", "Slo", "serve", "vllm_caps"]
+__all__ = ["EVALUATORS", "Caps", "Engine", "Load", "Slo", "Speculation", "serve", "vllm_caps"]
 
 
 def _share(load: Load, replicas: int) -> Load:
@@ -183,8 +183,11 @@ def _ends(placement: Placement) -> list[tuple[float, float, float]]:
 def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replicas: int = 1,
           evaluator: str = "closed-form", slo: Slo | None = None, capex_usd: float = 0.0,
           lifetime_years: float = LIFETIME_YEARS, usd_per_kwh: float = USD_PER_KWH,
-          intervals: bool = True) -> dict[str, Any]:
-    """The load's figures on `replicas` replicas of the placement (module docstring)."""
+          intervals: bool = True, speculation: Speculation | None = None,
+          draft: Placement | None = None) -> dict[str, Any]:
+    """The load's figures on `replicas` replicas of the placement (module docstring);
+    speculation: token-level speculative decoding, its draft model's placement (on the same
+    GPUs) where the proposer is a model."""
     if evaluator not in EVALUATORS:
         raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
     if replicas < 1:
@@ -192,7 +195,7 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
     caps = caps or vllm_caps(placement.memory_bytes, placement.device.name)
     slo = slo or Slo()
     share = _share(load, replicas)
-    e = Engine(placement, caps)
+    e = Engine(placement, caps, speculation=speculation, draft=draft)
     if batch_cap(e, share) < 1:
         raise ValueError(f"a request of {load.input_tokens} + {load.output_tokens} tokens does "
                          f"not fit {placement.model.name}'s KV cache on {placement.device.name}"

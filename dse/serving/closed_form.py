@@ -107,15 +107,16 @@ def open_loop(e: Engine, load: Load, rate: float, *, closed: bool = False) -> St
     inp, out = load.input_tokens, load.output_tokens
     ctx = _decode_ctx(load)
     cap = batch_cap(e, load)
+    passes = (out - 1) / e.tokens_per_pass  # decode iterations a request lives through
     tau = float(e.iteration_s(1, ctx, 0, 0))
     b, u, m, ttft, e2el = 1.0, 0.0, 0.0, 0.0, 0.0
     for _ in range(ITERATIONS):
         m = rate * tau
         t_prompt = float(e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m))
         ttft = (0.0 if closed else u * _residual_s(e, b, m, inp, ctx)) + t_prompt
-        e2el = ttft + (out - 1) * tau
+        e2el = ttft + passes * tau
         u = 1.0 if closed else -math.expm1(-rate * e2el)
-        b = max(1.0, rate * (out - 1) * tau / u) if out > 1 else 0.0
+        b = max(1.0, rate * passes * tau / u) if out > 1 else 0.0
         if b > cap or m * inp + b > e.caps.max_num_batched_tokens or not math.isfinite(tau):
             return None
         new = _prompt_iteration(e, b, m, inp, ctx)
@@ -143,12 +144,13 @@ def capacity(e: Engine, load: Load) -> Steady:
         rate = per / tau
         return Steady(rate, tau, 0.0, tau, 1.0, 0.0,
                       float(e.iteration_power_w(0, 0, per * inp, 0, per)), True, rate)
-    m = b / (out - 1)  # prompts per iteration that keep b decoding
+    passes = (out - 1) / e.tokens_per_pass  # decode iterations a request lives through
+    m = b / passes  # prompts per iteration that keep b decoding
     tau = _prompt_iteration(e, b, m, inp, ctx)
-    rate = b / ((out - 1) * tau)
+    rate = b / (passes * tau)
     t_prompt = float(e.iteration_s(b, ctx, inp * max(m, 1.0), 0, max(m, 1.0)))
     ttft = tau / 2 + t_prompt
-    return Steady(rate, ttft, tau, ttft + (out - 1) * tau, 1.0, b, _power(e, b, m, inp, ctx),
+    return Steady(rate, ttft, tau, ttft + passes * tau, 1.0, b, _power(e, b, m, inp, ctx),
                   True, rate)
 
 
@@ -194,6 +196,7 @@ def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
     inp, out = load.input_tokens, load.output_tokens
     budget = e.caps.max_num_batched_tokens
     cap = max(int(batch_cap(e, load)), 1)
+    gain = e.tokens_per_pass  # tokens a decoding sequence gains per iteration
     waiting: list[list[float]] = [[float(start), 0.0]]  # [count, sum of their send times]
     running: list[list[float]] = []  # [size, decodes left]
     sent, t, energy, first, finish, done = start, 0.0, 0.0, 0.0, 0.0, 0
@@ -207,8 +210,8 @@ def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
                 sent_at += sends
                 sent += due
         dec = sum(c[0] for c in running if c[1] > 0)
-        ctx = float(np.mean([inp + out - 1 - c[1] for c in running if c[1] > 0])) if dec \
-            else 0.0
+        ctx = float(np.mean([inp + out - 1 - c[1] * gain for c in running if c[1] > 0])) \
+            if dec else 0.0
         room = min((budget - int(dec)) // inp, cap - int(sum(c[0] for c in running)))
         k = 0
         admitted: list[list[float]] = []
@@ -231,11 +234,11 @@ def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
                              f"max_num_batched_tokens {budget}")
         # with no prompt to run, decode-only iterations until the next cohort ends are one
         # stretch at their mean context (the time is affine in it)
-        steps = int(min(c[1] for c in running)) if k == 0 else 1
+        steps = max(math.ceil(min(c[1] for c in running) - 1e-9), 1) if k == 0 else 1
         if steps > 1 and math.isfinite(rate) and sent < total:  # stop at the next arrival
             t1 = float(e.iteration_s(dec, ctx, 0, 0))
             steps = max(1, min(steps, int((sent / rate - t) / t1)))
-        mid = ctx + (steps - 1) / 2
+        mid = ctx + (steps - 1) * gain / 2
         dt = float(e.iteration_s(dec, mid, k * inp, 0, max(k, 1))) * steps
         energy += float(e.iteration_power_w(dec, mid, k * inp, 0, max(k, 1))) * dt
         t += dt
@@ -243,7 +246,8 @@ def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
         for c in running:
             if c[1] > 0:
                 c[1] -= steps
-                if c[1] == 0:
+                if c[1] <= 1e-9:  # its last pass (a fractional one: fewer tokens needed)
+                    c[1] = 0.0
                     ended += c[0]
         running = [c for c in running if c[1] > 0]
         for size, since in admitted:
@@ -251,7 +255,7 @@ def cohorts(e: Engine, load: Load, start: int, total: int, *, resend: bool,
             if out == 1:
                 ended += size
             else:
-                running.append([size, float(out - 1)])
+                running.append([size, (out - 1) / gain])
         finish += ended * t
         done += int(ended)
         if resend and ended and sent < total:

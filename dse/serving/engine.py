@@ -1,6 +1,14 @@
 """One replica of a served model: its placement's iteration cost under the scheduler's caps,
 the KV cache it can hold, and the time and power multipliers an interval's end applies.
 
+With token-level speculation (`Speculation`) a decode iteration is the proposer's k passes (a
+draft model decoding one token for every running sequence per pass, on the target's GPUs; an
+n-gram proposer costs no device time) and one target pass verifying k + 1 positions of every
+sequence, priced as prompt chunks of k + 1 tokens after each sequence's context in the
+iteration's one pass (the LM head runs on one position a chunk there, not k + 1: about 1% of a
+7B pass). A draft model prefills each prompt too, and holds weights and a KV cache beside the
+target's.
+
 The iteration is the placement's own (Placement.iteration_s: decodes and prompt chunks in one
 pass on a GPU); the KV capacity is what the usable memory holds beside the weights, in whole
 blocks of the scheduler's block size (vLLM's paged cache).
@@ -16,7 +24,7 @@ from numpy.typing import ArrayLike
 from dse.arrays import F64
 from dse.devices import shape
 from dse.devices.protocol import Placement
-from dse.serving.load import Caps
+from dse.serving.load import Caps, Speculation
 
 
 @dataclass(frozen=True)
@@ -29,38 +37,90 @@ class Engine:
     decode_factor: float = 1.0
     prefill_factor: float = 1.0
     power_factor: float = 1.0
+    speculation: Speculation | None = None
+    draft: Placement | None = None  # a draft model proposer's placement (on the same GPUs)
+
+    @staticmethod
+    def _weights_and_kv(p: Placement) -> tuple[float, float]:
+        """(weight bytes per device, KV bytes per token per device) of a placement."""
+        kv_one = p.kv_bytes_per_token * p.context_tokens / p.tp
+        return (p.memory_needed_bytes - kv_one,
+                shape.kv_bytes_per_token(p.model, p.kv_bits) / p.tp)
 
     @property
     def kv_capacity_tokens(self) -> int:
-        """Tokens of KV cache the replica holds beside its weights, whole blocks only."""
-        p = self.placement
-        kv_one = p.kv_bytes_per_token * p.context_tokens / p.tp
-        weights = p.memory_needed_bytes - kv_one
-        per_token = shape.kv_bytes_per_token(p.model, p.kv_bits) / p.tp
-        room = max(p.usable_memory_bytes - weights, 0.0)
+        """Tokens of KV cache the replica holds beside its weights (and a draft's weights and
+        cache), whole blocks only."""
+        weights, per_token = self._weights_and_kv(self.placement)
+        if self.draft is not None:
+            w, k = self._weights_and_kv(self.draft)
+            weights, per_token = weights + w, per_token + k
+        room = max(self.placement.usable_memory_bytes - weights, 0.0)
         blocks = int(room // (per_token * self.caps.block_size))
         return blocks * self.caps.block_size
+
+    @property
+    def tokens_per_pass(self) -> float:
+        """Tokens a decoding sequence gains per iteration (1 without speculation)."""
+        return 1.0 if self.speculation is None else self.speculation.tokens_per_pass
 
     def blocks(self, tokens: ArrayLike) -> F64:
         """Cache blocks a sequence of `tokens` tokens holds."""
         return np.ceil(np.asarray(tokens, dtype=float) / self.caps.block_size)
 
+    def _target(self, b: ArrayLike, kd: ArrayLike, n: ArrayLike, kp: ArrayLike,
+                m: ArrayLike) -> tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike, ArrayLike]:
+        """The target pass's arguments: with speculation each decoding sequence's k + 1
+        verified positions join the prompt chunks."""
+        if self.speculation is None:
+            return b, kd, n, kp, m
+        q = self.speculation.num_speculative_tokens + 1
+        b, kd, n, kp, m = (np.asarray(x, dtype=float) for x in (b, kd, n, kp, m))
+        m = np.where(n > 0, m, 0.0)
+        chunks = b + m
+        ctx = np.where(chunks > 0, (b * kd + m * kp) / np.maximum(chunks, 1.0), 0.0)
+        return 0, 0, b * q + n, ctx, np.maximum(chunks, 1.0)
+
+    def _proposer_s(self, b: ArrayLike, kd: ArrayLike, n: ArrayLike, kp: ArrayLike,
+                    m: ArrayLike) -> F64:
+        """A draft model's k decode passes for the b sequences and its prefill of the
+        prompts (0 for an n-gram proposer)."""
+        if self.draft is None or self.speculation is None:
+            return np.asarray(0.0)
+        k = self.speculation.num_speculative_tokens
+        b = np.asarray(b, dtype=float)
+        dec = np.where(b > 0, self.draft.iteration_s(np.maximum(b, 1.0), kd, 0, 0), 0.0)
+        pre = np.where(np.asarray(n, dtype=float) > 0,
+                       self.draft.iteration_s(0, 0, n, kp, m), 0.0)
+        return np.asarray(k * dec + pre)
+
     def iteration_s(self, decodes: ArrayLike, decode_ctx: ArrayLike,
                     prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
                     prefill_chunks: ArrayLike = 1) -> F64:
         """The iteration's time: the decode part at decode_factor, what the prompt chunks add
-        at prefill_factor."""
+        at prefill_factor (with speculation: the proposer's passes and the verifying pass)."""
         p = self.placement
-        dec = p.iteration_s(decodes, decode_ctx, 0, 0)
-        both = p.iteration_s(decodes, decode_ctx, prefill_tokens, prefill_ctx, prefill_chunks)
+        args = (decodes, decode_ctx, prefill_tokens, prefill_ctx, prefill_chunks)
+        dec_args = (decodes, decode_ctx, 0, 0, 1)
+        dec = p.iteration_s(*self._target(*dec_args)) + self._proposer_s(*dec_args)
+        both = p.iteration_s(*self._target(*args)) + self._proposer_s(*args)
         return np.asarray(self.decode_factor * dec + self.prefill_factor * (both - dec))
 
     def iteration_power_w(self, decodes: ArrayLike, decode_ctx: ArrayLike,
                           prefill_tokens: ArrayLike = 0, prefill_ctx: ArrayLike = 0,
                           prefill_chunks: ArrayLike = 1) -> F64:
+        """Power over the iteration: the target pass's, and a draft's over its passes (one
+        device: weighted by the time each runs)."""
         idle = self.idle_w
-        busy = self.placement.iteration_power_w(decodes, decode_ctx, prefill_tokens,
-                                                prefill_ctx, prefill_chunks)
+        args = (decodes, decode_ctx, prefill_tokens, prefill_ctx, prefill_chunks)
+        t_args = self._target(*args)
+        busy = self.placement.iteration_power_w(*t_args)
+        if self.draft is not None and self.speculation is not None:
+            t_t = self.placement.iteration_s(*t_args)
+            t_d = self._proposer_s(*args)
+            d_pw = self.draft.power_w("decode", decode_ctx,
+                                      batch=max(int(np.max(decodes)), 1))
+            busy = (busy * t_t + d_pw * t_d) / np.maximum(t_t + t_d, 1e-30)
         return np.asarray(idle + (busy - idle) * self.power_factor)
 
     @property

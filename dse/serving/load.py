@@ -94,3 +94,30 @@ class Slo:
     @property
     def any(self) -> bool:
         return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Token-level speculative decoding (vLLM's --speculative-model, --num-speculative-tokens):
+    each decode iteration a proposer proposes k tokens per sequence and one target pass
+    verifies k + 1 positions; each proposed token is accepted with probability
+    acceptance_rate, independently, until the first rejection (the target's own token then
+    replaces it, or follows k accepted ones). proposer: "ngram" (prompt lookup on the host:
+    no device time) or a draft model's catalog name (it runs on the target's GPUs)."""
+
+    proposer: str
+    num_speculative_tokens: int
+    acceptance_rate: float
+    basis: str  # where the acceptance rate comes from
+
+    def __post_init__(self) -> None:
+        if self.num_speculative_tokens < 1:
+            raise ValueError("num_speculative_tokens must be at least 1")
+        if not 0.0 <= self.acceptance_rate < 1.0:
+            raise ValueError(f"acceptance rate {self.acceptance_rate!r} must be in [0, 1)")
+
+    @property
+    def tokens_per_pass(self) -> float:
+        """Expected tokens a sequence gains per target pass: (1 - a^(k+1)) / (1 - a)."""
+        a, k = self.acceptance_rate, self.num_speculative_tokens
+        return (1.0 - a ** (k + 1)) / (1.0 - a)

@@ -82,6 +82,8 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     pending: deque[int] = deque(int(i) for i in order)
     t, energy, busy, iters, preempted, done = 0.0, 0.0, 0.0, 0, 0, 0
     idle_w = engine.idle_w
+    spec = engine.speculation
+    accept = np.random.default_rng(load.seed + 1)  # accepted proposals (speculation)
 
     def used_blocks(extra: int = 0) -> float:
         return float(sum(engine.blocks(cached[r] + extra) for r in running))
@@ -130,7 +132,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
         p_ctx = float(np.mean([cached[r] for r, _ in chunks])) if chunks else 0.0
         m = max(len(chunks), 1)
         steps = 1
-        if not chunks:  # decode-only iterations until the next event run as one stretch
+        if not chunks and spec is None:  # decode-only iterations until the next event
             steps = _stretch(engine, decodes, generated, out, cached, capacity_blocks,
                              running, ctx, t, float(arrival[pending[0]]) if pending else np.inf)
         mid = ctx + (steps - 1) / 2  # the iteration time is affine in the context
@@ -140,13 +142,19 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
         iters += steps
         t += dt
         finished: list[int] = []
-        for r in decodes:
-            cached[r] += steps
-            generated[r] += steps
+        gained = (np.ones(len(decodes), dtype=np.int64) * steps if spec is None
+                  else _accepted(accept, spec.acceptance_rate, spec.num_speculative_tokens,
+                                 len(decodes)))
+        for r, g in zip(decodes, gained, strict=True):
+            g = int(min(g, out - generated[r]))
+            cached[r] += g
+            generated[r] += g
             gap = dt / steps
             itl.append(t - dt + gap - last_token[r])
             if steps > 1:
                 itl.extend([gap] * (steps - 1))
+            if spec is not None and g > 1:  # a verified run of tokens arrives at once
+                itl.extend([0.0] * (g - 1))
             last_token[r] = t
             if generated[r] >= out:
                 finished.append(r)
@@ -191,3 +199,13 @@ def _stretch(engine: Engine, decodes: list[int], generated: np.ndarray, out: int
     while k > 1 and sum(float(engine.blocks(cached[r] + k)) for r in running) > capacity_blocks:
         k //= 2
     return max(k, 1)
+
+
+def _accepted(rng: np.random.Generator, a: float, k: int, n: int) -> np.ndarray:
+    """Tokens each of n sequences gains from one verifying pass: the accepted proposals
+    until the first rejection (each accepted with probability a), plus the target's own
+    token: j = 1..k+1 with P(j) = a^(j-1) (1 - a) for j <= k, a^k for k + 1."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    runs = rng.geometric(1.0 - a, n) if a > 0 else np.ones(n, dtype=np.int64)
+    return np.minimum(runs, k + 1).astype(np.int64)
