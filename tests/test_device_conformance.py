@@ -217,14 +217,17 @@ class TestDeviceConformance:
     def test_an_iteration_is_its_parts_in_one_pass(self, pl: Placement, ctx: int, n: int,
                                                    b: int) -> None:
         """A serving iteration of decodes alone is a batched decode step, of a prefill chunk
-        alone a prefill; both together cost at least either and at most the two passes one
-        after another; its power lies between idle and the busiest."""
+        alone a prefill; both together cost at least either, and at most the decode step plus
+        a prefill of all the pass's new tokens (the kernels a pass runs may follow its total
+        rows: a stack that dequantises weights above 32 rows does so for the mixed pass even
+        where neither part alone reaches 32); its power lies between idle and the busiest."""
         dec = float(pl.decode_token_s(ctx, batch=b))
         pre = float(pl.prefill_s(n, ctx))
         assert float(pl.iteration_s(b, ctx, 0)) == pytest.approx(dec, rel=1e-12)
         assert float(pl.iteration_s(0, 0, n, ctx)) == pytest.approx(pre, rel=1e-12)
         both = float(pl.iteration_s(b, ctx, n, ctx))
-        assert max(dec, pre) * (1 - REL) <= both <= (dec + pre) * (1 + REL)
+        assert max(dec, pre) * (1 - REL) <= both <= (dec + float(pl.prefill_s(n + b, ctx))) \
+            * (1 + REL)
         p = float(pl.iteration_power_w(b, ctx, n, ctx))
         assert math.isfinite(p) and p >= float(pl.power_w("idle")) * (1 - REL)
 
