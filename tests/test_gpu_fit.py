@@ -242,18 +242,25 @@ def test_summary_by_hand():
 
 
 def test_recorded_calibration_matches_the_cv_file(cat):
-    """Each profile's [calibration] block states the fit and LOO errors of gpu_cv.json."""
+    """Each profile's [calibration] block states the fit and LOO errors of gpu_cv.json: its
+    points are those the fit read (a row marked not_fitted is cross-validated, not fitted)."""
     import tomllib
     from pathlib import Path
 
+    from dse.validation.measurements import load_gpu_measurements
+
     root = Path(__file__).resolve().parents[1]
     cv = gpu_cv.load()
+    pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                   cat.names("gpu-serving"))
+    fitted = {m.id for sel in gpu_fit.fit_selection(pts).values() for m in sel}
+    assert {c.id for c in cv} >= fitted
     for profile in {c.profile for c in cv}:
         rec = tomllib.loads((root / "boards" / "serving" / f"{profile}.toml").read_text())
         rec = rec["calibration"]
         mine = [c for c in cv if c.profile == profile]
         loo = [abs(c.loo_rel_error) for c in mine if c.loo_rel_error is not None]
-        assert rec["points"] == len(mine)
+        assert rec["points"] == len([c for c in mine if c.id in fitted])
         assert rec["loo_points"] == len(loo)
         if loo:
             assert rec["loo_median_abs_rel_error"] == pytest.approx(float(np.median(loo)),
@@ -300,3 +307,23 @@ def test_a_row_naming_an_unknown_host_is_an_error():
         _host_of({"host": "c/d", "device": "x"}, hosts)
     with pytest.raises(ValueError):
         slowdown_of(2000.0, 0.0)
+
+
+def test_a_row_marked_not_fitted_is_cross_validated_but_never_fitted(cat):
+    """published.toml's `not_fitted` rows (ecocompute-ai's HF runs on an unnamed host) are
+    loaded, cross-validated and interval evidence (gpu_cv.json, with a leave-one-source-out
+    prediction), but no fit reads them: fit_selection leaves them out, and their leave-one-out
+    prediction is the full fit's, which never saw them."""
+    from dse.validation.measurements import load_gpu_measurements
+
+    pts, _ = load_gpu_measurements(cat.names("model"), cat.names("gpu"),
+                                   cat.names("gpu-serving"))
+    held = [m for m in pts if not m.fitted]
+    assert {m.document for m in held} == {"hongping-zh/ecocompute-ai"}
+    assert {m.profile for m in held} == {"hf-eager", "hf-4.38"} and len(held) == 5
+    selected = {m.id for sel in gpu_fit.fit_selection(pts).values() for m in sel}
+    assert not selected & {m.id for m in held}
+    cv = {c.id: c for c in gpu_cv.load()}
+    for m in held:
+        c = cv[m.id]
+        assert c.loo_s == pytest.approx(c.fitted_s, rel=1e-6) and c.loso_s is not None

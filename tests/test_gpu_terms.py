@@ -259,6 +259,28 @@ def test_an_older_llama_cpp_dequantises_a_long_quantised_prompt_to_a_16_bit_copy
     assert float(gpu.prefill_s(f16[1], 4096)) == float(gpu.prefill_s(f16[0], 4096))
 
 
+def test_an_unfused_attention_moves_its_score_matrix_through_memory(qwen05):
+    """unfused_attention_bytes_per_score 24 (llama.cpp without flash attention): each (query,
+    key) pair of each head and layer moves 24 B at the weight-streaming bandwidth, in series
+    with the roofline. Qwen2.5-0.5B: 24 layers x 14 heads x 24 B = 8,064 B per pair. A
+    1,000-token prompt has 1000 x 1001 / 2 = 500,500 pairs: 4.036032 GB at 1e12 B/s =
+    4.036032 ms; 4 such prompts in one pass 4x; one decode step after 1,023 cached tokens
+    attends to 1,024 keys: 8.257536 us. Absent (a fused attention): nothing."""
+    fused = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    unfused = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"),
+                           make_serving(unfused_attention_bytes_per_score=24.0))
+    assert fused.scores_bytes_per_pair == 0.0
+    assert unfused.scores_bytes_per_pair == 8064.0
+
+    def extra(n: int, ctx: int, batch: int = 1) -> float:
+        return (float(gpu.forward(unfused, n, ctx, batch=batch).gpu_side_s)
+                - float(gpu.forward(fused, n, ctx, batch=batch).gpu_side_s))
+
+    assert extra(1000, 0) == pytest.approx(4.036032e-3, rel=1e-9)
+    assert extra(1000, 0, batch=4) == pytest.approx(4 * 4.036032e-3, rel=1e-9)
+    assert extra(1, 1023) == pytest.approx(8.257536e-6, rel=1e-9)
+
+
 def test_a_dequantised_prompt_computes_in_fp16_at_the_stacks_accumulate_rate(qwen05):
     """The GEMMs of a prompt dequantised to an FP16 copy run in FP16, whatever the precision's
     nominal compute (w4a16: bf16), at the FP16-accumulate peak where the stack accumulates in
@@ -305,11 +327,32 @@ def test_the_older_llama_cpp_build_is_the_fitted_profile_but_its_prompt_path(cat
     assert {k: v for k, v in old.sources.items() if k != "prompt_dequantize_min_tokens"} == \
         dict(new.sources)
     assert old.prompt_dequantize_min_tokens == 33 and new.prompt_dequantize_min_tokens is None
-    (build,) = BUILDS
-    assert (build.profile, build.of, build.keys) == ("llama.cpp-cublas", "llama.cpp",
-                                                     ("prompt_dequantize_min_tokens",))
+    build = next(b for b in BUILDS if b.profile == "llama.cpp-cublas")
+    assert (build.of, build.keys) == ("llama.cpp", ("prompt_dequantize_min_tokens",))
     for framework in ("llama.cpp-9476b01 (CUDA)", "llama.cpp (CUDA backend, master of Jan 2024)",
-                      "llama.cpp-unstated-2023-07 (build not stated)"):
+                      "llama.cpp-unstated-2023-07 (build not stated)",
+                      "llama.cpp-b2824 (4426e298, CUDA, May 2024)"):
         assert build_of(framework) is build
     assert build_of("llama.cpp (CUDA backend, master of Mar 2025)") is None
     assert build_of("vllm-0.6.3") is None
+
+
+def test_llama_cpp_with_flash_attention_is_the_fitted_profile_without_the_score_matrix(cat):
+    """llama.cpp-fa is llama.cpp's fit whole (written by scripts/calibrate_devices.py) with a
+    fused attention: no unfused_attention_bytes_per_score (llama.cpp's own profile, -fa 0, the
+    default of its benchmarks' builds, moves 24 B per score); rows the source runs with flash
+    attention are predicted on it."""
+    from dataclasses import fields
+
+    from dse.validation.measurements import BUILDS, build_of
+
+    new, fa = cat.serving("llama.cpp"), cat.serving("llama.cpp-fa")
+    differ = {f.name for f in fields(new) if getattr(new, f.name) != getattr(fa, f.name)}
+    assert differ == {"path", "name", "description", "unfused_attention_bytes_per_score",
+                      "sources"}
+    assert new.unfused_attention_bytes_per_score == 24.0
+    assert fa.unfused_attention_bytes_per_score is None
+    build = next(b for b in BUILDS if b.profile == "llama.cpp-fa")
+    assert (build.of, build.keys) == ("llama.cpp", ("unfused_attention_bytes_per_score",))
+    assert build_of("llama.cpp (CUDA backend, master of Mar 2025, flash attention on, "
+                    "presumed)") is build

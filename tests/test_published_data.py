@@ -21,7 +21,8 @@ OPTIONAL = {"catalog_device": str, "catalog_device_assumed": str, "catalog_model
             "catalog_model_assumed": str, "catalog_model_assumed_why": str, "quantization": str,
             "tp": int, "gpus": int, "simulated": bool, "served": str,
             "decode_tokens_per_s": float,  # a power row's throughput (dse.validation.gpu_power)
-            "host": str}  # the instance it ran on: a [[host]] table's
+            "host": str,  # the instance it ran on: a [[host]] table's
+            "not_fitted": str}  # why the row is cross-validated but never fitted
 HOST_REQUIRED = {"instance": str, "cpu": str, "benchmark": str, "single_thread_score": float,
                  "source": str}
 HOST_OPTIONAL = {"cross_check": str}

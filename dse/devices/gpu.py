@@ -8,6 +8,10 @@ ctx cached tokens (seconds):
     flops     = batch x (linear x n_new + head + attention(ctx, n_new));
     roofline  = max(weights / (B e_mem tp) + kv / (B e_attn tp), flops / (F e_comp tp))
     gpu_side  = roofline + layers * layer_gap + tp_comm
+                + scores                            (an unfused attention's score matrix
+                                                     through memory: bytes per score x
+                                                     query-key pairs x heads x layers /
+                                                     (B e_mem tp); 0 where attention is fused)
     cpu_side  = layers * launch_per_layer            (eager launch; 0 with CUDA graphs, or
                                                       the eager cost beyond the context the
                                                       profile's graphs were captured for)
@@ -116,6 +120,9 @@ class GpuCost:
     # nominal bf16), at the FP16-accumulate peak where the stack accumulates in FP16 (0 where
     # nothing is copied: never read)
     prompt_copy_flops_per_s: Num = 0.0
+    # An unfused attention (no flash-attention kernel) moves its score matrix through memory
+    # between kernels: bytes per (query, key) pair, every layer and head (0: fused)
+    scores_bytes_per_pair: Num = 0.0
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
@@ -230,6 +237,8 @@ def gpu_cost(
             peak_flops_per_s(gpu, replace(p, compute="fp16"),
                              fp16_accumulate=bool(serving.fp16_accumulate))
             * compute_efficiency(serving, p) * tp if copied else 0.0),
+        scores_bytes_per_pair=(model.num_layers * model.num_attention_heads
+                               * (serving.unfused_attention_bytes_per_score or 0.0)),
     )
 
 
@@ -302,7 +311,10 @@ def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longe
     roof = np.maximum(mem, comp)
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * tokens)
     copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
-    gpu_side = roof + copy_s + c.layers * c.layer_gap_s + comm
+    # an unfused attention's score matrix: written, converted and soft-maxed by kernels of
+    # their own between its two GEMMs, so in series with the roofline, at the streaming share
+    scores_s = c.scores_bytes_per_pair * pairs / c.mem_bw_bytes_per_s
+    gpu_side = roof + copy_s + scores_s + c.layers * c.layer_gap_s + comm
     eager = longest > c.graph_max_context_tokens  # beyond the captured graphs' context
     cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
     offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))

@@ -186,6 +186,13 @@ class GpuServingSpec(Spec):
         "weight), then runs its GEMMs on the copy, in FP16 (llama.cpp before PR #8075 of June "
         "2024: 33, above MMQ_MAX_BATCH_SIZE; ExLlamaV2: 33, above MAX_Q_GEMM_ROWS); absent: "
         "quantised prompts run on their own kernels")
+    unfused_attention_bytes_per_score: float | None = nonneg(
+        help="bytes each attention score (one query, one key, one head, one layer) moves "
+        "through GPU memory where the stack's attention is not fused: the score matrix is "
+        "written, converted and soft-maxed between separate kernels, at the weight-streaming "
+        "bandwidth (llama.cpp without flash attention: 24, ggml_cuda_mul_mat_batched_cublas "
+        "and ggml_cuda_soft_max; absent: 0, a fused flash-attention kernel keeps the scores "
+        "on chip)")
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     kind = "gpu-serving"

@@ -135,9 +135,12 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             exclude_devices=("jetson-orin-nano-8gb",), hosts=calibrate.with_jetson_hosts),
     FitSpec("hf-eager", (LAUNCH, E_ATTN, QUANT),
             "HF transformers 4.4x generate(): the Qwen2.5 speed benchmark on A100 "
-            "(transformers 4.46, Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-30720)"),
+            "(transformers 4.46, Qwen2.5 0.5B-72B, BF16/GPTQ/AWQ, inputs 1-30720) and "
+            "ecocompute-ai's 4.47.0 runs on an RTX 5090 "
+            "(TinyLlama-1.1B, Qwen2 1.5B/7B, Qwen2.5-3B; FP16, a short prompt)"),
     FitSpec("hf-4.38", (LAUNCH, E_ATTN, QUANT),
-            "HF transformers 4.38 generate(): the Qwen2 speed benchmark on A100"),
+            "HF transformers 4.38 generate(): the Qwen2 speed benchmark on A100, premAI's "
+            "4.39.3 Llama-2-7B on A100 and ecocompute-ai's 4.36.0 Qwen2.5-14B on an A800"),
     FitSpec("hf-4.51", (LAUNCH, QUANT),
             "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
     FitSpec("sglang", (E_MEM, GAP, STEP, QUANT),
@@ -147,7 +150,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("llama.cpp", (_by_gen(E_MEM), STEP, COMPUTE, PCIE_AR, PCIE_AR_CALL),
             "llama.cpp CUDA llama-bench tg128/pp512 and llm-perf-bench (RTX 3090/4090, "
             "A100 PCIe; f16, q8_0, q4_0; the pre-2024 row split of Llama-2-70B over 2/4/8 A100 "
-            "PCIe and 2 RTX 4090)"),
+            "PCIe and 2 RTX 4090); llama-bench of May 2024 builds, Llama-3-8B F16 tg512 and "
+            "pp512-pp8192 on RTX 3090/4080/4090, RTX A6000, RTX 6000 Ada, A100 PCIe/SXM, "
+            "H100 PCIe and L40S (XiongjieDai/GPU-Benchmarks-on-LLM-Inference)"),
     FitSpec("mlc-llm", (_by_gen(E_MEM), GAP, STEP, PCIE_AR, PCIE_AR_CALL),
             "MLC-LLM from October 2023: llm-perf-bench 8e94910 (RTX 3090/3090 Ti/4090; "
             "Llama-2-70B FP16 and q4f16_1 at TP 2/4/8 over A100 PCIe and TP 2 over RTX 4090) and "
@@ -395,8 +400,9 @@ def _file_value(serving: GpuServingSpec, key: str) -> float:
 
 def fit_selection(pts: Sequence[GpuMeasurement]) -> dict[str, list[GpuMeasurement]]:
     """The points each profile's fit reads (FIT_ORDER; profiles without points left out):
-    `fit_all` fits exactly these, and dse.validation.labels labels exactly these fitted."""
-    sel = {name: points_for(FITS[name], pts) for name in FIT_ORDER}
+    `fit_all` fits exactly these, and dse.validation.labels labels exactly these fitted. A
+    point marked not fitted is cross-validated (ProfileFit.points) but not here."""
+    sel = {name: [m for m in points_for(FITS[name], pts) if m.fitted] for name in FIT_ORDER}
     return {name: mine for name, mine in sel.items() if mine}
 
 
@@ -415,7 +421,8 @@ def fit_all(cat: Catalog, pts: Sequence[GpuMeasurement]) -> dict[str, ProfileFit
         if not mine:
             continue
         f = fit_profile(cat, spec, mine, base=base)
-        done[name] = ProfileFit(spec, base, derived, f, fitted_serving(base, f), mine)
+        done[name] = ProfileFit(spec, base, derived, f, fitted_serving(base, f),
+                                points_for(spec, pts))
     return done
 
 
@@ -431,18 +438,21 @@ def leave_one_out(cat: Catalog, pf: ProfileFit,
     """Each point predicted by the profile fitted without it, from the same default start as
     the full fit (never from the full fit's values, which have seen the point; derived values
     held at the full calibration's). A point whose removal leaves fewer points than
-    parameters, or drops its GPU generation's only data, gets loo_s None."""
+    parameters, or drops its GPU generation's only data, gets loo_s None. A point no fit
+    reads (not fitted) is predicted by the full fit, which never saw it."""
     spec, pts, base = pf.spec, pf.points, pf.base
-    _, layout = _layout(cat, spec, pts)
+    _, layout = _layout(cat, spec, [q for q in pts if q.fitted])
     serving_full = pf.serving
     cat_full = spec.catalog(cat, serving_full)
     out: list[CvPoint] = []
     for i, m in enumerate(pts):
-        rest = [q for j, q in enumerate(pts) if j != i]
+        rest = [q for j, q in enumerate(pts) if j != i and q.fitted]
         gen = cat.gpu(m.device).generation
         loo: float | None = None
         same_gen = [q for q in rest if cat.gpu(q.device).generation == gen]
-        if len(rest) >= len(layout) and same_gen:
+        if not m.fitted:
+            loo = predict_s(cat_full, m, serving_full)
+        elif len(rest) >= len(layout) and same_gen:
             f = fit_profile(cat, spec, rest, base=base)
             serving = fitted_serving(base, f)
             loo = predict_s(spec.catalog(cat, serving), m, serving)
@@ -482,7 +492,7 @@ def leave_one_source_out(cat: Catalog, pf: ProfileFit,
     docs = sorted({m.document for m in pts})
     out: dict[str, float | None] = {m.id: None for m in pts}
     for i, doc in enumerate(docs):
-        rest = [q for q in pts if q.document != doc]
+        rest = [q for q in pts if q.document != doc and q.fitted]
         if rest and len(rest) >= len(_layout(cat, spec, rest)[1]):
             gens = {cat.gpu(q.device).generation for q in rest}
             b = _without_generations(base, spec, gens)

@@ -23,6 +23,12 @@ holding every layer: at batch 1 the GPUs take turns, so the time is one GPU's pl
 between GPUs, which are not modelled. A row split (llama.cpp's multi-GPU mode before 2024)
 splits every matrix over the GPUs and is entered as tensor parallel (`tp` = `gpus`).
 
+A published row marked `not_fitted` (with its reason) is predicted and cross-validated like
+every other point, and its leave-one-source-out residual sizes the intervals, but no fit reads
+it: a run on a host the source does not name whose host-side time differs from the calibration
+hosts' (HF's Python launches on another CPU and PyTorch), which one launch term cannot hold
+beside the calibration points without moving them.
+
 A published row that names its host (`host`, a `[[host]]` table of published.toml with that
 host's CPU and a measured single-thread score) carries that host's `host_cpu_slowdown`:
 published.toml's `host_cpu_reference_score` (the score the boards' default 1 stands for) over
@@ -91,7 +97,11 @@ class Build:
 BUILDS: tuple[Build, ...] = (
     Build("llama.cpp-cublas", "llama.cpp", ("prompt_dequantize_min_tokens",),
           r"^llama\.cpp-9476b01|^llama\.cpp \(CUDA backend, master of Jan 2024|"
-          r"^llama\.cpp-unstated-2023"),
+          r"^llama\.cpp-unstated-2023|^llama\.cpp-b28[234]\d "),
+    # llama.cpp with flash attention (-fa 1): fused attention, no score matrix in memory
+    # (llama.cpp's own profile is its builds' default, -fa 0: unfused_attention_bytes_per_score)
+    Build("llama.cpp-fa", "llama.cpp", ("unfused_attention_bytes_per_score",),
+          r"^llama\.cpp .*flash attention on"),
 )
 
 # Precision as the source names it -> the catalog precision.
@@ -136,6 +146,9 @@ class GpuMeasurement:
     host_cpu_slowdown: float | None = None
     # the measured build's profile (BUILDS) whose keys it takes; None: the profile's own
     build: str | None = None
+    # False: predicted and cross-validated, never fitted (published.toml `not_fitted`, with
+    # its reason: a setting whose host-side time the profile's fit cannot place)
+    fitted: bool = True
 
     @property
     def family(self) -> str:
@@ -369,5 +382,6 @@ def load_gpu_measurements(models: Iterable[str], devices: Iterable[str],
                 timed=timed, context_tokens=ctx, generated_tokens=generated,
                 measured_s=seconds, source=e["source"], origin=origin,
                 nvlink=not NO_NVLINK.search(e.get("setting", "")),
-                host_cpu_slowdown=_host_of(e, hosts), build=_build_name(e["framework"])))
+                host_cpu_slowdown=_host_of(e, hosts), build=_build_name(e["framework"]),
+                fitted=not e.get("not_fitted")))
     return out, skipped
