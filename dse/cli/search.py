@@ -153,7 +153,8 @@ def _search_files(a: argparse.Namespace, objectives: list[str], best: list[Any],
 
 SHOWN_NOTE = ("\nevery figure: the accurate closed form with its 90% interval (as dse evaluate); "
               "the mean-value model only screened and ranked the grid (--json: "
-              "mean_value_diagnostic)")
+              "mean_value_diagnostic); one problem at a time (batch 1, the paper's setting): "
+              "for a service at a load, dse serve")
 
 
 FAMILY_LABELS = {"j_per_token": "J/token", "latency_s_per_problem": "s/problem",
