@@ -85,8 +85,10 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     spec = engine.speculation
     accept = np.random.default_rng(load.seed + 1)  # accepted proposals (speculation)
 
-    def used_blocks(extra: int = 0) -> float:
-        return float(sum(engine.blocks(cached[r] + extra) for r in running))
+    bs = caps.block_size
+
+    def used_blocks(extra: int = 0) -> int:
+        return sum(-(-(int(cached[r]) + extra) // bs) for r in running)
 
     while done < n:
         while pending and arrival[pending[0]] <= t:
@@ -110,7 +112,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
         free = capacity_blocks - used_blocks()
         while waiting and budget > 0 and len(running) < caps.max_num_seqs:
             r = waiting[0]
-            need = float(engine.blocks(prefill_left[r]))
+            need = -(-int(prefill_left[r]) // bs)  # blocks the whole prompt holds
             if need > free:
                 break
             waiting.popleft()
@@ -196,7 +198,8 @@ def _stretch(engine: Engine, decodes: list[int], generated: np.ndarray, out: int
     if np.isfinite(next_arrival):
         dt1 = float(engine.iteration_s(len(decodes), ctx, 0, 0))
         k = min(k, max(int((next_arrival - t) / dt1), 1))
-    while k > 1 and sum(float(engine.blocks(cached[r] + k)) for r in running) > capacity_blocks:
+    bs = engine.caps.block_size
+    while k > 1 and sum(-(-(int(cached[r]) + k) // bs) for r in running) > capacity_blocks:
         k //= 2
     return max(k, 1)
 
