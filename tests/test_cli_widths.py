@@ -12,11 +12,20 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dse.cli import main
-from dse.cli.layout import DEFAULT_WIDTH, chunks, output_width, table_text, wrap, wrap_line
+from dse.cli.layout import (
+    DEFAULT_WIDTH,
+    chunks,
+    output_width,
+    table_text,
+    wrap,
+    wrap_line,
+    wrap_name,
+)
 
 TINY = str(Path(__file__).parent / "data" / "tiny-space.toml")
 EVALUATE = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500"]
@@ -217,3 +226,137 @@ def test_prose_wraps_with_a_hanging_indent_and_keeps_intervals_whole() -> None:
                                                       "t @ rtx-3090"]
     assert wrap_line("see /a/very/long/path/that/does/not/fit", 10) == [
         "see", "  /a/very/long/path/that/does/not/fit"]  # a path is never broken
+
+
+# ------------------------------------------------------------------ dse reproduce
+
+REPRODUCE_RUNS = {"100": ("100", []), "80": ("80", []), "wide": ("80", ["--wide"]),
+                  "json40": ("40", ["--json"]), "json300": ("300", ["--json", "--wide"])}
+
+
+@pytest.fixture(scope="module")
+def reproduced() -> dict[str, str]:
+    """`dse reproduce` at 100 and 80 columns, with --wide, and --json at 40 and 300 columns.
+    Its paper rows (the 20-60 s of intervals, which no width reads) are computed by the first
+    run and handed to the others."""
+    from dse import coverage
+
+    real = coverage.paper_rows
+    computed: list[Any] = []
+
+    def paper_rows(cat: Any, progress: Any = None) -> Any:
+        if not computed:
+            computed.append(real(cat, progress=progress))
+        return computed[0]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(coverage, "paper_rows", paper_rows)
+        out: dict[str, str] = {}
+        for key, (cols, flags) in REPRODUCE_RUNS.items():
+            mp.setenv("COLUMNS", cols)
+            out[key] = run(["reproduce", *flags])
+    return out
+
+
+def _table_rows(text: str) -> dict[str, dict[str, str]]:
+    """Every table of `text` read back: row id -> {header: cell}, merged over a table's parts,
+    each id whole again (its indented continuation lines joined to it)."""
+    got: dict[str, dict[str, str]] = {}
+    lines = text.splitlines()
+    for k in range(1, len(lines)):
+        if not (lines[k - 1].startswith("id ") and lines[k].startswith("---")):
+            continue
+        starts = [m.start() for m in re.finditer(r"-+", lines[k])]
+        ends = [*starts[1:], None]
+        heads = [lines[k - 1][a:b].strip() for a, b in zip(starts, ends, strict=True)]
+        part: list[list[str]] = []
+        for ln in lines[k + 1:]:
+            if not ln.strip() or re.fullmatch(r"\d+/\d+ within", ln):
+                break
+            cells = [ln[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+            if ln.startswith("  "):  # an id's continuation line, nothing beside it
+                assert not any(cells[1:]), ln
+                part[-1][0] += cells[0]
+            else:
+                part.append(cells)
+        for cells in part:
+            got.setdefault(cells[0], {}).update(zip(heads, cells, strict=True))
+    return got
+
+
+def _reproduce_cells(data: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What each row of `dse reproduce --json` shows in the text tables."""
+
+    def paper(lo: float, hi: float) -> str:
+        return f"{lo:.4g}" if lo == hi else f"{lo:.4g}-{hi:.4g}"
+
+    yes = {True: "yes", False: "NO", None: ""}
+    out = {r["id"]: {"id": r["id"], "paper": paper(r["paper_low"], r["paper_high"]),
+                     "tool [90% interval]": _interval_texts(r["tool"], [r["tool_low"],
+                                                                        r["tool_high"]]),
+                     "within": yes[r["within"]], "in interval": yes[r["inside"]],
+                     "label": r["label"]} for r in data["rows"]}
+    for t in data["target_judge"]["timing"]:
+        lo, hi = t["tool_widened"]
+        out[t["id"]] = {"id": t["id"], "paper": paper(*t["paper"]), "tool": f"{t['tool']:.3g}",
+                        "x tokens": "" if lo == hi else f"{lo:.3g}-{hi:.3g}",
+                        "within": yes[t["within"]]}
+    return out
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_reproduce_fits_the_width_and_keeps_every_cell(reproduced: dict[str, str],
+                                                       columns: int) -> None:
+    out = reproduced[str(columns)]
+    assert not too_wide(out, columns), too_wide(out, columns)
+    assert not [ln for ln in out.splitlines() if ln != ln.rstrip()]  # no trailing blanks
+    data = json.loads(reproduced["json40"])
+    want = _reproduce_cells(data)
+    # every id whole, every cell on its row's first line (the id's continuation lines carry
+    # nothing else), every number with its interval
+    assert _table_rows(out) == want
+    lines = out.splitlines()
+    s, c = data["summary"], data["summary"]["coverage"]["paper_rows"]
+    prose = " ".join(out.split())  # the sentences, however wrapped
+    assert (f"{s['within']}/{s['rows']} within tolerance; fitted {s['fitted_within']}/"
+            f"{s['fitted']}, calibrated {s['calibrated_within']}/{s['calibrated']}, predicted "
+            f"{s['predicted_within']}/{s['predicted']} coverage: {c['inside']}/{c['n']} "
+            f"predicted rows ({c['share_inside']:.0%}) inside the tool's 90% interval, median "
+            f"relative width {c['median_relative_width']:.1%}") in prose
+    assert sum(ln.startswith("id ") for ln in lines) >= 3  # the paper rows in two parts
+
+
+def test_reproduce_wide_is_the_one_line_layout(reproduced: dict[str, str]) -> None:
+    out = reproduced["wide"]  # at COLUMNS=80
+    lines = out.splitlines()
+    data = json.loads(reproduced["json300"])
+    n, m = len(data["rows"]), len(data["target_judge"]["timing"])
+    assert lines[0].split() == ["id", "paper", "tool", "[90%", "interval]", "within", "in",
+                                "interval", "label"]
+    assert max(map(len, lines)) > 100 and lines[2 + n] == ""  # each row on one line
+    assert [ln.split()[0] for ln in lines[2:2 + n]] == [r["id"] for r in data["rows"]]
+    assert len({len(ln) for ln in lines[:2 + n]}) == 1  # padded, as ever
+    assert lines[2 + n + 4].startswith("the target judge beside SpecReason (every row "
+                                       "predicted") and lines[2 + n + 4].endswith(".md)")
+    assert len(lines) == 2 + n + 5 + 2 + m + 1 and lines[-1].endswith(" within")
+    assert _table_rows(out) == _table_rows(reproduced["100"]) == _reproduce_cells(data)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert "--wide" in buf.getvalue()
+
+
+def test_reproduce_json_is_the_same_at_any_width(reproduced: dict[str, str]) -> None:
+    assert reproduced["json40"] == reproduced["json300"]
+    assert json.loads(reproduced["json40"])["rows"]
+
+
+def test_a_key_too_wide_wraps_at_its_dots() -> None:
+    assert wrap_name("ab.cd.ef_gh", 8) == ["ab.cd.", "  ef_gh"]
+    assert wrap_name("abcdefgh_ij", 8) == ["abcdefgh", "  _ij"]  # no break fits: in the word
+    rows = [["energy_gain.vs_brsd.u280.config1.gsm8k", "1.2-1.3", "1.25 [1.1-1.4]"]]
+    text = table_text(["id", "paper", "tool"], rows, width=45, key_width=20)
+    assert text.splitlines()[2:] == ["energy_gain.vs_brsd.  1.2-1.3  1.25 [1.1-1.4]",
+                                     "  u280.config1.gsm8k"]
+    assert table_text(["id", "paper", "tool"], rows, key_width=20) == table_text(
+        ["id", "paper", "tool"], rows)  # --wide: whole

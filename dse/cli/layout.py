@@ -4,7 +4,8 @@ with a hanging indent. Pure functions over strings; the width is an argument, No
 limit (the `--wide` layout: one line per row, as wide as it comes).
 
 A line is never cut inside a `[low-high]` interval, nor between a value and the interval that
-follows it; prose never breaks a word (a path longer than the width keeps its own line)."""
+follows it; prose never breaks a word (a path longer than the width keeps its own line). A
+table's name column given a key_width wraps a longer name after its dots (wrap_name)."""
 
 from __future__ import annotations
 
@@ -115,17 +116,39 @@ def _parts(widths: Sequence[int], keys: int, width: int) -> list[list[int]]:
     return parts
 
 
-def _cell(text: str, limit: int | None) -> list[str]:
+_NAME_BREAKS = (".", "/"), ("_", "-")  # where a name breaks, the first kind preferred
+
+
+def wrap_name(name: str, limit: int, *, hang: int = 2) -> list[str]:
+    """A name without spaces (a dotted id, a path) as lines of at most `limit` characters (at
+    least one character each), the continuation lines indented `hang`: broken after the last
+    "." or "/" that fits, where none does after a "_" or "-", and only failing both inside a
+    word. E.g. wrap_name("ab.cd.ef_gh", 8) == ["ab.cd.", "  ef_gh"]."""
+    lines: list[str] = []
+    rest = name
+    while len(rest) > (room := max(limit - (hang if lines else 0), 1)):
+        cut = next((i + 1 for kinds in _NAME_BREAKS for i in range(room - 1, 0, -1)
+                    if rest[i] in kinds), room)
+        lines.append(" " * (hang if lines else 0) + rest[:cut])
+        rest = rest[cut:]
+    return [*lines, " " * (hang if lines else 0) + rest]
+
+
+def _cell(text: str, limit: int | None, name: bool = False) -> list[str]:
     if limit is None or len(text) <= limit:
         return [text]
+    if name:
+        return wrap_name(text, limit)
     return wrap_line(text, limit, hang=2 if limit >= 2 * MIN_CELL else 0, break_words=True)
 
 
 def _block(headers: Sequence[str], rows: Sequence[Sequence[str]],
-           limits: Sequence[int | None]) -> list[str]:
+           limits: Sequence[int | None], names: int = 0) -> list[str]:
     """One table: a header, a rule and the rows, each column at most its limit (None: as wide
-    as its widest cell), a cell wider than its limit wrapped onto more lines."""
-    grid = [[_cell(c, lim) for c, lim in zip(r, limits, strict=True)] for r in [headers, *rows]]
+    as its widest cell), a cell wider than its limit wrapped onto more lines (in the first
+    `names` columns at a name's dots, wrap_name)."""
+    grid = [[_cell(c, lim, i < names) for i, (c, lim) in enumerate(zip(r, limits, strict=True))]
+            for r in [headers, *rows]]
     widths = [max(len(s) for r in grid for s in r[i]) for i in range(len(headers))]
     out = []
     for k, r in enumerate(grid):
@@ -138,24 +161,28 @@ def _block(headers: Sequence[str], rows: Sequence[Sequence[str]],
 
 
 def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
-               width: int | None = None, keys: int = 1) -> str:
+               width: int | None = None, keys: int = 1, key_width: int | None = None) -> str:
     """A text table of formatted cells. width None: one line per row, however wide. Otherwise
     a table wider than `width` becomes parts, one under the other, each repeating the first
     `keys` columns (the row's name) beside as many of the next columns as fit; a column too
-    wide even alone has its cells wrapped. Every cell is kept; lines carry no trailing blanks."""
+    wide even alone has its cells wrapped. key_width: the most columns each key column takes
+    (a longer name wraps at its dots, wrap_name), so that more columns fit beside it; None: as
+    wide as its widest cell. Every cell is kept; lines carry no trailing blanks."""
     if width is None:
         return "\n".join(_block(headers, rows, [None] * len(headers)))
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
     keys = min(keys, len(headers) - 1)
+    if key_width is not None:
+        widths[:keys] = [min(w, key_width) for w in widths[:keys]]
     if keys and _line_width(widths[:keys]) + len(GAP) + MIN_CELL > width:
         keys = 0  # the name columns leave no room: the parts do not repeat them
     blocks = []
     for part in _parts(widths, keys, width):
         cols = [*range(keys), *part]
         room = width - (_line_width(widths[:keys]) + len(GAP) if keys else 0)
-        limits = [None] * keys + [None if _line_width([*widths[:keys], *(
+        limits = [key_width] * keys + [None if _line_width([*widths[:keys], *(
             widths[j] for j in part)]) <= width else room] * len(part)
         blocks.append("\n".join(ln.rstrip() for ln in _block(
-            [headers[i] for i in cols], [[r[i] for i in cols] for r in rows], limits)))
+            [headers[i] for i in cols], [[r[i] for i in cols] for r in rows], limits, keys)))
     return "\n\n".join(blocks)

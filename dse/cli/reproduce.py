@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from dse.cli.common import refuse_overwriting_inputs, table, write_file
+from dse.cli.common import add_wide, refuse_overwriting_inputs, text_width, write_file
+from dse.cli.layout import GAP, MIN_CELL, table_text, wrap
 from dse.outputs import check_output_file
 from dse.specs import Catalog
 
@@ -14,6 +15,22 @@ from dse.specs import Catalog
 def reproduce_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
     p.add_argument("--html", metavar="FILE", help="also write a plotly chart (HTML)")
+    add_wide(p)
+
+
+ROW_HEADERS = ["id", "paper", "tool [90% interval]", "within", "in interval", "label"]
+JUDGE_HEADERS = ["id", "paper", "tool", "x tokens", "within"]
+
+
+def id_width(width: int | None, rows: list[list[str]]) -> int | None:
+    """The columns the paper rows' id takes: what the paper's value and the tool's (columns 1
+    and 2) leave of `width`, so that the three stand side by side in the table's first part
+    (a longer id wraps at its dots); None with --wide."""
+    if width is None:
+        return None
+    beside = sum(len(GAP) + max(len(ROW_HEADERS[i]), *(len(r[i]) for r in rows))
+                 for i in (1, 2))
+    return max(width - beside, MIN_CELL)
 
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -73,16 +90,18 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                    "" if t.tool_low == t.tool_high else f"{t.tool_low:.3g}-{t.tool_high:.3g}",
                    "yes" if t.within else "NO"] for t in judge_timing]
     pc = coverage.paper_coverage(rs)
-    text = (table(["id", "paper", "tool [90% interval]", "within", "in interval",
-                   "label"], rows) + "\n\n"
-            + f"{summ['within']}/{summ['rows']} within tolerance; fitted "
-            f"{summ['fitted_within']}/{summ['fitted']}, calibrated "
-            f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
-            f"{summ['predicted_within']}/{summ['predicted']}\n"
-            f"coverage: {pc.inside}/{pc.n} predicted rows ({pc.share:.0%}) inside the tool's "
-            f"90% interval, median relative width {pc.median_rel_width:.1%}\n\n"
-            "the target judge beside SpecReason (every row predicted: no timing parameter is "
-            "fitted to SpecReason; stand-in models, docs/validation.md)\n"
-            + table(["id", "paper", "tool", "x tokens", "within"], judge_rows)
+    width = text_width(a)
+    text = (table_text(ROW_HEADERS, rows, width=width, key_width=id_width(width, rows))
+            + "\n\n"
+            + wrap(f"{summ['within']}/{summ['rows']} within tolerance; fitted "
+                   f"{summ['fitted_within']}/{summ['fitted']}, calibrated "
+                   f"{summ['calibrated_within']}/{summ['calibrated']}, predicted "
+                   f"{summ['predicted_within']}/{summ['predicted']}\n"
+                   f"coverage: {pc.inside}/{pc.n} predicted rows ({pc.share:.0%}) inside the "
+                   f"tool's 90% interval, median relative width {pc.median_rel_width:.1%}\n\n"
+                   "the target judge beside SpecReason (every row predicted: no timing "
+                   "parameter is fitted to SpecReason; stand-in models, docs/validation.md)",
+                   width)
+            + "\n" + table_text(JUDGE_HEADERS, judge_rows, width=width)
             + f"\n{sum(t.within for t in judge_timing)}/{len(judge_timing)} within")
     return payload, text
