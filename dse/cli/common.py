@@ -73,8 +73,8 @@ def add_wide(p: argparse.ArgumentParser) -> None:
 
 
 def text_width(a: argparse.Namespace) -> int | None:
-    """The width a command's text fits: None with --wide or on a command without it
-    (reproduce), else $COLUMNS or 100 (dse.cli.layout.output_width)."""
+    """The width a command's text fits: None with --wide (or on a command without the flag),
+    else $COLUMNS or 100 (dse.cli.layout.output_width)."""
     return output_width(getattr(a, "wide", True), os.environ)
 
 
