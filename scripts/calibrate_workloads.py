@@ -11,7 +11,8 @@ nesting, and the in-chain rewrite error factor rho of each measured (draft, targ
 to HeteroReason's Table III rsd and brsd rows and RSD's Table 2 main rows with a Qwen2.5-Math
 target (32 numbers at threshold 0.7), with a penalty on Table III's PRM rejection above 0.28.
 Every other published accuracy (RSD's threshold sweeps, tuned thresholds, other families) stays
-out. Device parameters are never touched here. About ten minutes on one core.
+out. Device parameters are never touched here. Every fit, each cross-validation fold's too,
+runs from the three default starts: about fifteen minutes on one core.
 """
 
 from __future__ import annotations

@@ -340,8 +340,9 @@ def test_interval_schemes_follow_what_is_extrapolated(cat, cv):
 
 @pytest.mark.slow
 def test_calibration_script_check_is_current():
-    """The full refit (about four minutes: 46 fits, the leave-one-row-out ones included):
-    accuracy_model.toml and accuracy_cv.json are current."""
+    """The full refit (about fifteen minutes on one core: 46 fits, the leave-one-row-out ones
+    included, each from the three default starts): accuracy_model.toml and accuracy_cv.json
+    are current."""
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibrate_workloads.py"),
                         "--check", "--quiet"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
