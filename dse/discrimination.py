@@ -31,14 +31,13 @@ what they were (the calibrated numbers are unchanged; only other thresholds move
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
+from dse.data import sources_of, versioned_toml
 from dse.scenario import WorkloadSpec, solo_accuracy_pct
 from dse.specs.model import PROCESSBENCH_SUBSETS, ModelSpec
 
@@ -109,20 +108,13 @@ def from_dict(doc: Mapping[str, Any]) -> AccuracyParams:
 @cache
 def shipped() -> AccuracyParams:
     """dse/data/accuracy_model.toml, as scripts/calibrate_workloads.py wrote it."""
-    with DATA.open("rb") as f:
-        doc = tomllib.load(f)
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{DATA}: schema_version {doc.get('schema_version')!r}, expected "
-                         f"{SCHEMA_VERSION}")
-    return from_dict(doc["parameters"])
+    return from_dict(versioned_toml(DATA, SCHEMA_VERSION)["parameters"])
 
 
 @cache
 def shipped_sources() -> Mapping[str, str]:
     """What each shipped parameter rests on (the data file's [sources], read once)."""
-    with DATA.open("rb") as f:
-        return MappingProxyType({str(k): str(v)
-                                 for k, v in tomllib.load(f).get("sources", {}).items()})
+    return sources_of(DATA)
 
 
 def prm_f1_pct(prm: ModelSpec | None, subset: str, p: AccuracyParams) -> tuple[float, bool]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from dse.specs import Catalog
 from dse.validation import judge
+from dse.validation.current import close
 from dse.verifiers import GOOD_MEAN_RANGE, JUDGE_SCHEMA_VERSION, parse_judge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,17 +119,6 @@ def _text(toml: str) -> str:
     return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", toml)
 
 
-def close(a: Any, b: Any) -> bool:
-    """Equal up to the optimiser's noise (1e-3 relative, or absolute below 1)."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
-    if isinstance(a, float | int) and isinstance(b, float | int):
-        return abs(a - b) <= 1e-3 * max(1.0, abs(a), abs(b))
-    return bool(a == b)
 
 
 def _load_cv() -> Mapping[str, Any] | None:

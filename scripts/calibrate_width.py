@@ -25,7 +25,10 @@ import numpy as np
 
 from dse.specs import Catalog
 from dse.validation import width, width_rows
+from dse.validation.current import close
 from dse.width.params import SCHEMA_VERSION, WidthParams, from_dict
+
+REL = 1e-2  # the optimiser's noise over 70 refits: equal to 1e-2 relative (absolute below 1)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_PATH = ROOT / "dse" / "data" / "width_model.toml"
@@ -121,17 +124,6 @@ def run() -> tuple[WidthParams, dict[str, Any]]:
     return p, doc
 
 
-def close(a: Any, b: Any) -> bool:
-    """Equal up to the optimiser's noise (1e-2 relative, or 1e-2 absolute below 1)."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
-    if isinstance(a, float | int) and isinstance(b, float | int):
-        return abs(a - b) <= 1e-2 * max(1.0, abs(a), abs(b))
-    return bool(a == b)
 
 
 def main() -> int:
@@ -146,8 +138,8 @@ def main() -> int:
     old_toml = MODEL_PATH.read_text(encoding="utf-8") if MODEL_PATH.exists() else ""
     old_json = json.loads(CV_PATH.read_text(encoding="utf-8")) if CV_PATH.exists() else None
     stale_toml = not old_toml or not close(
-        from_dict(tomllib.loads(old_toml)["parameters"]).to_dict(), p.to_dict())
-    stale_cv = old_json is None or not close(old_json, json.loads(new_json))
+        from_dict(tomllib.loads(old_toml)["parameters"]).to_dict(), p.to_dict(), REL)
+    stale_cv = old_json is None or not close(old_json, json.loads(new_json), REL)
     h = doc["held_out"]["new"]
     print(f"held out (rows not repeating a fit row): {h['n']} rows, within 3 points "
           f"{h['within_3_points']:.0%}, inside the 90% interval {h['coverage_90']:.0%}, "

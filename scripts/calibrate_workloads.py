@@ -30,6 +30,7 @@ from dse.discrimination import SCHEMA_VERSION as MODEL_SCHEMA
 from dse.reproduce import reported
 from dse.specs import Catalog
 from dse.validation import accuracy as acc
+from dse.validation.current import close
 
 ROOT = Path(__file__).resolve().parents[1]
 CV_PATH = ROOT / "dse" / "data" / "accuracy_cv.json"
@@ -86,15 +87,6 @@ def render(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def close(a: Any, b: Any) -> bool:
-    """Equal up to the optimiser's noise (1e-3 relative, or absolute below 1)."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float | int) and isinstance(b, float | int):
-        return abs(a - b) <= 1e-3 * max(1.0, abs(a), abs(b))
-    return bool(a == b)
 
 
 def main() -> int:

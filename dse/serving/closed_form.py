@@ -13,10 +13,9 @@ Open loop at a rate lambda (requests/s), every request I prompt tokens and O out
   (E[t^2] / 2 E[t] over iterations with and without a prompt) + the iteration that carries
   its prompt; TPOT = ITL = tau; e2el = TTFT + (O - 1) tau. A fixed point in tau.
 Capacity: the largest rate whose fixed point holds with b within max_num_seqs and the KV cache
-(sequences of I + O / 2 tokens on average) and its prompts within max_num_batched_tokens. Above
-it (or offline, every request at once) the replica runs at that batch and throughput, and
-request i of N waits max(0, (i - b_cap) / lambda_max - i / lambda) before it starts: the knee.
-Every request at once (an infinite rate) is the static batch of all of them.
+(sequences of I + O / 2 tokens on average) and its prompts within max_num_batched_tokens.
+Past it the queue builds: the cohort recurrence below with the arrivals spread evenly at the
+rate (the knee); every request at once (an infinite rate) is the static batch of all of them.
 A static batch of B (vLLM's benchmark_latency) is a deterministic recurrence over cohorts: each
 iteration decodes every cohort whose prompts are done and fills the rest of
 max_num_batched_tokens with whole prompts; a cohort finishes O - 1 iterations after its prompts.
@@ -168,14 +167,6 @@ def capacity_rate(e: Engine, load: Load) -> float:
             lo = mid
     return lo
 
-
-def queue_wait_s(n: int, rate: float, cap_rate: float, b_cap: float) -> tuple[float, float]:
-    """(mean wait to start, the last start) of n requests arriving at `rate` (inf: together)
-    on a replica that starts b_cap at once and then cap_rate a second."""
-    i = np.arange(n, dtype=float)
-    arrive = np.zeros(n) if math.isinf(rate) else i / rate
-    start = np.maximum(np.maximum((i - b_cap) / cap_rate, 0.0), arrive)
-    return float(np.mean(start - arrive)), float(start.max())
 
 
 def static_batch(e: Engine, load: Load) -> Steady:

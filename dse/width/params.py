@@ -25,13 +25,14 @@ and a verifier's separation.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from dse.data import sources_of, versioned_toml
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "width_model.toml"
 SCHEMA_VERSION = 1
@@ -144,17 +145,10 @@ def from_dict(doc: Mapping[str, Any]) -> WidthParams:
 @cache
 def shipped() -> WidthParams:
     """dse/data/width_model.toml, as scripts/calibrate_width.py wrote it."""
-    with DATA.open("rb") as f:
-        doc = tomllib.load(f)
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{DATA}: schema_version {doc.get('schema_version')!r}, expected "
-                         f"{SCHEMA_VERSION}")
-    return from_dict(doc["parameters"])
+    return from_dict(versioned_toml(DATA, SCHEMA_VERSION)["parameters"])
 
 
 @cache
 def shipped_sources() -> Mapping[str, str]:
     """What each shipped parameter rests on (the data file's [sources])."""
-    with DATA.open("rb") as f:
-        return MappingProxyType({str(k): str(v)
-                                 for k, v in tomllib.load(f).get("sources", {}).items()})
+    return sources_of(DATA)
