@@ -15,7 +15,7 @@ from dse.devices.protocol import Placement
 from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
 from dse.errors import DseError, FlagValueError, InfeasibleError, SpecError, UnknownNameError
 from dse.roles import DEVICE_ROLES
-from dse.scenario import SystemSpec, WorkloadSpec
+from dse.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec
 from dse.schedules.registry import Schedule
 from dse.specs import Catalog, LinkSpec, ModelSpec
 from dse.verifiers import VERIFIERS, Verifier
@@ -45,6 +45,11 @@ class Design:
     workflow: str = "speculative"
     verifier_kind: str | None = "prm"
     colocated: tuple[tuple[str, ...], ...] = ()
+    # a width design's knobs (dse.engine.width): samples N per problem (candidates per step of
+    # a search), beams kept (beam only) and how step scores make a response's score
+    samples: int = 1
+    beam_width: int = 1
+    aggregation: str = "product"
 
     @property
     def name(self) -> str:
@@ -55,10 +60,27 @@ class Design:
         return self.workflow == "speculative"
 
     @property
+    def is_width(self) -> bool:
+        """N samples of the target (the policy) ranked or voted (dse.scenario.WIDTH_WORKFLOWS)."""
+        return self.workflow in WIDTH_WORKFLOWS
+
+    @property
     def roles(self) -> tuple[str, ...]:
         """The device roles this design runs ("draft", "prm", "target"; "target" alone for a
-        target-only design)."""
-        return tuple(r.value for r in DEVICE_ROLES) if self.is_speculative else ("target",)
+        target-only design; "target" and "prm" for a width design with a PRM, "target" alone
+        for majority voting)."""
+        if self.is_speculative:
+            return tuple(r.value for r in DEVICE_ROLES)
+        return ("target", "prm") if self.prm_placement is not None else ("target",)
+
+    @property
+    def width_label(self) -> str:
+        """A width design's method and knobs, e.g. "best-of-n N=8", "beam N=16 B=4"; the
+        workflow's name otherwise. Its report's `schedule`."""
+        if not self.is_width:
+            return self.workflow
+        return f"{self.workflow} N={self.samples}" + (
+            f" B={self.beam_width}" if self.workflow == "beam" else "")
 
     @property
     def draft(self) -> Placement:
@@ -92,7 +114,10 @@ class Design:
 
     @property
     def family(self) -> str:
-        """`target-only`, `gpu-speculative` or `fpga-speculative` (the draft's device kind)."""
+        """`target-only`, `gpu-speculative`, `fpga-speculative` (the draft's device kind) or
+        `width`."""
+        if self.is_width:
+            return "width"
         if not self.is_speculative:
             return "target-only"
         return "gpu-speculative" if self.draft.kind == "gpu" else "fpga-speculative"
@@ -138,8 +163,10 @@ def memory_options(s: SystemSpec, role: str) -> dict[str, Any]:
 def placed_roles(s: SystemSpec) -> tuple[str, ...]:
     """The roles with a placement of their own in the system's workflow: the draft and a PRM
     (not a target verifier: that is the target) of a speculative design, and the target."""
-    if s.workflow_name == "target-only":
+    if s.workflow_name == "target-only" or s.workflow_name == "majority":
         return ("target",)
+    if s.is_width:
+        return ("target", "prm")
     if VERIFIERS[str(s.verifier_name)].is_target:
         return ("draft", "target")
     return ("draft", "prm", "target")
@@ -182,6 +209,8 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
         d = Design(s, sched, target, target_link, target_link, 1.0, 1.0, 0, 1, ctx,
                    workflow="target-only", verifier_kind=None)
         return _checked(d, check)
+    if s.is_width:
+        return _checked(_width_design(cat, s, sched, target, target_link, kinds, models), check)
     draft_device = str(s.draft_device)
     # build knobs the system sets (None: the board's or engine's default)
     knobs = {k: v for k, v in (("clock_hz", s.fpga_clock_hz),
@@ -217,6 +246,34 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
         raise SpecError(where, "colocate", f"{s.colocate or 'prm+target (a target verifier)'}: "
                         + "; ".join(conflicts))
     return _checked(d, check)
+
+
+def _width_design(cat: Catalog, s: SystemSpec, sched: Schedule, target: Placement,
+                  target_link: LinkSpec, kinds: dict[str, DeviceKind],
+                  models: dict[str, ModelSpec]) -> Design:
+    """A width design: the policy (the target keys) and, but for majority voting, its PRM on
+    a placement of its own; the link between them is the slower of their devices' host
+    links (the N candidates' tokens go over it)."""
+    prm = None
+    link = target_link
+    if "prm" in models:
+        prm = place(cat, models["prm"], str(s.prm_device), precision_name=s.prm_precision,
+                    software=software_of(s, "prm", kinds["prm"]),
+                    context_tokens=s.max_context_tokens, tp=s.prm_tp or 1,
+                    **memory_options(s, "prm"))
+        link = min(cat.link(board(cat, str(s.prm_device)).host_link), target_link,
+                   key=lambda ln: ln.effective_bytes_per_s)
+    return Design(s, sched, target, target_link, link, 1.0, 1.0, 0, 1, s.max_context_tokens,
+                  prm_placement=prm, workflow=s.workflow_name, verifier_kind=None,
+                  samples=int(s.samples or 1), beam_width=int(s.beam_width or 1),
+                  aggregation=s.aggregation or default_aggregation(s.workflow_name))
+
+
+def default_aggregation(workflow: str) -> str:
+    """A width design's aggregation when it names none: the searches rank single steps by the
+    newest step's score ("last"), the response-level methods by the product of the step
+    scores (the fitted conventions, dse.validation.width.row_separation)."""
+    return "last" if workflow in ("step-search", "beam") else "product"
 
 
 SOFTWARE_KEYS = {"serving": "a GPU serving profile", "engine": "an FPGA engine"}
@@ -334,7 +391,29 @@ def infeasibility(d: Design) -> list[str]:
     why: list[str] = []
     for role, p in _placements(d).items():
         why += [f"{role}: {w}" for w in p.infeasibility()]
+    if not why:
+        why += batch_misfits(d)
     return why + colocation_misfits(d)
+
+
+def batch_misfits(d: Design) -> list[str]:
+    """A width design's batch that does not fit: the policy decodes its N samples (a beam's N
+    candidates per step) as one batch, and the PRM scores N candidates as one batch, each
+    sequence's KV cache held at the maximum context beside the weights (Placement.max_batch;
+    the shared prompt's saving is left out: a few hundred tokens of the budget)."""
+    if not d.is_width:
+        return []
+    why = []
+    for role, p in (("target", d.target), ("prm", d.prm_placement)):
+        if p is None:
+            continue
+        fit = p.max_batch(d.max_context_tokens)
+        if fit < d.samples:
+            why.append(f"{role}: {d.samples} sequences' KV caches at {d.max_context_tokens} "
+                       f"tokens do not fit beside {p.model.name}'s weights on "
+                       f"{p.device.name} (at most {fit}); lower samples or "
+                       "max_context_tokens")
+    return why
 
 
 def _placements(d: Design) -> dict[str, Placement]:

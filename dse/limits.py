@@ -51,6 +51,10 @@ MAX_PATH_CHARS = 4096
 # "-journal" (8 bytes), so 504 is the longest database path it can write to (measured: SQLite
 # 3.40 opens 504 bytes and fails at 505 with "unable to open database file", which says not why).
 MAX_SQLITE_PATH_BYTES = 512 - len("-journal")
+# Samples of a width design (best-of-N, voting; candidates per step of a step or beam search):
+# the width model's fitted rows reach 64 samples in the sources it may fit (2501.07301's
+# best-of-64 included), and N sequences decode as one batch of N on the policy's device.
+MAX_SAMPLES = 64
 # GPUs one model may be split over (tensor parallel), for the PRM and the target alike.
 MAX_TP = 64
 

@@ -136,7 +136,7 @@ def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
     """(the schedules the system can run, one note per one it cannot). A target-only design
     runs one way (the first schedule stands for it); a colocated one only the schedules whose
     overlaps its shared devices allow (dse.design.schedule_conflicts)."""
-    if spec.workflow_name == "target-only":
+    if spec.workflow_name != "speculative":  # target-only and width: one way to run
         return list(schedules[:1]), []
     ok, notes = [], []
     for s in schedules:
@@ -149,9 +149,10 @@ def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
 
 
 def target_alone(s: SystemSpec) -> SystemSpec:
-    """The simplest alternative to a speculative system: its target placement alone (the
-    draft, verifier and colocation dropped)."""
-    return replace(s, workflow="target-only", verifier=None, colocate=None,
+    """The simplest alternative to a speculative or width system: its target placement alone
+    (the draft, verifier, colocation and width knobs dropped)."""
+    return replace(s, workflow="target-only", verifier=None, colocate=None, samples=None,
+                   beam_width=None, aggregation=None,
                    sources={**s.sources, "workflow": "the target alone: the baseline"})
 
 
@@ -227,11 +228,13 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
     c = Costs(d, w)
     if not d.is_speculative:
         from dse.engine.target_only import target_only_replay
+        from dse.engine.width import width_replay
 
         if trace is not None:
-            raise UsageError("trace: a target-only design has no draft steps, verdicts or "
+            raise UsageError(f"trace: a {d.workflow} design has no draft steps, verdicts or "
                              "rewrites to replay; simulate it without a trace")
-        rp = target_only_replay(c, problems, seed)
+        rp = (width_replay(c, problems, seed) if d.is_width
+              else target_only_replay(c, problems, seed))
     else:
         trace = trace if trace is not None else synthetic_trace(c, problems, seed)
         rp = replay(c, trace, timeline_problem=0)

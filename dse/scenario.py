@@ -21,6 +21,7 @@ from dse.limits import (
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
     MAX_CV,
+    MAX_SAMPLES,
     MAX_TP,
 )
 from dse.specs.model import KV_PRECISIONS, PROCESSBENCH_SUBSETS
@@ -64,10 +65,19 @@ def solo_accuracy_pct(w: WorkloadSpec, model: str) -> float:
     return float(w.accuracy[model])
 
 
-WORKFLOWS: tuple[str, ...] = ("speculative", "target-only")
+WIDTH_WORKFLOWS: tuple[str, ...] = ("best-of-n", "weighted-best-of-n", "majority",
+                                    "step-search", "beam")
+"""The width uses of a PRM (dse.width): N samples of the policy (the target keys) ranked by
+the PRM (best-of-n), PRM-weighted voting (weighted-best-of-n), plain majority voting (no
+verifier), a step-level search (N candidates per step, the best-scored kept) and beam search
+(N candidates per step, the beam_width best kept)."""
+WORKFLOWS: tuple[str, ...] = ("speculative", "target-only", *WIDTH_WORKFLOWS)
 """`speculative`: a draft writes each step, a verifier scores it, the target rewrites rejected
 steps; `target-only`: the target writes every step (the baseline every answer is weighed
-against)."""
+against); the width workflows (WIDTH_WORKFLOWS)."""
+AGGREGATIONS: tuple[str, ...] = ("last", "min", "product")
+"""How a width design's PRM turns step scores into a response's score (the last step's, the
+lowest, or their product; dse.width.params' aggregation factors)."""
 VERIFIER_KINDS: tuple[str, ...] = ("prm", "target")
 """The verifier of a speculative design: a process reward model, or the target judging the
 draft's step with one score token (dse.verifiers)."""
@@ -130,10 +140,20 @@ class SystemSpec(Spec):
     prm_tp: int | None = pos(hi=MAX_TP, help="GPUs the PRM is split over (tensor parallel); "
                              "absent: 1")
     workflow: str | None = spec_field(choices=WORKFLOWS,
-                                      help="speculative or target-only; absent: speculative")
+                                      help="speculative, target-only or a width method "
+                                      "(best-of-n, weighted-best-of-n, majority, step-search, "
+                                      "beam); absent: speculative")
     verifier: str | None = spec_field(choices=VERIFIER_KINDS,
                                       help="prm or target (the target judges each step with "
                                       "one score token); absent: prm")
+    samples: int | None = pos(hi=MAX_SAMPLES, help="a width design's samples per problem N "
+                              "(step-search and beam: candidates per step), 1-64")
+    beam_width: int | None = pos(hi=MAX_SAMPLES, help="beams a beam search keeps (1..samples, "
+                                 "dividing samples: each kept beam expands samples / "
+                                 "beam_width candidates)")
+    aggregation: str | None = spec_field(choices=AGGREGATIONS,
+                                         help="how a width design's PRM makes a response's "
+                                         "score from its step scores; absent: product")
     colocate: str | None = spec_field(choices=COLOCATIONS,
                                       help="roles that share one device (their work "
                                       "serialises); absent: each role on its own device(s)")
@@ -145,9 +165,15 @@ class SystemSpec(Spec):
         return self.workflow or "speculative"
 
     @property
+    def is_width(self) -> bool:
+        """A width design (N samples of the target ranked or voted; WIDTH_WORKFLOWS)."""
+        return self.workflow_name in WIDTH_WORKFLOWS
+
+    @property
     def verifier_name(self) -> str | None:
-        """The verifier kind of a speculative design; None on a target-only one."""
-        return None if self.workflow_name == "target-only" else (self.verifier or "prm")
+        """The verifier kind of a speculative design; None on a target-only or width one (a
+        width design's PRM is `prm_model`, scored by the width model)."""
+        return self.verifier or "prm" if self.workflow_name == "speculative" else None
 
     @property
     def colocated(self) -> tuple[tuple[str, ...], ...]:
@@ -180,6 +206,16 @@ def _check_system(path: object, v: dict[str, Any]) -> None:
             raise SpecError(path, f"{role}_offload_fraction", "must be below 1: the GPU keeps "
                             "the activations and the KV cache, and some weights with them")
     workflow = v["workflow"] or "speculative"
+    if workflow != "speculative" and v["verifier"] is not None and workflow != "target-only":
+        raise SpecError(path, "verifier", f"a {workflow} design's verifier is its prm_model "
+                        "(or none, majority); remove the key")
+    if workflow in WIDTH_WORKFLOWS:
+        _check_width(path, v, workflow)
+        return
+    for key in WIDTH_KEYS:
+        if v[key] is not None:
+            raise SpecError(path, key, f"a width design's key (workflow = best-of-n, ...); a "
+                            f"{workflow} design has none")
     if workflow == "target-only":
         if v["verifier"] is not None:
             raise SpecError(path, "verifier", "a target-only design has no verifier (the "
@@ -215,6 +251,45 @@ def _check_system(path: object, v: dict[str, Any]) -> None:
                             "device and so one host CPU; give them the same host_cpu_slowdown "
                             "(or none: the board's), got " + ", ".join(
                                 f"{r}_host_cpu_slowdown = {hosts[r]!r}" for r in hosts))
+
+
+WIDTH_KEYS: tuple[str, ...] = ("samples", "beam_width", "aggregation")
+
+
+def _check_width(path: object, v: dict[str, Any], workflow: str) -> None:
+    """A width design: `samples` N; a PRM (its keys) unless it votes by majority; beam_width
+    for beam only, within 1..N and dividing N; no colocation (one policy, one PRM, each on its
+    own device(s))."""
+    if v["samples"] is None:
+        raise SpecError(path, "samples", f"missing key (a {workflow} design needs its samples "
+                        f"per problem, 1-{MAX_SAMPLES})")
+    n = v["samples"]
+    if workflow == "beam":
+        b = v["beam_width"]
+        if b is None:
+            raise SpecError(path, "beam_width", "missing key (a beam design keeps beam_width "
+                            "beams, 1..samples)")
+        if b > n:
+            raise SpecError(path, "beam_width", f"{b} beams cannot be kept from {n} candidates "
+                            "per step; at most samples")
+        if n % b:
+            raise SpecError(path, "beam_width", f"must divide samples ({n}): each of the {b} "
+                            "kept beams expands samples / beam_width candidates")
+    elif v["beam_width"] is not None:
+        raise SpecError(path, "beam_width", f"only a beam design keeps beams; a {workflow} "
+                        "design has none")
+    if v["colocate"] is not None:
+        raise SpecError(path, "colocate", "a width design places the policy and its PRM each on "
+                        "its own device(s); remove the key")
+    if workflow == "majority":
+        for key in (*PRM_KEYS, "aggregation", "prm_tp"):
+            if v[key] is not None:
+                raise SpecError(path, key, "majority voting has no verifier (no PRM keys); "
+                                "remove the key or choose a PRM method (best-of-n, ...)")
+        return
+    for key in PRM_KEYS:
+        if v[key] is None:
+            raise SpecError(path, key, f"missing key (a {workflow} design's PRM needs it)")
 
 
 register_kind("workload", WorkloadSpec)

@@ -109,7 +109,7 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         rep = report(d, w, intervals=False)
         at = evaluate_at(d, w, central=rep)  # remembered: the margin's joint interval reuses it
         rep = attach(rep, d, w, at=at)
-        if d.is_speculative:
+        if d.workflow != "target-only":  # speculative or width: weighed against the target
             last = (d, rep, at)
         notes = closed_form_caveats(rep)
         reports[rep.schedule] = rep.to_dict() | {"caveats": notes}
@@ -202,7 +202,7 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     else:
         (d,), _ = _designs(a, cat, src, [a.schedule])
     if a.trace and not d.is_speculative:
-        raise UsageError("--trace: a target-only design has no draft steps, verdicts or "
+        raise UsageError(f"--trace: a {d.workflow} design has no draft steps, verdicts or "
                          "rewrites to replay; simulate it without --trace")
     sim = simulate(d, _scenario(a, cat, src), problems=a.problems, seed=a.seed,
                    trace=read_jsonl(a.trace) if a.trace else None)
@@ -210,8 +210,8 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     outs: dict[str, str] = {}  # written as one set: both files or neither
     if a.trace_out:
         if tr is None:
-            raise UsageError("--trace-out: a target-only design has no speculative trace to "
-                             "write")
+            raise UsageError(f"--trace-out: a {d.workflow} design has no speculative trace "
+                             "to write")
         outs[a.trace_out] = "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr))
     if a.timeline_out:
         payload = {"schema_version": 1, "system": d.name, "schedule": r["schedule"],

@@ -1,9 +1,10 @@
 """`evaluate(design, workload) -> Report`: the one entry point of the evaluators.
 
 It dispatches on the design's workflow (speculative: dse.engine.closed_form and the
-simulator; target-only: dse.engine.target_only) and on the evaluator ("closed-form": expected
-values; "simulator": `problems` synthetic problems drawn with `seed`, with latency percentiles),
-and refuses a report with a NaN or an infinity (dse.engine.report.finite).
+simulator; target-only: dse.engine.target_only; the width workflows: dse.engine.width) and on
+the evaluator ("closed-form": expected values; "simulator": `problems` synthetic problems
+drawn with `seed`, with latency percentiles), and refuses a report with a NaN or an infinity
+(dse.engine.report.finite).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def evaluate(design: Design, workload: WorkloadSpec, *, evaluator: str = "closed
     c = Costs(design, workload)
     if evaluator not in EVALUATORS:
         raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
+    if design.is_width:
+        from dse.engine.width import width_closed_form, width_replay
+
+        if evaluator == "closed-form":
+            return finite(width_closed_form(c))
+        return finite(report_from_replay(c, width_replay(c, problems, seed,
+                                                         timeline_problem=None)))
     if not design.is_speculative:
         from dse.engine.target_only import target_only_closed_form, target_only_replay
 

@@ -106,7 +106,8 @@ def assemble(c: Costs, evaluator: str, *, latency: float, crit: dict[str, float]
         st = stall if r == "draft" else 0.0
         devices[r] = {"busy_s": busy[r], "stall_s": st, "idle_s": max(latency - busy[r] - st, 0.0)}
     return Report(
-        system=d.system.name, schedule=d.schedule.name if d.is_speculative else "target-only",
+        system=d.system.name, schedule=(d.schedule.name if d.is_speculative
+                                             else d.width_label),
         workload=w.name, evaluator=evaluator,
         latency_s_per_problem=latency, goodput_tokens_per_s=tokens / latency,
         j_per_token=total_e / tokens, energy_j_per_problem=total_e, tokens_per_problem=tokens,

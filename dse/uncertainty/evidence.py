@@ -304,6 +304,13 @@ def accuracy_cv() -> Mapping[str, Any]:
 
 
 @cache
+def width_cv() -> Mapping[str, Any]:
+    """dse/data/width_cv.json (scripts/calibrate_width.py): the width model's
+    cross-validation and its held-out rows' intervals (`held_out.h_model`)."""
+    return _json("width_cv.json")
+
+
+@cache
 def measured_devices() -> frozenset[str]:
     """The catalog devices with at least one published measurement (dse/data/published.toml,
     published_fpga.toml; a simulated board is not a measurement): a design on any other

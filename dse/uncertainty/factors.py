@@ -11,7 +11,9 @@ rests on.
   accuracy cross-validation (leave one row, pair, PRM or dataset out) with the test set's
   binomial spread (dse.uncertainty.accuracy_width); a target-only design's is its solo
   accuracy's binomial spread; a target verifier's, the 90% width of the
-  judge's fit to SpecReason rows (judge_cv.json), under a key of its own (":target-judge").
+  judge's fit to SpecReason rows (judge_cv.json), under a key of its own (":target-judge"); a
+  width design's, the width model's pooled cross-validation error and the test set's
+  spread (dse.uncertainty.width_accuracy).
 - The PRM score concentration, away from the calibration threshold only; the workload
   statistics that are assumptions (declared).
 
@@ -342,6 +344,10 @@ def accuracy_factors(d: Design, w: WorkloadSpec, *, thresholds: Sequence[float] 
                      ) -> tuple[Factor, ...]:
     """The factors of `design_factors` that can move a design's accuracy: its accuracy shift
     and the workload's (no device time or power factor moves it)."""
+    if d.is_width:
+        from dse.uncertainty.width_accuracy import width_accuracy_factor
+
+        return (width_accuracy_factor(d, w),)
     if not d.is_speculative:
         return (_solo_accuracy_factor(w, d.target.model.name),)
     acc = _remembered_accuracy_factor(
@@ -384,6 +390,10 @@ def _accuracy_key(w: WorkloadSpec, draft: str, target: str, verifier: str | None
 def accuracy_key(d: Design, w: WorkloadSpec) -> str:
     """The key of a design's accuracy factor (`_accuracy_key`; a target-only design's:
     accuracy:<workload>:target-only:<target>)."""
+    if d.is_width:
+        from dse.uncertainty.width_accuracy import width_accuracy_key
+
+        return width_accuracy_key(d, w)
     if not d.is_speculative:
         return f"accuracy:{w.name}:target-only:{d.target.model.name}"
     return _accuracy_key(w, d.draft.model.name, d.target.model.name, d.verifier.name)
