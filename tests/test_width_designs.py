@@ -222,3 +222,42 @@ def test_keys_in_files_and_api(tmp_path):
     d = dse.load_design("paper-config1-u280", overrides={"workflow": "weighted-best-of-n",
                                                          "samples": 4, "aggregation": "min"})
     assert d.aggregation == "min" and d.samples == 4 and d.family == "width"
+
+
+# ------------------------------------------------------------------------------ export
+
+
+@pytest.mark.parametrize(("method", "servers"), [
+    ("best-of-n", {"target", "prm"}), ("beam", {"target", "prm"}), ("majority", {"target"})])
+def test_export_serves_the_policy_and_the_prm(cat, method, servers):
+    """The policy's vLLM server (vLLM 0.9.2 options only, max-num-seqs = N) and the PRM's;
+    the host asks for n samples per request (per kept beam: N / beam_width)."""
+    from dse.exporters import render_bundle
+    from tests.test_export_workflows import BUNDLE_OWN, check_bundle, vllm_file
+
+    yaml = pytest.importorskip("yaml")
+    d = width(method, 8, 2)
+    files = render_bundle(cat, d, cat.get("workload", "math500"))
+    assert set(files) == {f"gpu/vllm_{r}.yaml" for r in servers} | {
+        "host/scheduler.yaml"} | BUNDLE_OWN
+    man = check_bundle(files)
+    assert man["schedule"] == d.width_label and man["draft"] is None
+    kv = vllm_file(files["gpu/vllm_target.yaml"].decode())
+    assert kv["model"] == d.target.model.hf_id and kv["max-num-seqs"] == "8"
+    if "prm" in servers:
+        prm = vllm_file(files["gpu/vllm_prm.yaml"].decode())
+        assert prm["task"] == "reward" and prm["max-num-seqs"] == "8"
+    host = yaml.safe_load(files["host/scheduler.yaml"])
+    assert host["workflow"] == method and host["samples"] == 8
+    assert host["sampling"]["n"] == (4 if method == "beam" else 8)
+    assert ("prm" in host["endpoints"]) == ("prm" in servers)
+
+
+def test_exported_design_file_round_trip(tmp_path, capsys):
+    out = tmp_path / "b"
+    assert main(["export", "--design", str(EXAMPLE), "--scenario", "math500", "--out",
+                 str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "best-of-n N=8" in text
+    d = dse.load_design(out / "design.toml")
+    assert (d.workflow, d.samples, d.aggregation) == ("best-of-n", 8, "product")

@@ -92,7 +92,8 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     manifest = json.loads(files["manifest.json"])
     # the path whole on a line of its own (never wrapped); the lines after it fit the width
     head = f"wrote {len(files)} files to {out}"
-    lines = [f"({design.name}, schedule {design.schedule.name}, workload "
+    how = (design.width_label if design.is_width else f"schedule {design.schedule.name}")
+    lines = [f"({design.name}, {how}, workload "
              f"{manifest['workload']}):"]
     lines += [f"  {p}" for p in sorted(files)]
     for d, why in manifest["projection_only_reasons"].items():

@@ -19,7 +19,9 @@ bundle's own files. Bundle layout (paths relative to the output directory; expor
                                   target-only design)
 
 A target-only design gets gpu/vllm_target.yaml and a plain-generation host/scheduler.yaml; a
-target verifier no gpu/vllm_prm.yaml (the target judges).
+target verifier no gpu/vllm_prm.yaml (the target judges); a width design the policy's and the
+PRM's servers and a scheduler of n samples (dse.exporters.width_host; its manifest's
+`schedule` is the method, e.g. "best-of-n N=8").
 
 Same input, byte-identical output: no timestamps, no absolute paths, sorted JSON keys.
 """
@@ -142,7 +144,7 @@ def _manifest(design: Design, workload: WorkloadSpec, files: dict[str, bytes],
         "tool": "hetero-dse",
         "tool_version": __version__,
         "design": design.name,
-        "schedule": design.schedule.name,
+        "schedule": design.width_label if design.is_width else design.schedule.name,
         "workload": workload.name,
         "draft": draft,
         "projection_only": bool(projection),

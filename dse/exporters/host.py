@@ -48,6 +48,17 @@ JUDGE_SCORE_MAX = 9
 def render(ctx: ExportContext) -> Rendered:
     """The exporter "host": host/scheduler.yaml, for every design."""
     design = ctx.design
+    if design.is_width:
+        from dse.exporters.width_host import PURPOSE as WIDTH_PURPOSE
+        from dse.exporters.width_host import WIDTH_NOTE, width_yaml
+
+        tag = (PRM_STEP_TAGS.get(design.prm.model.hf_id) if design.prm_placement is not None
+               else None)
+        verifier = ("the PRM's server scores them in one batch" if design.prm_placement
+                    is not None else "majority voting: no verifier, no PRM server")
+        return Rendered(files=(ExportFile("host/scheduler.yaml", width_yaml(
+            design, ctx.workload, ctx.version, tag), WIDTH_PURPOSE),),
+            notes=(WIDTH_NOTE.format(n=design.samples, verifier=verifier),))
     if not design.is_speculative:
         return Rendered(files=(ExportFile("host/scheduler.yaml", plain_yaml(
             design, ctx.workload, ctx.version), PLAIN_PURPOSE),), notes=(TARGET_ONLY_NOTE,))

@@ -188,6 +188,13 @@ def serve_options(cat: Catalog, design: Design, role: str,
                      "step (SpecReason)" if judge else
                      "the design prefills only tokens the server has not seen" if caching
                      else "the design assumes every call re-reads the whole context")
+    if design.is_width:
+        # the N samples (a search's N candidates) of a problem run as one batch (the PRM
+        # scores N candidates in one); vLLM's cap must hold them, and the design's memory
+        # check holds N sequences' KV at max-model-len (dse.design.batch_misfits)
+        opts["max-num-seqs"] = max(design.samples, 1)
+        comments["max-num-seqs"] = (f"the {design.width_label} design runs its "
+                                    f"{design.samples} sequences as one batch")
     if not prof.cuda_graphs:
         opts["enforce-eager"] = True
         comments["enforce-eager"] = f"serving profile {prof.name}: no CUDA graphs"
