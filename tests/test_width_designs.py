@@ -261,3 +261,114 @@ def test_exported_design_file_round_trip(tmp_path, capsys):
     assert "best-of-n N=8" in text
     d = dse.load_design(out / "design.toml")
     assert (d.workflow, d.samples, d.aggregation) == ("best-of-n", 8, "product")
+
+
+# ------------------------------------------------------------------------------ search
+
+SPACE = """schema_version = 1
+kind = "space"
+name = "small-width"
+max_context_tokens = 4096
+lifetime_years = 3.0
+usd_per_kwh = 0.15
+
+[workloads]
+math500 = 1.0
+
+[draft]
+models = ["qwen2.5-0.5b-instruct"]
+gpus = ["rtx-3090"]
+gpu_precisions = ["bf16"]
+gpu_serving = ["vllm-cudagraph"]
+
+[prm]
+models = ["qwen2.5-math-prm-7b"]
+gpus = ["a100-80gb-pcie"]
+precisions = ["bf16"]
+serving = ["vllm-cudagraph"]
+
+[target]
+models = ["qwen2.5-math-1.5b-instruct"]
+gpus = ["a100-80gb-pcie"]
+precisions = ["bf16"]
+serving = ["vllm-cudagraph"]
+
+[algorithm]
+accept_threshold = [0.7]
+backtrack_threshold = [0.7]
+max_backtracks = [0]
+backtrack_window = [1]
+step_ahead = [false]
+shadow_sync = [false]
+
+[workflows]
+workflow = ["speculative", "target-only"]
+
+[width]
+{width}
+
+[sources]
+max_context_tokens = "RSD budget"
+lifetime_years = "assumption"
+usd_per_kwh = "assumption"
+"""
+WIDTH = ('methods = ["best-of-n", "majority", "beam"]\nsamples = [2, 4, 8]\n'
+         'beam_width = [2, 4]')
+
+
+def space_file(tmp_path: Path, width: str = WIDTH) -> Path:
+    p = tmp_path / "space.toml"
+    p.write_text(SPACE.replace("{width}", width))
+    return p
+
+
+def test_space_width_arrangements(cat, tmp_path):
+    from dse.search.space import hardware, load_space, study_arrangements
+
+    sp = load_space(cat, space_file(tmp_path))
+    names = [a.name for a in sp.arrangements if a.is_width]
+    # beam keeps B dividing N and at most N: (2, 2), (4, 2), (4, 4), (8, 2), (8, 4)
+    assert names == ["best-of-n N=2", "best-of-n N=4", "best-of-n N=8", "majority N=2",
+                     "majority N=4", "majority N=8", "beam N=2 B=2", "beam N=4 B=2",
+                     "beam N=4 B=4", "beam N=8 B=2", "beam N=8 B=4"]
+    hws = hardware(cat, sp)
+    width = [h for h in hws if h.family == "width"]
+    assert len(width) == len(names)  # one policy, one PRM (majority: none)
+    assert all((h.prm is None) == (h.arrangement.workflow == "majority") for h in width)
+    assert not any(a.is_width for a in study_arrangements(sp))
+
+
+@pytest.mark.parametrize(("width", "key"), [
+    ('methods = ["best-of-8"]\nsamples = [8]', "width.methods"),
+    ('methods = ["best-of-n"]\nsamples = [0]', "width.samples"),
+    ('methods = ["best-of-n"]\nsamples = [128]', "width.samples"),
+    ('methods = ["best-of-n"]\nsamples = [8]\naggregation = ["mean"]', "width.aggregation"),
+    ('methods = ["best-of-n"]\nsamples = [8]\nn = 3', "width.n"),
+])
+def test_space_width_errors(cat, tmp_path, width, key):
+    from dse.search.space import load_space
+
+    with pytest.raises(SpecError) as e:
+        load_space(cat, space_file(tmp_path, width))
+    assert f"{key}:" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sweep_and_optimize_report_the_width_family(tmp_path, capsys, monkeypatch):
+    p = space_file(tmp_path)
+    code = main(["sweep", "--space", str(p), "--objective", "j_per_token", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    fams = {f["family"]: f for f in json.loads(out)["by_family"]}
+    assert set(fams) == {"target-only", "gpu-speculative", "fpga-speculative", "width"}
+    w = fams["width"]
+    assert w["design"]["workflow"] in ("best-of-n", "majority", "beam")
+    assert w["margin_interval"]["j_per_token"][0] <= w["margin"]["j_per_token"] <= w[
+        "margin_interval"]["j_per_token"][1]
+    assert "accuracy" in w["intervals"]
+    monkeypatch.chdir(tmp_path)
+    code = main(["optimize", "--space", str(p), "--objective", "latency", "--trials", "6",
+                 "--study-name", "w"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = [ln for ln in out.splitlines() if ln.startswith("width ")]
+    assert rows and any(m in out for m in ("best-of-n x", "majority x", "beam x"))

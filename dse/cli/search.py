@@ -92,6 +92,9 @@ def design_roles(system: Any) -> str:
     `qwen2.5-math-1.5b-instruct @ a100-80gb-pcie`. Candidate.label has the whole design."""
     tp = f" x{system.target_tp}" if system.target_tp > 1 else ""
     target = f"{system.target_model} @ {system.target_device}{tp}"
+    if system.is_width:  # e.g. `best-of-n x8: policy @ gpu + prm @ gpu`
+        prm = f" + {system.prm_model} @ {system.prm_device}" if system.prm_model else ""
+        return f"{system.workflow} x{system.samples}: {target}{prm}"
     if system.workflow_name == "target-only" or system.draft_model is None:
         return target
     if system.draft_device == system.target_device and not tp:
@@ -209,7 +212,9 @@ def _families_text(objectives: list[str], fams: list[Any], width: int | None) ->
         out += "\n" + full_designs([(f"{f.family}:", f.candidate.label) for f in fams
                                     if f.candidate is not None], width)
     if no_speculation_wins(fams, obj, direction(objectives[0])):
-        out += ("\nNo speculative design beats the best target-only design (the target model "
+        what = ("speculative or width" if any(f.family == "width" for f in fams)
+                else "speculative")
+        out += (f"\nNo {what} design beats the best target-only design (the target model "
                 f"alone) on {objectives[0]} in this space.")
     return out + "".join(f"\n{n}" for n in notes)
 

@@ -37,7 +37,7 @@ class Candidate:
     def label(self) -> str:
         s = self.design.system
         sch = self.design.schedule
-        if s.workflow_name == "target-only":
+        if s.workflow_name != "speculative":  # the target alone, a width design
             return s.description
         flags = sch.name if sch is not None else "?"
         bt = (f", backtrack {s.backtrack_threshold:.2f} x{s.max_backtracks} "

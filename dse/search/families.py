@@ -1,7 +1,7 @@
 """The answer beside its alternatives: each family's best design against the search's winner.
 
 A search's winner is shown with the best design of each family (`target-only`,
-`gpu-speculative`, `fpga-speculative`: dse.search.space.FAMILIES), each re-evaluated by the
+`gpu-speculative`, `fpga-speculative`, `width`: dse.search.space.FAMILIES), each re-evaluated by the
 accurate closed form with its 90% intervals (dse.search.shown), its margin against the winner
 (family minus winner, closed form) and the joint 90% interval of that difference
 (dse.uncertainty.joint, the factors' moves by the closed form: errors the two designs share
@@ -201,8 +201,8 @@ def ties_sentence(ties: Sequence[FrontTie], *, first: int = 1) -> str:
 
 def no_speculation_wins(fams: Sequence[FamilyBest], objective_metric: str, sign: float
                         ) -> bool:
-    """Whether the best target-only design is at least as good as every speculative family's
-    best on the objective (sign: +1 minimise, -1 maximise)."""
+    """Whether the best target-only design is at least as good as every other family's best
+    (speculative and width) on the objective (sign: +1 minimise, -1 maximise)."""
     by = {f.family: f for f in fams if f.candidate is not None}
     base = by.get("target-only")
     if base is None or base.candidate is None:

@@ -135,8 +135,10 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
         "target_tp": t.tp, "target_precision": t.precision, "target_serving": t.serving,
         "max_context_tokens": space.max_context_tokens,
     }
-    if d is None:
-        data["workflow"] = "target-only"
+    if d is None:  # the target alone, or a width design (its policy is the target)
+        data["workflow"] = arr.workflow if arr.is_width else "target-only"
+        data |= {"samples": arr.samples, "beam_width": arr.beam_width,
+                 "aggregation": arr.aggregation}
     else:
         data |= {
             "draft_model": d.model, "draft_device": d.device, "draft_precision": d.precision,
@@ -157,7 +159,8 @@ def system_for(space: Space, hw: Hardware, *, accept: float = 0.7, backtrack: fl
                                         "fpga_memory_channels",
                                         "fpga_mac_lanes", "accept_threshold",
                                         "backtrack_threshold", "max_backtracks",
-                                        "backtrack_window", "max_context_tokens")
+                                        "backtrack_window", "max_context_tokens",
+                                        "samples", "beam_width")
                        if k in data}
     spec = build_spec(space.path, data)
     assert isinstance(spec, SystemSpec)

@@ -286,19 +286,24 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
 def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
                    cons: Mapping[str, float], study: Any, winner: Candidate,
                    confidence: float, measured_only: bool) -> list[FamilyBest]:
-    """Each family's best beside the study's winner: the target alone exhaustively (one design
-    per target placement: the sweep of the target-only arrangement), each speculative family
-    from the study's best feasible trial of it (none: the study did not reach it)."""
+    """Each family's best beside the study's winner: the target alone and the width family
+    exhaustively (one design per target placement, per policy, PRM, method and N: the sweeps
+    of those arrangements), each speculative family from the study's best feasible trial of
+    it (none: the study did not reach it)."""
     from dse.search.exhaustive import sweep
     from dse.search.objectives import Constraints
 
     bests: dict[str, Candidate | None] = {}
-    if TARGET_ONLY in space.arrangements:
-        sub = sweep(cat, replace(space, arrangements=(TARGET_ONLY,)), list(objectives[:1]),
+    width = tuple(a for a in space.arrangements if a.is_width)
+    for fam, arrs in (("target-only", (TARGET_ONLY,) if TARGET_ONLY in space.arrangements
+                       else ()), ("width", width)):
+        if not arrs:
+            continue
+        sub = sweep(cat, replace(space, arrangements=arrs), list(objectives[:1]),
                     Constraints(**{k: v for k, v in cons.items()}), confidence=confidence,
                     measured_only=measured_only, families=False)
         if sub.best:
-            bests["target-only"] = sub.best[0]
+            bests[fam] = sub.best[0]
     sign = 1 if study.directions[0].name == "MINIMIZE" else -1
     chosen: dict[str, tuple[float, Any]] = {}
     for t in study_trials(study):
@@ -306,7 +311,7 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
             continue
         fam = trial_family(cat, trial_candidate(t))
         v = sign * float(t.values[0])
-        if fam != "target-only" and v < chosen.get(fam, (math.inf, None))[0]:
+        if fam not in ("target-only", "width") and v < chosen.get(fam, (math.inf, None))[0]:
             chosen[fam] = (v, t)
     for fam, (_, t) in chosen.items():
         c = accurate(cat, space, trial_candidate(t))
@@ -346,6 +351,8 @@ def trial_family(cat: Catalog, c: Candidate) -> str:
     from dse.devices.registry import kind_of
 
     s = c.design.system
+    if s.is_width:
+        return "width"
     if s.workflow_name == "target-only" or s.draft_device is None:
         return "target-only"
     return "gpu-speculative" if kind_of(cat, s.draft_device).name == "gpu" else \

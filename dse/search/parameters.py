@@ -21,7 +21,7 @@ from typing import Any
 
 from dse.devices.registry import kind_of
 from dse.roles import DEVICE_ROLES
-from dse.search.space import Placement, Space
+from dse.search.space import Placement, Space, study_arrangements
 from dse.specs import Catalog
 
 ROLES: tuple[str, ...] = tuple(r.value for r in DEVICE_ROLES)  # the study's roles, in order
@@ -94,7 +94,7 @@ def algorithm_knobs(space: Space) -> list[Knob]:
 def study_knobs(cat: Catalog, space: Space, *, algorithm: bool) -> tuple[Knob, ...]:
     """Every knob a trial sets, in drawing order: the three roles' placements, then (with
     algorithm=True, several objectives) the algorithm knobs. A name declared twice raises."""
-    knobs = [Knob("arrangement", tuple(a.name for a in space.arrangements))]
+    knobs = [Knob("arrangement", tuple(a.name for a in study_arrangements(space)))]
     knobs += [k for role, opts in zip(ROLES, (space.drafts, space.prms, space.targets),
                                       strict=True)
               for k in placement_knobs(cat, role, opts)]

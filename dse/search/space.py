@@ -32,9 +32,10 @@ from dse.limits import (
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
     MAX_KNOBS_PER_HARDWARE,
+    MAX_SAMPLES,
     MAX_TP,
 )
-from dse.scenario import COLOCATIONS, VERIFIER_KINDS, WORKFLOWS
+from dse.scenario import AGGREGATIONS, COLOCATIONS, VERIFIER_KINDS, WIDTH_WORKFLOWS, WORKFLOWS
 from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
@@ -76,20 +77,33 @@ class Placement:
         return s
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Arrangement:
     """A workflow, its verifier and which roles share a device (dse.scenario's system keys
-    `workflow`, `verifier`, `colocate`)."""
+    `workflow`, `verifier`, `colocate`); a width workflow's samples, beams and aggregation
+    (`samples`, `beam_width`, `aggregation`: None where it has none or takes its default)."""
 
     workflow: str = "speculative"
-    verifier: str | None = "prm"  # None on a target-only design
+    verifier: str | None = "prm"  # None on a target-only or width design
     colocate: str | None = None  # None: each role on its own device(s)
+    samples: int | None = None
+    beam_width: int | None = None
+    aggregation: str | None = None
+
+    @property
+    def is_width(self) -> bool:
+        return self.workflow in WIDTH_WORKFLOWS
 
     @property
     def name(self) -> str:
-        """`target-only`, `prm`, `prm prm+target`, `target`, `target draft+target`, ..."""
+        """`target-only`, `prm`, `prm prm+target`, `target`, `target draft+target`, ...; a
+        width method with its knobs: `best-of-n N=8`, `beam N=16 B=4 min`."""
         if self.workflow == "target-only":
             return "target-only"
+        if self.is_width:
+            return " ".join(x for x in (
+                self.workflow, f"N={self.samples}",
+                f"B={self.beam_width}" if self.beam_width else None, self.aggregation) if x)
         return " ".join(x for x in (f"{self.verifier}-verifier", self.colocate) if x)
 
     def shares(self, role: str) -> bool:
@@ -101,26 +115,31 @@ class Arrangement:
 
 SEPARATE = Arrangement()
 TARGET_ONLY = Arrangement("target-only", None, None)
-FAMILIES: tuple[str, ...] = ("target-only", "gpu-speculative", "fpga-speculative")
+FAMILIES: tuple[str, ...] = ("target-only", "gpu-speculative", "fpga-speculative", "width")
 """Every search reports its winner beside the best design of each family."""
 
 
 @dataclass(frozen=True)
 class Hardware:
-    draft: Placement | None  # None on a target-only design
-    prm: Placement | None  # None on a target-only design and with a target verifier
-    target: Placement
+    draft: Placement | None  # None on a target-only or width design
+    prm: Placement | None  # None on a target-only design, with a target verifier, majority
+    target: Placement  # the policy of a width design
     arrangement: Arrangement = SEPARATE
 
     @property
     def family(self) -> str:
-        """`target-only`, `fpga-speculative` (an FPGA draft: it has an engine) or
-        `gpu-speculative`."""
+        """`target-only`, `fpga-speculative` (an FPGA draft: it has an engine),
+        `gpu-speculative` or `width`."""
+        if self.arrangement.is_width:
+            return "width"
         if self.draft is None:
             return "target-only"
         return "fpga-speculative" if self.draft.engine is not None else "gpu-speculative"
 
     def label(self) -> str:
+        if self.arrangement.is_width:
+            prm = f" | prm {self.prm.label()}" if self.prm is not None else ""
+            return f"{self.arrangement.name} | policy {self.target.label()}{prm}"
         if self.draft is None:
             return f"target-only | target {self.target.label()}"
         prm = f"prm {self.prm.label()}" if self.prm is not None else "verifier: the target"
@@ -299,6 +318,7 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     alg.done()
 
     arrangements = _arrangements(r.table("workflows", required=False))
+    arrangements += _width_arrangements(r.table("width", required=False))
 
     con = r.table("constraints", required=False)
     constraints = {c.name: _check_number(con, c.name, con.get(c.name), float, c.lo, c.hi,
@@ -347,6 +367,47 @@ def _arrangements(r: _Reader) -> tuple[Arrangement, ...]:
     if "target-only" in wf:
         out.append(TARGET_ONLY)
     return tuple(out)
+
+
+def _width_arrangements(r: _Reader) -> tuple[Arrangement, ...]:
+    """[width]: `methods` (dse.scenario.WIDTH_WORKFLOWS), `samples` (N, 1..MAX_SAMPLES: a
+    dimension, e.g. 2, 4, ..., 64), `beam_width` (beam only; the values that divide N and
+    do not exceed it, each kept beam expanding N / B) and `aggregation` (absent: each method's
+    default); every valid combination is an arrangement of the width family, its policy each
+    of the space's targets, its PRM each of the space's PRMs (majority: none)."""
+    if not r.data:
+        return ()
+    methods = r.strs("methods")
+    _check_names(r, "methods", methods, WIDTH_WORKFLOWS)
+    samples = r.numbers("samples", int, 1, MAX_SAMPLES)
+    beams = r.numbers("beam_width", int, 1, MAX_SAMPLES, [1])
+    aggs: tuple[str | None, ...] = (None,)
+    if "aggregation" in r.data:
+        aggs = r.strs("aggregation")
+        _check_names(r, "aggregation", aggs, AGGREGATIONS)
+    else:
+        r.used.add("aggregation")
+    r.done()
+    out: list[Arrangement] = []
+    for m in methods:
+        for n in samples:
+            if m == "beam":
+                out += [Arrangement(m, None, None, n, b, a) for b in beams
+                        if b <= n and n % b == 0 for a in aggs]
+            elif m == "majority":
+                out.append(Arrangement(m, None, None, n))
+            else:
+                out += [Arrangement(m, None, None, n, None, a) for a in aggs]
+    return tuple(out)
+
+
+def study_arrangements(space: Space) -> tuple[Arrangement, ...]:
+    """The arrangements an Optuna study draws from: all but the width family's, which every
+    search sweeps whole (one closed form per policy, PRM, method and N: a few hundred, where
+    as categories they would crowd out the speculative arrangements); all of them in a space
+    of width designs alone."""
+    rest = tuple(a for a in space.arrangements if not a.is_width)
+    return rest or space.arrangements
 
 
 def _check_names(r: _Reader, key: str, names: Sequence[str], valid: Sequence[str]) -> None:
@@ -445,10 +506,15 @@ def hardware(cat: Catalog, space: Space) -> list[Hardware]:
         if arr.workflow == "target-only":
             out += [Hardware(None, None, t, arr) for t in space.targets]
             continue
+        if arr.is_width:  # the policy on each target placement, with each PRM (majority: none)
+            prms: Sequence[Placement | None] = (
+                [None] if arr.workflow == "majority" else space.prms)
+            out += [Hardware(None, p, t, arr) for t in space.targets for p in prms]
+            continue
         for t in space.targets:
             drafts = colocated_options(cat, space, "draft", t) if arr.shares("draft") \
                 else space.drafts
-            prms: Sequence[Placement | None] = [None]
+            prms = [None]
             if arr.verifier != "target":
                 prms = colocated_options(cat, space, "prm", t) if arr.shares("prm") \
                     else space.prms
@@ -466,6 +532,8 @@ def arrange(cat: Catalog, space: Space, arr: Arrangement, draft: Placement,
     target do not share a tokenizer."""
     if arr.workflow == "target-only":
         return Hardware(None, None, target, arr)
+    if arr.is_width:
+        return Hardware(None, None if arr.workflow == "majority" else prm, target, arr)
     if cat.model(draft.model).tokenizer_family != cat.model(target.model).tokenizer_family:
         return None
     if arr.shares("draft"):

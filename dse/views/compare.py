@@ -104,6 +104,10 @@ def role_text(s: SystemSpec, role: str) -> str:
     design does not run, "the target judges" for a target verifier."""
     if s.workflow_name == "target-only" and role != "target":
         return "none (target alone)"
+    if s.is_width and role == "draft":
+        return f"none ({s.workflow}: N = {s.samples} samples of the target)"
+    if s.is_width and role == "prm" and not s.prm_model:
+        return "none (majority voting)"
     if role == "prm" and s.verifier_name == "target":
         return "none (the target judges)"
     tp = getattr(s, f"{role}_tp", None) or 1

@@ -19,7 +19,8 @@ from dse.search.objectives import OBJECTIVES, direction
 from dse.views.search import fmt, label
 
 FAMILY_LABELS = {"target-only": "target alone", "gpu-speculative": "GPU-draft speculation",
-                 "fpga-speculative": "FPGA-draft speculation"}
+                 "fpga-speculative": "FPGA-draft speculation",
+                 "width": "width (N samples ranked or voted)"}
 
 
 def closed_form(f: FamilyBest) -> Mapping[str, Any]:
@@ -104,7 +105,9 @@ def families_verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> s
     obj = OBJECTIVES.get(objectives[0], objectives[0])
     if not no_speculation_wins(fams, obj, direction(objectives[0])):
         return None
-    text = ("No speculative design beats the best target-only design (the target model "
+    what = ("speculative or width" if any(f.family == "width" for f in fams)
+            else "speculative")
+    text = (f"No {what} design beats the best target-only design (the target model "
             f"alone) on {label(obj).words} in this space.")
     spec = [f for f in fams if f.family != "target-only" and f.candidate is not None
             and not f.is_winner]

@@ -71,10 +71,12 @@ def problem_timeline(design: Design, workload: WorkloadSpec, seed: int = 0) -> T
     from dse.engine.simulator import DECISIONS, replay, synthetic_trace
 
     c = Costs(design, workload)
-    if not design.is_speculative:
+    if not design.is_speculative:  # the target alone or a width design: no decisions
         from dse.engine.target_only import target_only_replay
+        from dse.engine.width import width_replay
 
-        rp = target_only_replay(c, 1, seed, timeline_problem=0)
+        rp = (width_replay if design.is_width else target_only_replay)(
+            c, 1, seed, timeline_problem=0)
         return Timeline(rp.timeline, float(rp.latency_s[0]), int(rp.attempts[0]), [])
     tr = synthetic_trace(c, 1, seed)
     rp = replay(c, tr, timeline_problem=0)

@@ -109,6 +109,10 @@ def workflow_text(s: Any) -> str:
     "speculative, PRM verifier", "speculative, target judges, draft+target on one device")."""
     if s.workflow_name == "target-only":
         return "target alone"
+    if s.is_width:  # e.g. "width: best-of-n, N = 8, PRM product"
+        knobs = f", N = {s.samples}" + (f", B = {s.beam_width}" if s.beam_width else "")
+        return (f"width: {s.workflow}{knobs}"
+                + (f", PRM {s.aggregation or 'default'}" if s.prm_model else ", no verifier"))
     from dse.verifiers import VERIFIERS
 
     judge = VERIFIERS[str(s.verifier_name)].is_target
@@ -129,7 +133,7 @@ def design_columns(df: DesignFile) -> dict[str, Any]:
                  else "engine's MACs/cycle")
         build = f"{clock}, {ch}, {lanes}"
     backtracks = sch is not None and sch.backtracking and (s.max_backtracks or 0) > 0
-    alone = s.workflow_name == "target-only"
+    alone = s.workflow_name != "speculative"  # the target alone or a width design: no draft
     return {
         "workflow": workflow_text(s),
         "draft device": s.draft_device, "draft model": s.draft_model,
@@ -142,7 +146,7 @@ def design_columns(df: DesignFile) -> dict[str, Any]:
         "target device": s.target_device, "target TP": s.target_tp,
         "target model": s.target_model, "target precision": s.target_precision,
         "target serving": s.target_serving,
-        "schedule": "target-only" if alone else (sch.name if sch is not None else ""),
+        "schedule": (s.workflow_name if alone else (sch.name if sch is not None else "")),
         "accept threshold": s.accept_threshold,
         "backtrack threshold": s.backtrack_threshold if backtracks else None,
         "max backtracks": s.max_backtracks if backtracks else 0,
