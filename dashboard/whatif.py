@@ -1,6 +1,7 @@
-"""What-if: one design (speculative or the target alone; each role on its own device or some
-sharing one), its metrics beside its target model alone and the GPU baselines, and where its
-time and energy go."""
+"""What-if: one design (speculative, the target alone or a width method: N samples of the target
+ranked by a PRM, voted or searched; each role on its own device or some sharing one), its
+metrics beside its target model alone and the GPU baselines, and where its time and energy
+go."""
 
 from __future__ import annotations
 
@@ -63,10 +64,10 @@ controls()  # after the headline numbers, which the browser shows first
 # ---- against the target alone: the same target placement with workflow = target-only
 alone_state = state.target_alone()
 alone = None
-if not design.is_speculative:
-    st.info("This design is the target model alone: the alternative every speculative design "
-            "is weighed against. Choose **Speculative** under *Workflow* to see a design "
-            "beside it.")
+if design.workflow == "target-only":
+    st.info("This design is the target model alone: the alternative every speculative or "
+            "width design is weighed against. Choose **Speculative** or a width method under "
+            "*Workflow* to see a design beside it.")
 else:
     try:
         alone = common.report(common.key(alone_state))
@@ -244,6 +245,9 @@ if t_tl.open:
                    + ("Decisions: " + ", ".join(tl.decisions) + ". Red: step-ahead draft "
                       "work a reject discarded; grey on the draft row: waiting for the "
                       "verdict." if design.is_speculative else
+                      f"The target prefills the prompt once, then decodes its {design.samples} "
+                      "samples as one batch; the PRM scores them as one batch (a search's "
+                      "rounds drawn as one block)." if design.is_width else
                       "The target alone prefills the prompt, then writes every step."))
 if t_roof.open:
     with t_roof:
@@ -261,7 +265,8 @@ if t_sens.open:
         else:
             st.info("The mean-value model's terms are a speculative design's (draft, "
                     "verifier, rewrites, probabilities); the target alone has one, its "
-                    "decode: the Roofline tab shows where it stands.")
+                    "decode, and a width design its batched decode and the PRM's batched "
+                    "scoring: the Roofline tab shows where they stand.")
 if t_cli.open:
     with t_cli:
         args = " ".join(f"--set {a}" for a in state.set_args())

@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import common
 from dse import views
 from dse.design_files import system_to_toml
+from dse.limits import MAX_SAMPLES
 from dse.scenario import SystemSpec
 from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
 from dse.specs import SCHEMAS
@@ -22,7 +23,9 @@ SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"].keys]
 # FPGA knobs whose widget shows 0 for "the default" (the key absent from the system)
 DEFAULT_KNOBS = {k.toml for k in SCHEMAS["system"].keys if k.legacy_zero}
 # the workflow widgets' values that stand for an absent key
-ABSENT = {"workflow": "speculative", "verifier": "prm", "colocate": views.NO_COLOCATION}
+ABSENT = {"workflow": "speculative", "verifier": "prm", "colocate": views.NO_COLOCATION,
+          "aggregation": "default"}
+DEFAULT_SAMPLES = 8  # a width workflow's N when the preset has none (best-of-8, 2501.07301)
 ROLE_TITLES = {"draft": "Draft", "prm": "PRM", "target": "Target"}
 # each role's KV-cache, offload and host-CPU keys: their widgets' words for an absent key and
 # their overrides follow the device's kind (views.memory_overrides)
@@ -45,7 +48,8 @@ def load_widgets(state: views.DesignState, *, force: bool) -> None:
                               if k in SYSTEM_KEYS}
     values |= views.memory_widget_values(spec)  # an absent key: its widget's word for it
     values |= {"workflow": spec.workflow_name, "verifier": spec.verifier or ABSENT["verifier"],
-               "colocate": spec.colocate or views.NO_COLOCATION}
+               "colocate": spec.colocate or views.NO_COLOCATION,
+               "aggregation": spec.aggregation or ABSENT["aggregation"]}
     params = state.params()
     values |= {"system": state.system, "workload": state.workload,
                "schedule": params["schedule"]}
@@ -59,11 +63,23 @@ def target_alone() -> bool:
     return bool(ss.get(wkey("workflow")) == "target-only")
 
 
+def width() -> bool:
+    """A width workflow: N samples of the target, ranked, voted or searched."""
+    return ss.get(wkey("workflow")) in views.WORKFLOW_LABELS and ss.get(
+        wkey("workflow")) not in ("speculative", "target-only")
+
+
+def speculative() -> bool:
+    return ss.get(wkey("workflow"), "speculative") == "speculative"
+
+
 def own_device(role: str) -> bool:
     """Whether a role has a device widget in use (not a role the workflow leaves out, nor the
     verifier when the target judges)."""
     if target_alone():
         return role == "target"
+    if width():
+        return role == "target" or (role == "prm" and ss.get(wkey("workflow")) != "majority")
     return not (role == "prm" and ss.get(wkey("verifier")) == "target")
 
 
@@ -111,7 +127,7 @@ def fit_schedule() -> None:
 
 def _move_colocated(anchor: str | None = None) -> None:
     devices = {r: ss[wkey(f"{r}_device")] for r in DEVICE_ROLES if own_device(r)}
-    colocate = views.NO_COLOCATION if target_alone() else ss[wkey("colocate")]
+    colocate = views.NO_COLOCATION if not speculative() else ss[wkey("colocate")]
     for r, dev in views.colocation_moves(colocate, devices, anchor).items():
         ss[wkey(f"{r}_device")] = dev
         fit_software(r)
@@ -140,7 +156,11 @@ def on_verifier() -> None:
 
 
 def on_workflow() -> None:
-    if not target_alone():
+    if width() and not ss.get(wkey("samples")):
+        ss[wkey("samples")] = DEFAULT_SAMPLES
+    if ss.get(wkey("workflow")) == "beam" and not ss.get(wkey("beam_width")):
+        ss[wkey("beam_width")] = 1
+    if speculative():
         fit_schedule()
 
 
@@ -201,7 +221,7 @@ def controls() -> None:
     select(sb, "System preset", cat.names("system"), "wi_system", on_change=on_system,
            help="A named system from scenarios/systems; changing it resets the knobs below")
     select(sb, "Scenario (workload)", cat.names("workload"), "wi_workload")
-    alone = target_alone()
+    alone = not speculative()  # the target alone or a width design: no draft, no schedule
     radio(sb, "Workflow", list(views.WORKFLOW_LABELS), wkey("workflow"),
           format_func=views.WORKFLOW_LABELS.get, on_change=on_workflow,
           help=common.tip("workflow"))
@@ -212,10 +232,12 @@ def controls() -> None:
                                          ss[wkey("colocate")]),
            wkey("colocate"), format_func=lambda c: views.COLOCATE_LABELS.get(c, c),
            on_change=on_colocate, disabled=alone, help=common.tip("colocate"))
-    if alone:
+    if target_alone():
         sb.caption("The target alone writes every step: no draft, verifier, schedule or "
                    "thresholds (their controls keep their values for a return to "
                    "speculation).")
+    if width():
+        width_controls(sb)
     spec = arrangement_spec()
     runnable, why_not = views.schedule_choices(spec)
     banned = views.flag_conflicts(spec)
@@ -248,6 +270,24 @@ def controls() -> None:
     sb.button("Reset to preset", key="wi_reset", on_click=on_system)
 
 
+def width_controls(sb: Any) -> None:
+    """A width design's knobs: N samples (candidates per step of a search), the beams a beam
+    search keeps and how the PRM scores a response (the system keys `samples`, `beam_width`,
+    `aggregation`); the policy is the target, the verifier the PRM (none for majority)."""
+    wf = ss[wkey("workflow")]
+    number(sb, "Samples N (candidates per step of a search)", wkey("samples"), min_value=1,
+           step=1, max_value=MAX_SAMPLES, help=common.tip("samples"))
+    number(sb, "Beam width (beams kept, dividing N)", wkey("beam_width"), min_value=1, step=1,
+           max_value=MAX_SAMPLES, disabled=wf != "beam", help=common.tip("beam_width"))
+    select(sb, "PRM score of a response", list(views.AGGREGATION_LABELS), wkey("aggregation"),
+           format_func=views.AGGREGATION_LABELS.get, disabled=wf == "majority",
+           help=common.tip("aggregation"))
+    sb.caption("N samples of the target (the policy) decode as one batch; "
+               + ("they are voted on: no verifier, no PRM." if wf == "majority" else
+                  "the PRM scores them as one batch.")
+               + " No draft, schedule or thresholds.")
+
+
 def role_controls(role: str, spec: SystemSpec) -> None:
     """One role's device, model, precision, software (and tensor parallelism, FPGA build);
     disabled when the design does not use them. A role that shares a device is offered only
@@ -257,6 +297,7 @@ def role_controls(role: str, spec: SystemSpec) -> None:
     st.markdown(f"**{ROLE_TITLES[role]}**", help=common.tip(role))
     if off:
         st.caption("not used: " + ("the target alone writes every step" if target_alone()
+                                   else "a width design samples the target" if width()
                                    else "the target judges each step"))
     dev = ss[wkey(f"{role}_device")]
     opts = views.role_options(cat, role, dev)

@@ -372,3 +372,54 @@ def test_sweep_and_optimize_report_the_width_family(tmp_path, capsys, monkeypatc
     assert code == 0, err
     rows = [ln for ln in out.splitlines() if ln.startswith("width ")]
     assert rows and any(m in out for m in ("best-of-n x", "majority x", "beam x"))
+
+
+# --------------------------------------------------------------------------- dashboard
+
+
+def test_whatif_width_workflow(cat):
+    """What-if -> Workflow best-of-N: samples (8 by default), the PRM's score of a response,
+    the draft, schedule and thresholds disabled; the design's numbers beside its target alone
+    with the joint intervals; beam's width enabled only for beam; majority drops the PRM;
+    every tab drawn; back to speculative: the design as before."""
+    pytest.importorskip("streamlit")
+    from tests.test_app import metric, ok, run_app
+    from tests.test_app_workflows import every_tab, same_state
+
+    at = ok(run_app())
+    before = same_state(cat, at)
+    at.radio(key="wi_workflow").set_value("best-of-n")
+    ok(at.run())
+    assert at.query_params["workflow"] == "best-of-n" and at.query_params["samples"] == "8"
+    assert not {"verifier", "colocate", "accept_threshold", "draft_device"} & set(
+        at.query_params)
+    rep = same_state(cat, at)
+    assert rep.schedule == "best-of-n N=8"
+    assert at.caption[0].value.startswith("best-of-n N=8: policy ")
+    for w in (at.radio(key="wi_verifier"), at.selectbox(key="wi_schedule"),
+              at.slider(key="wi_accept_threshold"), at.selectbox(key="wi_draft_device"),
+              at.number_input(key="wi_beam_width")):
+        assert w.disabled, w.key
+    assert not at.selectbox(key="wi_prm_model").disabled
+    assert not at.selectbox(key="wi_aggregation").disabled
+    assert metric(at, "Accuracy (%)") == f"{rep.accuracy:.1f}"
+    assert any("target alone" in m.value for m in at.markdown)
+    every_tab(at)
+    at.number_input(key="wi_samples").set_value(4)
+    ok(at.run())
+    assert same_state(cat, at).schedule == "best-of-n N=4"
+    at.radio(key="wi_workflow").set_value("beam")
+    ok(at.run())
+    assert not at.number_input(key="wi_beam_width").disabled
+    at.number_input(key="wi_beam_width").set_value(2)
+    ok(at.run())
+    assert same_state(cat, at).schedule == "beam N=4 B=2"
+    at.radio(key="wi_workflow").set_value("majority")
+    ok(at.run())
+    assert at.query_params["prm_model"] == "" and "beam_width" not in at.query_params
+    assert same_state(cat, at).schedule == "majority N=4"
+    assert at.selectbox(key="wi_prm_model").disabled
+    at.radio(key="wi_workflow").set_value("speculative")
+    ok(at.run())
+    assert "workflow" not in at.query_params and "samples" not in at.query_params
+    assert same_state(cat, at).latency_s_per_problem == before.latency_s_per_problem

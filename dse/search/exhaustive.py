@@ -42,7 +42,7 @@ from dse.search.objectives import (
 )
 from dse.search.pareto import pareto_mask
 from dse.search.shown import FRONT_SHOWN, TOP_K, accurate, shown
-from dse.search.space import Hardware, Space, hardware
+from dse.search.space import Hardware, Space, families_of, hardware
 from dse.specs import Catalog
 
 
@@ -286,7 +286,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
                 mine.append(accurate(cat, space, c))
             bests[fam] = min(mine, key=lambda b: dirs[0] * float(
                 b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
-        fams = family_bests(cat, space.workloads, best[0], bests)
+        fams = family_bests(cat, space.workloads, best[0], bests, families_of(space))
     ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives])
     return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,

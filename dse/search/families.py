@@ -130,14 +130,16 @@ def difference(cat: Catalog, workloads: Sequence[tuple[str, float]], a: Candidat
 
 
 def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: Candidate,
-                 bests: Mapping[str, Candidate | None]) -> list[FamilyBest]:
+                 bests: Mapping[str, Candidate | None],
+                 families: Sequence[str] = FAMILIES) -> list[FamilyBest]:
     """Each family's best against the winner (bests: family -> its best candidate, already
-    carrying the closed form's metrics and intervals)."""
+    carrying the closed form's metrics and intervals); families: those the space has
+    (dse.search.space.families_of)."""
     from dse.uncertainty.evidence import measured_devices
 
     measured = measured_devices()
     out = []
-    for fam in FAMILIES:
+    for fam in families:
         c = bests.get(fam)
         if c is None:
             out.append(FamilyBest(fam, None, note="no feasible design of this family in the "

@@ -47,7 +47,7 @@ from dse.search.objectives import (
 )
 from dse.search.parameters import ROLES, placement, sample, study_knobs
 from dse.search.shown import FRONT_SHOWN, TOP_K, accurate, shown
-from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange
+from dse.search.space import SEPARATE, TARGET_ONLY, Space, arrange, families_of
 from dse.search.storage import (
     IN_MEMORY,
     best_candidates,
@@ -318,7 +318,7 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
         if identity(c) == identity(winner):
             c = winner
         bests[fam] = c
-    return family_bests(cat, space.workloads, winner, bests)
+    return family_bests(cat, space.workloads, winner, bests, families_of(space))
 
 
 def study_shortlist(study: Any, n_objectives: int) -> list[Candidate]:

@@ -401,6 +401,14 @@ def _width_arrangements(r: _Reader) -> tuple[Arrangement, ...]:
     return tuple(out)
 
 
+def families_of(space: Space) -> tuple[str, ...]:
+    """The families a search of the space reports: every one of FAMILIES, the width family
+    only where the space has width arrangements (a [width] table)."""
+    if any(a.is_width for a in space.arrangements):
+        return FAMILIES
+    return tuple(f for f in FAMILIES if f != "width")
+
+
 def study_arrangements(space: Space) -> tuple[Arrangement, ...]:
     """The arrangements an Optuna study draws from: all but the width family's, which every
     search sweeps whole (one closed form per policy, PRM, method and N: a few hundred, where

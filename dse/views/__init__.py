@@ -35,6 +35,7 @@ from dse.views.alternative import (
     margins,
 )
 from dse.views.choices import (
+    AGGREGATION_LABELS,
     COLOCATE_LABELS,
     KV_DEFAULT,
     MEMORY_ABSENT,
@@ -111,6 +112,7 @@ from dse.views.state import (
 )
 
 __all__ = [
+    "AGGREGATION_LABELS",
     "BASELINES",
     "COLOCATE_LABELS",
     "DEFAULT_SCHEDULE",

@@ -157,7 +157,15 @@ def build_knob_ranges(cat: Catalog, device: str) -> dict[str, float]:
 # ------------------------------------------------------------------ workflow, verifier, placement
 
 WORKFLOW_LABELS = {"speculative": "Speculative (draft, verifier, target)",
-                   "target-only": "Target alone"}
+                   "target-only": "Target alone",
+                   "best-of-n": "Best-of-N (the PRM ranks N samples of the target)",
+                   "weighted-best-of-n": "Weighted best-of-N (PRM scores summed per answer)",
+                   "majority": "Majority vote over N samples (no verifier)",
+                   "step-search": "Step search (N candidates per step, the PRM's best kept)",
+                   "beam": "Beam search (N candidates per step, beam width kept)"}
+AGGREGATION_LABELS = {"default": "Method's default (product; last for the searches)",
+                      "product": "Product of the step scores", "min": "Lowest step score",
+                      "last": "Last step's score"}
 VERIFIER_LABELS = {"prm": "PRM (a process reward model)",
                    "target": "The target judges (one score token)"}
 # `none` is the widget's word for "each role on its own device(s)" (no `colocate` key)
@@ -189,10 +197,10 @@ def arrangement(base: SystemSpec, workflow: str, verifier: str, colocate: str) -
     """`base` with the widgets' workflow, verifier and placement (their defaults as absent
     keys), unchecked: for reading which roles share a device (`SystemSpec.colocated`) before
     the devices are chosen."""
+    other = workflow != "speculative"  # the target alone or a width design
     spec = replace(base, workflow=None if workflow == "speculative" else workflow,
-                   verifier=None if workflow == "target-only" else verifier,
-                   colocate=None if workflow == "target-only" or colocate == NO_COLOCATION
-                   else colocate)
+                   verifier=None if other else verifier,
+                   colocate=None if other or colocate == NO_COLOCATION else colocate)
     assert isinstance(spec, SystemSpec)
     return spec
 
@@ -225,8 +233,8 @@ def shared_devices(cat: Catalog, roles: Sequence[str]) -> list[str]:
 
 def flag_conflicts(spec: SystemSpec) -> dict[str, str]:
     """Each schedule flag the system's shared devices forbid, with the reason
-    (dse.design.schedule_conflicts); empty for a target-only system (it has no schedule)."""
-    if spec.workflow_name == "target-only":
+    (dse.design.schedule_conflicts); empty for a target-only or width system (no schedule)."""
+    if spec.workflow_name != "speculative":
         return {}
     out: dict[str, str] = {}
     for f in FLAGS:
@@ -240,7 +248,8 @@ def schedule_choices(spec: SystemSpec) -> tuple[list[str], dict[str, str]]:
     """(the schedule presets the system can run, {preset: why not} for the others)."""
     ok, why_not = [], {}
     for name, s in PRESETS.items():
-        why = schedule_conflicts(spec.colocated, s) if spec.workflow_name != "target-only" else []
+        why = (schedule_conflicts(spec.colocated, s) if spec.workflow_name == "speculative"
+               else [])
         if why:
             why_not[name] = "; ".join(why)
         else:

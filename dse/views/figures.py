@@ -144,7 +144,8 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     alone, nor a target that judged the step). Each point's time
     carries its 90% interval (the placement's time factor for that operation). Only the roles
     the design runs; a target that verifies appears twice, as the verifier ("prm": scoring a
-    step) and as the target."""
+    step) and as the target. A width design's points are its batches of N: the policy decoding
+    a token of each of its N sequences, the PRM scoring N whole responses."""
     from dse.uncertainty.factors import placement_factors
 
     c = Costs(design, workload)
@@ -166,14 +167,26 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
 
         def pt(op: str, kind: str, n: float, k: float, t: Num, heads: float = 1.0,
                m: Any = m, p: Any = p, kvb: int = kvb,
-               factor: Mapping[str, Any] = factor) -> RooflinePoint:
+               factor: Mapping[str, Any] = factor, batch: int = 1) -> RooflinePoint:
+            # a batch of B sequences: every sequence's FLOPs and KV, the weights read once
             f = factor.get(kind)
-            return RooflinePoint(op, float(shape.forward_flops(m, n, k, head_positions=heads)),
-                                 float(shape.forward_bytes(m, p, n, k, kv_bits=kvb)), float(t),
-                                 None if f is None else float(t) * f.low,
-                                 None if f is None else float(t) * f.high)
+            one = float(shape.forward_bytes(m, p, n, k, kv_bits=kvb))
+            weights = float(shape.forward_bytes(m, p, 0, 0, kv_bits=kvb))
+            return RooflinePoint(op, batch * float(shape.forward_flops(
+                m, n, k, head_positions=heads)), weights + batch * (one - weights), float(t),
+                None if f is None else float(t) * f.low,
+                None if f is None else float(t) * f.high)
 
-        if role == "prm" and design.verifier.is_target:
+        if design.is_width:  # N sequences a pass: the policy's decode, the PRM's scoring
+            b = design.samples
+            if role == "prm":
+                n = workload.problem_tokens + 2 * resp  # a whole response (resp: its mean)
+                pts = [pt(f"score {b} responses", "prefill", n, 0,
+                          pl.prefill_s(n, 0, all_positions=True, batch=b), heads=n, batch=b)]
+            else:
+                pts = [pt(f"decode token x{b}", "decode", 1, ctx,
+                          pl.decode_token_s(ctx, batch=b), batch=b)]
+        elif role == "prm" and design.verifier.is_target:
             from dse.verifiers import judge_parameters
 
             # the target judges: the step and the scoring instruction after its cached prefix

@@ -91,9 +91,22 @@ TERMS = (
          "target's device. A step is accepted when its score reaches the accept threshold.",
          ("target judge", "target judges")),
     Term("workflow", "How a problem is written: `speculative` (a draft writes each step, a "
-         "verifier scores it, the target rewrites rejected steps) or `target-only` (the "
+         "verifier scores it, the target rewrites rejected steps), `target-only` (the "
          "target model alone writes every step: the alternative every speculative answer is "
-         "weighed against).", ("speculative",)),
+         "weighed against) or a width method (N samples of the target ranked by a PRM, "
+         "voted, or searched step by step: best-of-n, weighted-best-of-n, majority, "
+         "step-search, beam).", ("speculative", "width", "best-of-n", "majority")),
+    Term("samples", "A width design's N (system key `samples`, 1-64): the samples of the "
+         "target per problem, or the candidates per step of a step or beam search. They "
+         "decode as one batch of N on the target's device (each sequence's KV cache at the "
+         "maximum context must fit), and the PRM scores them as one batch.", ("N",)),
+    Term("beam width", "Beam search's kept beams per step (system key `beam_width`, 1..N, "
+         "dividing N): each kept beam expands N / beam_width candidates for the next step.",
+         ("beam_width",)),
+    Term("aggregation", "How a width design's PRM turns its step scores into a response's "
+         "score (system key `aggregation`): the last step's, the lowest (min) or their "
+         "product; absent, product for best-of-n and weighted best-of-n, last for the "
+         "searches. It sets how well the PRM separates right from wrong responses.", ()),
     Term("target alone", "The target model writing every step on its own placement "
          "(`workflow = \"target-only\"`): no draft, verifier or thresholds; accept "
          "probability 0. What-if shows each speculative design beside the target alone of "
@@ -106,8 +119,9 @@ TERMS = (
          "backtracking the draft and the verifier.", ("colocate", "placement",
                                                       "shared device")),
     Term("family", "The search's families of designs: target-only, gpu-speculative (a GPU "
-         "draft) and fpga-speculative (an FPGA draft). A search reports its winner beside "
-         "each family's best.", ("families",)),
+         "draft), fpga-speculative (an FPGA draft) and width (N samples of the target ranked "
+         "by a PRM or voted). A search reports its winner beside each family's best.",
+         ("families",)),
     Term("margin", "One design's metric minus another's (accuracy in points): against the "
          "winner on the Design space page, against the target alone on What-if. It is "
          "decided when the joint 90% interval of the difference excludes 0.",

@@ -16,7 +16,7 @@ from dse.design_files import ALIASES, DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, SpecError, UnknownNameError
 from dse.resolve import override_spec, read_source
-from dse.scenario import PRM_KEYS, SystemSpec
+from dse.scenario import PRM_KEYS, WIDTH_WORKFLOWS, SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import SCHEMAS, Catalog
 from dse.specs.emit import toml_value
@@ -40,8 +40,9 @@ MEMORY_OPTIONS = ("kv_precision", "offload_fraction", "host_cpu_slowdown")
 # other key (draft, PRM, thresholds, FPGA build, verifier, placement) does not apply to it.
 TARGET_KEYS = ("target_model", "target_device", "target_tp", "target_precision",
                "target_serving", *(f"target_{o}" for o in MEMORY_OPTIONS), "max_context_tokens")
-# The keys that describe the workflow rather than a role's placement.
-WORKFLOW_KEYS = ("workflow", "verifier", "colocate")
+# The keys that describe the workflow rather than a role's placement (a width design's knobs
+# among them).
+WORKFLOW_KEYS = ("workflow", "verifier", "colocate", "samples", "beam_width", "aggregation")
 # The PRM's own keys: unused when the target verifies.
 PRM_ONLY_KEYS = (*PRM_KEYS, "prm_tp", *(f"prm_{o}" for o in MEMORY_OPTIONS))
 
@@ -133,11 +134,24 @@ def applicable(state: DesignState) -> DesignState:
     not apply to it hold."""
     over = {k: v for k, v in state.overrides.items() if not (k == "colocate" and v == "none")}
     sched = state.schedule
-    if over.get("workflow") == "target-only":
+    workflow = over.get("workflow")
+    if workflow == "target-only":
         over = {k: v for k, v in over.items() if k in (*TARGET_KEYS, "workflow")}
         sched = PRESETS[DEFAULT_SCHEDULE]
-    elif over.get("verifier") == "target":
-        over = {k: v for k, v in over.items() if k not in PRM_ONLY_KEYS}
+    elif workflow in WIDTH_WORKFLOWS:  # the policy (target keys), its knobs and its PRM
+        knobs = ("samples", *(("beam_width",) if workflow == "beam" else ()),
+                 *(("aggregation",) if workflow != "majority" else ()))
+        prm = PRM_ONLY_KEYS if workflow != "majority" else ()
+        over = {k: v for k, v in over.items()
+                if k in (*TARGET_KEYS, "workflow", *knobs, *prm)}
+        if workflow == "majority":  # no verifier: the preset's PRM keys cleared
+            over |= {k: "" for k in PRM_KEYS}
+        sched = PRESETS[DEFAULT_SCHEDULE]
+    else:
+        over = {k: v for k, v in over.items() if k not in ("samples", "beam_width",
+                                                           "aggregation")}
+        if over.get("verifier") == "target":
+            over = {k: v for k, v in over.items() if k not in PRM_ONLY_KEYS}
     return DesignState(state.system, state.workload, sched, over)
 
 
@@ -377,6 +391,11 @@ def design_label(s: SystemSpec, sched: Schedule | None = None) -> str:
     target = f"{s.target_model} on {s.target_device}{tp} ({_how(s, 'target')})"
     if s.workflow_name == "target-only":
         return f"target alone: {target}"
+    if s.is_width:
+        knobs = f"N={s.samples}" + (f" B={s.beam_width}" if s.beam_width else "")
+        prm = (f"PRM {s.prm_model} on {s.prm_device} ({s.aggregation or 'default'} score)"
+               if s.prm_model else "majority vote, no verifier")
+        return f"{s.workflow} {knobs}: policy {target} | {prm}"
     prm_memory = ", ".join(_memory(s, "prm"))
     parts = [f"draft {s.draft_model} on {s.draft_device} ({_how(s, 'draft')})",
              ("verifier: the target" if s.verifier_name == "target"
