@@ -17,7 +17,7 @@ REPORTS = golden_reports()
 def test_every_golden_file_is_a_current_design() -> None:
     on_disk = {p.stem for p in GOLDEN_DIR.glob("*.json")}
     assert on_disk == set(REPORTS), "run python scripts/golden.py"
-    assert len(REPORTS) == 8 * 4 * 4
+    assert len(REPORTS) == 8 * 6 * 4
 
 
 @pytest.mark.parametrize("name", sorted(REPORTS))
