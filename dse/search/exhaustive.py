@@ -66,6 +66,7 @@ class SweepResult:
 
 
 _REASON_KINDS = (("together they need", "roles sharing a device do not fit together"),
+                 ("sequences' KV caches", "a width design's batch does not fit"),
                  ("needs", "does not fit device memory"),
                  ("beyond", "context beyond the model's max positions"),
                  ("do not fit", "does not fit the FPGA's memory"), ("clock", "clock out of range"),
