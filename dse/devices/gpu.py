@@ -200,12 +200,12 @@ def gpu_cost(
     # the layers' matmul weights (the head's one position runs as a GEMV on the stored bytes)
     body = shape.linear_macs_per_token(model) * (1 - offload_fraction)
     return GpuCost(
-        layers=model.num_layers,
+        layers=shape.layers_run(model),  # an implicit PRM runs its reference's layers too
         weight_bytes=streamed - host,
         kv_bytes_per_token=shape.kv_bytes_per_token(model, p.kv_bits),
         linear_flops_per_token=2 * shape.linear_macs_per_token(model),
         head_flops_per_position=2 * shape.head_matmul_params(model),
-        attn_flops_per_pair=2 * 2 * model.num_layers * model.num_attention_heads * model.head_dim,
+        attn_flops_per_pair=2 * shape.attention_macs_per_pair(model),
         mem_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.mem_bw_efficiency * tp,
         kv_bw_bytes_per_s=gpu.mem_bw_bytes_per_s * serving.attention_bw_efficiency * tp,
         flops_per_s=(peak_flops_per_s(gpu, p, fp16_accumulate=bool(serving.fp16_accumulate))
@@ -237,7 +237,7 @@ def gpu_cost(
             peak_flops_per_s(gpu, replace(p, compute="fp16"),
                              fp16_accumulate=bool(serving.fp16_accumulate))
             * compute_efficiency(serving, p) * tp if copied else 0.0),
-        scores_bytes_per_pair=(model.num_layers * model.num_attention_heads
+        scores_bytes_per_pair=(shape.layers_run(model) * model.num_attention_heads
                                * (serving.unfused_attention_bytes_per_score or 0.0)),
     )
 

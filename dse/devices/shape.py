@@ -6,6 +6,14 @@ arrays. Conventions (per forward pass, batch 1):
 - decode of one token reads every matmul weight once, plus the KV cache of its context;
 - the input embedding (and a learned position table) is a row lookup (not a full read); the
   LM head is a full read (tied or not); reward heads are small and read once;
+- heads (ModelSpec.head): `lm` a generator's LM head; `prm-classifier` Linear(h, h) + ReLU +
+  Linear(h, 2), `orm-scalar` Linear(h, h) + ReLU + Linear(h, 1) and `value` Linear(h, 1), all
+  with biases; `lm-prm` a PRM that scores with its full LM head (the two-token probabilities of
+  Math-Shepherd-style PRMs: every vocabulary logit is computed at a scored position, as
+  Hugging Face and vLLM do); `implicit-prm` an implicit PRM (arXiv:2412.01981): the PRM's LM
+  and its reference LM, of the same shape (`ModelSpec.reference_model`), both run over every
+  scored token with their LM heads, so every weight, KV, layer and FLOP term counts two model
+  copies (`model_copies`);
 - the MLP has 3 matrices when gated (SwiGLU, GeGLU) and 2 when plain (GPT-2, OPT);
 - a mixture of experts (Mixtral) stores every expert's MLP and a router per layer, but one
   token runs through the router and its top-k experts only: memory counts all experts
@@ -25,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from dse.errors import SpecError, UnknownNameError
 from dse.specs import ModelSpec
 from dse.specs.model import KV_PRECISIONS as SPEC_KV_PRECISIONS
+from dse.specs.model import LM_HEADS
 
 
 @dataclass(frozen=True)
@@ -206,14 +215,29 @@ def final_norm_params(m: ModelSpec) -> int:
     return norm_params(m) if m.has_final_norm else 0
 
 
+def model_copies(m: ModelSpec) -> int:
+    """Models of this shape one scoring call runs: 2 for an implicit PRM (the PRM and its
+    reference LM, checked to share its shape), else 1."""
+    return 2 if m.head == "implicit-prm" else 1
+
+
+def has_lm_head(m: ModelSpec) -> bool:
+    """The output head is the full LM head (vocab x embedding width): a generator's, or a
+    PRM's that scores with token probabilities (`lm-prm`, `implicit-prm`)."""
+    return m.head in LM_HEADS
+
+
 def head_params(m: ModelSpec) -> int:
-    """Parameters of the output head that are not shared with the input embedding."""
+    """Parameters of one model copy's output head that are not shared with the input
+    embedding."""
     h = m.hidden_size
-    if m.head == "lm":
+    if has_lm_head(m):
         weight = 0 if m.tie_word_embeddings else m.vocab_size * m.embed_dim
         return weight + (m.vocab_size if m.lm_head_bias else 0)
     if m.head == "prm-classifier":  # Linear(h, h) + ReLU + Linear(h, 2), with biases
         return h * h + h + 2 * h + 2
+    if m.head == "orm-scalar":  # Linear(h, h) + ReLU + Linear(h, 1), with biases
+        return h * h + h + h + 1
     return h + 1  # value head Linear(h, 1)
 
 
@@ -239,41 +263,45 @@ def active_body_params(m: ModelSpec) -> int:
 
 
 def total_params(m: ModelSpec) -> int:
-    """All parameters stored: embeddings + layers + projections + final norm + untied head."""
-    return embedding_params(m) + body_params(m) + head_params(m)
+    """All parameters stored: embeddings + layers + projections + final norm + untied head,
+    for each model copy (an implicit PRM holds its reference LM too)."""
+    return model_copies(m) * (embedding_params(m) + body_params(m) + head_params(m))
 
 
 def active_params(m: ModelSpec) -> int:
     """Parameters active for one token, as MoE model cards count them (embeddings included):
     total_params with each layer's top-k experts only (= total_params for a dense model)."""
-    return embedding_params(m) + active_body_params(m) + head_params(m)
+    return model_copies(m) * (embedding_params(m) + active_body_params(m) + head_params(m))
 
 
 def head_matmul_params(m: ModelSpec) -> int:
-    """Parameters the output head multiplies by (its bias counted as one MAC per output) for
-    one output position."""
-    if m.head == "lm":
-        return m.vocab_size * m.embed_dim + (m.vocab_size if m.lm_head_bias else 0)
-    return head_params(m)
+    """Parameters the output heads multiply by (a bias counted as one MAC per output) for one
+    output position, over the model copies (an implicit PRM: both LM heads)."""
+    if has_lm_head(m):
+        one = m.vocab_size * m.embed_dim + (m.vocab_size if m.lm_head_bias else 0)
+    else:
+        one = head_params(m)
+    return model_copies(m) * one
 
 
 def streamed_params_per_token(m: ModelSpec) -> int:
     """Parameters read from memory to decode one token: layers (their active experts),
-    projections, final norm, head.
+    projections, final norm, head, of each model copy.
 
     The input embedding and a learned position table are single-row lookups; with tied
     embeddings the token table is read in full as the LM head, so it counts once either way.
     """
-    return active_body_params(m) + head_matmul_params(m)
+    return model_copies(m) * active_body_params(m) + head_matmul_params(m)
 
 
 def _table_params(m: ModelSpec) -> tuple[int, int]:
-    """(stored, streamed per token) parameters of the token table and the LM head, which
-    quantised checkpoints keep at `Precision.table_bits`."""
-    if m.head != "lm":
-        return m.vocab_size * m.embed_dim, 0
-    head = 0 if m.tie_word_embeddings else m.vocab_size * m.embed_dim
-    return m.vocab_size * m.embed_dim + head, m.vocab_size * m.embed_dim
+    """(stored, streamed per token) parameters of the token tables and LM heads, which
+    quantised checkpoints keep at `Precision.table_bits`, over the model copies."""
+    table = m.vocab_size * m.embed_dim
+    if not has_lm_head(m):
+        return table, 0
+    head = 0 if m.tie_word_embeddings else table
+    return model_copies(m) * (table + head), model_copies(m) * table
 
 
 def weight_bytes(m: ModelSpec, p: Precision) -> float:
@@ -290,10 +318,16 @@ def streamed_weight_bytes(m: ModelSpec, p: Precision) -> float:
             + head * p.table_bits / 8)
 
 
+def layers_run(m: ModelSpec) -> int:
+    """Decoder layers one forward pass runs (an implicit PRM: its own and its reference's)."""
+    return model_copies(m) * m.num_layers
+
+
 def kv_bytes_per_token(m: ModelSpec, kv_bits: float) -> float:
-    """K and V for one token over all layers (grouped-query: KV heads, not query heads)."""
+    """K and V for one token over all layers (grouped-query: KV heads, not query heads), of
+    each model copy (an implicit PRM's reference keeps its own cache)."""
     _, kv = _q_kv_dims(m)
-    return 2 * m.num_layers * kv * kv_bits / 8
+    return 2 * layers_run(m) * kv * kv_bits / 8
 
 
 def kv_bytes(m: ModelSpec, kv_bits: float, tokens: ArrayLike) -> NDArray[np.float64]:
@@ -302,9 +336,16 @@ def kv_bytes(m: ModelSpec, kv_bits: float, tokens: ArrayLike) -> NDArray[np.floa
 
 def linear_macs_per_token(m: ModelSpec) -> int:
     """Matmul MACs for one token through the layers (their active experts and the router) and
-    the embedding projections (not the output head); a bias add counts as one MAC per output
-    (at most 0.1% high)."""
-    return m.num_layers * (active_layer_params(m) - layer_norm_params(m)) + projection_params(m)
+    the embedding projections (not the output head), of each model copy; a bias add counts as
+    one MAC per output (at most 0.1% high)."""
+    return model_copies(m) * (m.num_layers * (active_layer_params(m) - layer_norm_params(m))
+                              + projection_params(m))
+
+
+def attention_macs_per_pair(m: ModelSpec) -> int:
+    """MACs of QK^T and PV for one (query, key) pair over every layer run: 2 x heads x
+    head_dim per layer."""
+    return 2 * layers_run(m) * m.num_attention_heads * m.head_dim
 
 
 def attention_macs(m: ModelSpec, n_new: ArrayLike, ctx: ArrayLike) -> NDArray[np.float64]:
@@ -316,7 +357,7 @@ def attention_macs(m: ModelSpec, n_new: ArrayLike, ctx: ArrayLike) -> NDArray[np
     n = np.asarray(n_new, dtype=float)
     c = np.asarray(ctx, dtype=float)
     pairs = n * c + n * (n + 1) / 2
-    return 2 * m.num_layers * m.num_attention_heads * m.head_dim * pairs
+    return attention_macs_per_pair(m) * pairs
 
 
 def forward_flops(

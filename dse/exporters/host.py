@@ -23,7 +23,7 @@ from dse.design import Design
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered
 from dse.exporters.memory import DraftEngine
 from dse.exporters.vitis import xclbin_name
-from dse.exporters.vllm import SEED, endpoint, gpu_indices, memory_splits
+from dse.exporters.vllm import SEED, endpoint, gpu_indices, memory_splits, pooled
 from dse.scenario import WorkloadSpec
 from dse.specs.emit import yaml_text
 from dse.workflow import max_steps
@@ -145,7 +145,7 @@ def scheduler_yaml(design: Design, workload: WorkloadSpec, eng: DraftEngine | No
         endpoints["draft"] = endpoint("draft")
     endpoints["target"] = endpoint("target")
     if not judge:
-        endpoints["prm"] = endpoint("prm")
+        endpoints["prm"] = endpoint("prm", design.prm.model.head)
     data["endpoints"] = endpoints
     if judge:
         data["judge"] = {
@@ -185,7 +185,10 @@ def scheduler_yaml(design: Design, workload: WorkloadSpec, eng: DraftEngine | No
         "shadow_sync": "draft absorbs target tokens as they stream",
         "target_prefetch_cache_size": "prefetched target steps kept (the step under "
                                       "verification)",
-        "endpoints.prm": "POST /pooling; score = data[0].data[-1][1]",
+        "endpoints.prm": ("POST /pooling; score = data[0].data[-1][1]"
+                          if judge or pooled("prm", design.prm.model.head)
+                          else "POST /v1/completions with prompt_logprobs: the PRM scores "
+                          "with its LM head (see the manifest note)"),
         "draft.prompt_prefill": "a GPU prefills the prompt, its KV cache moves to the FPGA",
     }
     if judge:

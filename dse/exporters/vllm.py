@@ -12,8 +12,10 @@ What each file states, from the design:
 - gpu-memory-utilization and enforce-eager from the serving profile (boards/serving); a
   server sharing its GPU gets its part of the static split instead (memory_splits);
 - prefix caching as the cost model assumes it: on for generators under a profile with prefix
-  caching; off for the PRM, which vLLM 0.9.2 serves as a pooling model (`task: reward`, STEP
-  pooling) re-reading the whole context at every verification (DESIGN.md section 4);
+  caching; off for the PRM, which re-reads the whole context at every verification
+  (DESIGN.md section 4): vLLM 0.9.2 serves a PRM with a reward head as a pooling model
+  (`task: reward`, STEP pooling), and one that scores with its LM head (`lm-prm`,
+  `implicit-prm`) as a plain LM whose prompt logprobs give the score;
 - ports: RSD's (draft 12340, target 12341, PRM 12342); seed 0.
 
 A target verifier (SpecReason) has no server of its own: the target judges, so there is no
@@ -34,7 +36,7 @@ from dse.design import Design
 from dse.devices.protocol import Placement
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles, served_roles
 from dse.roles import Role
-from dse.specs import Catalog
+from dse.specs import Catalog, ModelSpec
 from dse.specs.emit import yaml_text
 
 HOST = "127.0.0.1"
@@ -141,10 +143,51 @@ def split_note(design: Design, sp: MemorySplit) -> str:
             + f", plus an equal part of the headroom under {sp.cap:g})")
 
 
-def endpoint(role: str) -> str:
-    """The URL the host scheduler calls: completions for generators, /pooling for the PRM."""
+# PRM heads vLLM 0.9.2 serves as a pooling model (`task: reward`); the other PRM heads score
+# with the LM head (dse.specs.model.LM_HEADS) and run as a plain LM server
+POOLING_HEADS = ("prm-classifier", "orm-scalar", "value")
+
+
+def pooled(role: str, head: str | None = None) -> bool:
+    """The role's server is a pooling model: a PRM whose head is a reward head (head None: a
+    PRM of the paper's kind, prm-classifier)."""
+    return role == "prm" and (head is None or head in POOLING_HEADS)
+
+
+def endpoint(role: str, head: str | None = None) -> str:
+    """The URL the host scheduler calls: completions for generators and for a PRM that scores
+    with its LM head, /pooling for a PRM with a reward head."""
     base = f"http://{HOST}:{PORTS[role]}"
-    return base + ("/pooling" if role == "prm" else "/v1")
+    return base + ("/pooling" if pooled(role, head) else "/v1")
+
+
+def prm_head_note(cat: Catalog, model: ModelSpec) -> str | None:
+    """What serving the PRM's head with vLLM 0.9.2 takes beyond this file, or None (a
+    Qwen2.5-Math-PRM classifier head, served natively)."""
+    head, hf = model.head, model.hf_id
+    if head == "value":
+        return (f"gpu/vllm_prm.yaml: {hf} has a value head (Linear(h, 1)) that vLLM 0.9.2 "
+                "does not serve natively (RSD uses the Skywork PRM vLLM plugin)")
+    if head == "orm-scalar":
+        return (f"gpu/vllm_prm.yaml: {hf} is an outcome reward model (Qwen2ForRewardModel, "
+                "served natively as a pooling model): it scores the response so far, one "
+                "value per token; the step's score is the last token's")
+    if head == "lm-prm":
+        return (f"gpu/vllm_prm.yaml: {hf} scores with its LM head, so it runs as a plain LM "
+                "server (no task: reward) on /v1: ask /v1/completions with prompt_logprobs "
+                "and take the two label tokens' probabilities at each step tag (Math-Shepherd "
+                "'+'/'-'); vLLM computes the full-vocabulary logits there, as the design counts")
+    if head == "implicit-prm":
+        ref = cat.model(model.reference_model) if model.reference_model else None
+        ref_hf = ref.hf_id if ref is not None else "its reference model"
+        return (f"gpu/vllm_prm.yaml: {hf} is an implicit PRM: a step's reward is the summed "
+                f"log-likelihood ratio of its tokens under {hf} and the reference {ref_hf}, "
+                "so both run as plain LM servers (no task: reward) returning prompt_logprobs "
+                f"on /v1; this export writes no server for {ref_hf}: serve it like this file "
+                "(another port) on the same GPU(s), each server taking half of this file's "
+                "gpu-memory-utilization (the design counts both models' weights and KV on the "
+                "PRM's placement)")
+    return None
 
 
 def serve_options(cat: Catalog, design: Design, role: str,
@@ -158,7 +201,7 @@ def serve_options(cat: Catalog, design: Design, role: str,
     notes: list[str] = []
     comments: dict[str, str] = {}
     opts: dict[str, Any] = {"model": p.model.hf_id, "served-model-name": role}
-    if role == "prm":
+    if pooled(role, p.model.head):
         opts["task"] = "reward"
         comments["task"] = "pooling model; vLLM 0.9.2 serves it on POST /pooling"
     opts.update({"host": HOST, "port": PORTS[role], "seed": SEED,
@@ -201,9 +244,9 @@ def serve_options(cat: Catalog, design: Design, role: str,
     if not p.serving.startswith("vllm"):
         notes.append(f"gpu/vllm_{role}.yaml: the design's {role} serving profile {p.serving} "
                      "is not vLLM; this file serves it with vLLM in eager mode instead")
-    if role == "prm" and p.model.head != "prm-classifier":
-        notes.append(f"gpu/vllm_prm.yaml: {p.model.hf_id} has a value head that vLLM 0.9.2 "
-                     "does not serve natively (RSD uses the Skywork PRM vLLM plugin)")
+    note = prm_head_note(cat, p.model) if role == "prm" else None
+    if note is not None:
+        notes.append(note)
     return opts, comments, notes
 
 

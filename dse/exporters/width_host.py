@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dse.design import Design
-from dse.exporters.vllm import SEED, endpoint
+from dse.exporters.vllm import SEED, endpoint, pooled
 from dse.scenario import WorkloadSpec
 from dse.specs.emit import yaml_text
 
@@ -51,7 +51,7 @@ def width_yaml(design: Design, workload: WorkloadSpec, version: str,
     data["max_tokens_per_call"] = design.max_context_tokens
     endpoints = {"target": endpoint("target")}
     if design.prm_placement is not None:
-        endpoints["prm"] = endpoint("prm")
+        endpoints["prm"] = endpoint("prm", design.prm.model.head)
     data["endpoints"] = endpoints
     comments = {
         "workflow": {"best-of-n": "the PRM's highest-scored of the samples is the answer",
@@ -67,7 +67,10 @@ def width_yaml(design: Design, workload: WorkloadSpec, version: str,
         "sampling.temperature": "assumption: sampled responses (set your setting's)",
         "step_word": "step separator: the PRM scores each step at it",
         "max_tokens_per_call": "generation budget, prompt + response",
-        "endpoints.prm": "POST /pooling; the N candidates in one request",
+        "endpoints.prm": ("POST /pooling; the N candidates in one request"
+                          if design.prm_placement is None or pooled("prm", design.prm.model.head)
+                          else "POST /v1/completions, prompt_logprobs of the N candidates in "
+                          "one request (the PRM scores with its LM head; see the manifest)"),
     }
     if design.prm_placement is not None:
         comments["aggregation"] = "response score from the step scores: last, min or product"

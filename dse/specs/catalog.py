@@ -17,7 +17,7 @@ from dse.arguments import path as check_path
 from dse.errors import SpecError, UnknownNameError
 from dse.specs.files import toml_files
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
-from dse.specs.model import ModelSpec, model_from_hf_config
+from dse.specs.model import ModelSpec, check_reference, model_from_hf_config
 from dse.specs.schema import SCHEMAS, Spec, build_spec, read_toml
 
 if TYPE_CHECKING:  # registered by dse.scenario, which imports this module
@@ -81,6 +81,9 @@ class Catalog:
         for kind, specs in by_kind.items():
             for spec in specs.values():
                 _check_references(kind, spec, by_kind)
+        models = cast("Mapping[str, ModelSpec]", by_kind["model"])
+        for m in models.values():
+            check_reference(m, models)  # an implicit PRM's reference LM shares its shape
         return cls({k: MappingProxyType(v) for k, v in by_kind.items()})
 
     def names(self, kind: str) -> list[str]:
@@ -144,6 +147,7 @@ class Catalog:
             spec = load_spec(p)
             if not isinstance(spec, ModelSpec):
                 raise SpecError(p, "kind", "expected kind = \"model\"")
+            check_reference(spec, cast("Mapping[str, ModelSpec]", self.items.get("model", {})))
             return spec
         raise UnknownNameError("model", name_or_path, self.names("model"))
 

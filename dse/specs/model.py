@@ -36,6 +36,21 @@ KV_PRECISIONS: dict[str, float] = {"16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "
 # ProcessBench (arXiv:2412.06559) subsets, easiest to hardest: GSM8K, MATH, OlympiadBench,
 # Omni-MATH. A PRM's F1 on each is how well it finds the first wrong step at that difficulty.
 PROCESSBENCH_SUBSETS = ("gsm8k", "math", "olympiadbench", "omnimath")
+# Output heads (dse.devices.shape counts each): a generator's `lm`; a PRM's reward head, which
+# is a small classifier (`prm-classifier` Linear(h,h)+ReLU+Linear(h,2), Qwen2.5-Math-PRM;
+# `orm-scalar` Linear(h,h)+ReLU+Linear(h,1), Qwen2ForRewardModel; `value` Linear(h,1), Skywork)
+# or the LM head itself: `lm-prm` reads two tokens' probabilities off it (Math-Shepherd's
+# '+'/'-'), `implicit-prm` takes the log-likelihood ratio of the PRM's LM to its reference LM
+# (EurusPRM, arXiv:2412.01981), so it names that reference (`reference_model`).
+HEADS = ("lm", "prm-classifier", "orm-scalar", "value", "lm-prm", "implicit-prm")
+LM_HEADS = ("lm", "lm-prm", "implicit-prm")  # heads that are the full vocab x hidden LM head
+# the keys that fix a model's shape (what an implicit PRM and its reference must share)
+SHAPE_KEYS = ("architecture", "tokenizer_family", "hidden_size", "num_layers",
+              "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size",
+              "vocab_size", "tie_word_embeddings", "qkv_bias", "mlp_kind", "mlp_bias",
+              "attention_bias", "norm", "norm_bias", "norms_per_layer", "final_norm", "qk_norm",
+              "position_embedding", "position_table_rows", "embedding_dim", "lm_head_bias",
+              "num_experts", "experts_per_token")
 
 
 @dataclass(frozen=True)
@@ -44,7 +59,10 @@ class ModelSpec(Spec):
     architecture: str = spec_field(choices=ARCHITECTURES)
     tokenizer_family: str = spec_field(help="draft and target must share one")
     roles: tuple[str, ...] = spec_field(help=f"a non-empty subset of {', '.join(ROLES)}")
-    head: str = spec_field(choices=("lm", "prm-classifier", "value"))
+    head: str = spec_field(choices=HEADS, help="lm: a generator's LM head; a PRM's: "
+                           "prm-classifier, orm-scalar, value, lm-prm (scores with two "
+                           "tokens' LM-head probabilities) or implicit-prm (log-likelihood "
+                           "ratio to reference_model)")
     hidden_size: int = pos()
     num_layers: int = pos()
     num_attention_heads: int = pos()
@@ -91,6 +109,10 @@ class ModelSpec(Spec):
         lo=0.0, hi=100.0, help="a PRM's published ProcessBench F1 (percent) per subset "
         f"({', '.join(PROCESSBENCH_SUBSETS)}): how well it finds a step's error, which the "
         "accuracy model's PRM discrimination follows; absent: the catalog PRMs' mean")
+    reference_model: str | None = spec_field(
+        help="an implicit PRM's reference LM (a catalog model name, of the PRM's shape), whose "
+        "forward pass over the scored tokens the PRM's cost includes; only with head "
+        "\"implicit-prm\", which needs it")
 
     kind = "model"
 
@@ -142,6 +164,9 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
         raise SpecError(path, "num_kv_heads", "must divide num_attention_heads")
     if ("prm" in v["roles"]) != (v["head"] != "lm"):
         raise SpecError(path, "head", "a PRM has a reward head; a generator has head 'lm'")
+    if (v["head"] == "implicit-prm") != (v["reference_model"] is not None):
+        raise SpecError(path, "reference_model", "given exactly when head = \"implicit-prm\" "
+                        "(the reference LM its log-likelihood ratio is taken against)")
     learned = v["position_embedding"] == "learned"
     if learned != (v["position_table_rows"] is not None):
         raise SpecError(path, "position_table_rows",
@@ -169,6 +194,29 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
 
 
 register_kind("model", ModelSpec, check=_check_model)
+
+
+def check_reference(prm: ModelSpec, models: Mapping[str, ModelSpec]) -> None:
+    """An implicit PRM's reference_model names a generator (head "lm") among `models` with the
+    PRM's shape (every SHAPE_KEYS value equal), so the cost model counts the reference as a
+    second copy of the PRM; a SpecError naming the PRM's file otherwise. No-op for other
+    heads."""
+    ref_name = prm.reference_model
+    if ref_name is None:
+        return
+    ref = models.get(ref_name)
+    if ref is None:
+        raise SpecError(prm.path, "reference_model", f"unknown model {ref_name!r}; valid: "
+                        f"{', '.join(sorted(models)) or '(none)'}")
+    if ref.head != "lm":
+        raise SpecError(prm.path, "reference_model", f"{ref_name!r} has head {ref.head!r}; "
+                        "the reference is a language model (head \"lm\")")
+    diff = [k for k in SHAPE_KEYS if getattr(prm, k) != getattr(ref, k)]
+    if diff:
+        raise SpecError(prm.path, "reference_model", f"{ref_name!r} differs in "
+                        + ", ".join(f"{k} ({getattr(ref, k)!r} vs {getattr(prm, k)!r})"
+                                    for k in diff)
+                        + "; the reference must share the PRM's shape")
 
 # --------------------------------------------------------------- Hugging Face config.json
 
@@ -237,7 +285,9 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     raw = {
         "hf_id": str(cfg.get("_name_or_path") or p.parent.name),
         "roles": ["prm"] if is_prm else ["draft", "target"],
-        "head": "prm-classifier" if is_prm else "lm",
+        # Qwen2ForRewardModel (Qwen2.5-Math-RM) scores with Linear(h,h)+ReLU+Linear(h,1)
+        "head": ("orm-scalar" if "Qwen2ForRewardModel" in archs_raw else "prm-classifier")
+        if is_prm else "lm",
         **raw,
     }
     stem = re.sub(r"[^a-z0-9._-]+", "-", (p.parent.name or p.stem).lower()).strip("-") or "model"
