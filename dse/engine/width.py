@@ -106,7 +106,9 @@ def width_accuracy(c: Costs) -> WidthAccuracy:
                              concentration=conc, agreement=agreement,
                              separation=0.0 if sep is None else sep, deception=p.deception,
                              beam_width=d.beam_width, steps=w.steps_mean))
-    if d.workflow in SEARCHES:  # never above what N whole samples reach (module docstring)
+    if d.samples == 1:  # one sample is the policy alone, exactly (not to quadrature error)
+        acc = a
+    elif d.workflow in SEARCHES:  # never above what N whole samples reach (module docstring)
         acc = min(acc, float(accuracy_pct(solo_accuracy_pct=a, method="pass-at-n",
                                           samples=d.samples, concentration=conc)))
     return WidthAccuracy(acc, a, conc, fitted, sep, basis, f1)
