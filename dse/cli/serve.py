@@ -1,12 +1,14 @@
-"""`dse serve`: one model on R replicas of a GPU under a load (dse.serving)."""
+"""`dse serve`: one model on R replicas of a GPU, or a whole design (--system, --design,
+--set), under a load (dse.serving)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 from typing import Any
 
-from dse.cli.common import add_wide, positive_float, table, text_width, whole_number
+from dse.cli.common import Once, add_wide, positive_float, table, text_width, whole_number
 from dse.cli.layout import wrap
 from dse.errors import UsageError
 from dse.limits import MAX_CONTEXT_TOKENS, MAX_TP
@@ -35,6 +37,18 @@ def _unit_open(s: str) -> float:
     return v
 
 
+def _speculative_tokens(s: str) -> int:
+    """K: a whole number of proposed tokens, 1..64."""
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number") from None
+    if not 1 <= v <= 64:
+        raise argparse.ArgumentTypeError(f"{s}: the proposer proposes 1 to 64 tokens a pass "
+                                         "(0 is no speculation: leave --speculative-model out)")
+    return v
+
+
 def goodput_type(s: str) -> tuple[str, float]:
     """One SLO of vLLM's --goodput syntax, KEY:MS (ttft, tpot or e2el)."""
     key, sep, ms = s.partition(":")
@@ -44,14 +58,31 @@ def goodput_type(s: str) -> tuple[str, float]:
     return key, positive_float(ms)
 
 
+DEFAULT_INPUT, DEFAULT_OUTPUT = 1024, 128  # vLLM's random dataset
+DEFAULT_WORKLOAD = "math500"  # a named system's workload unless --scenario (as dse export)
+MODEL_ONLY = (("--tp", "tp"), ("--precision", "precision"), ("--kv-precision", "kv_precision"),
+              ("--input-tokens", "input_tokens"), ("--output-tokens", "output_tokens"))
+
+
 def serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="catalog name, model TOML or HF config.json")
-    p.add_argument("--device", required=True, help="GPU name")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--model", action=Once,
+                      help="catalog name, model TOML or HF config.json (with --device)")
+    what.add_argument("--system", action=Once,
+                      help="a named system, e.g. paper-config1-u280: the whole design at load")
+    what.add_argument("--design", action=Once,
+                      help="a system or design TOML file (its workload is the default)")
+    p.add_argument("--device", help="GPU name (with --model)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a design knob (with --system or --design), as dse evaluate")
+    p.add_argument("--scenario", action=Once,
+                   help="workload of a design: its prompt tokens in, the design's tokens per "
+                   f"problem out (default: the design file's, else {DEFAULT_WORKLOAD})")
     p.add_argument("--tp", type=whole_number(1, MAX_TP),
                    help="tensor-parallel degree of a replica (default: the smallest that fits)")
     p.add_argument("--precision", help="weight precision (default bf16)")
     p.add_argument("--kv-precision", help="KV-cache precision: 16, fp8, int8 (default 16)")
-    p.add_argument("--serving", default="vllm-v1",
+    p.add_argument("--serving", default=None,
                    help="GPU serving profile (default vllm-v1: vLLM's V1 engine, whose "
                    "continuous batching and caps the scheduler follows)")
     p.add_argument("--replicas", type=whole_number(1, MAX_REPLICAS), default=1,
@@ -64,10 +95,11 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                       help="C clients in a closed loop")
     load.add_argument("--rate", type=rate_type,
                       help="Poisson arrivals, requests/s (inf: every request at once)")
-    p.add_argument("--input-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS), default=1024,
-                   help="prompt tokens per request (default 1024, as vLLM's random dataset)")
-    p.add_argument("--output-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS), default=128,
-                   help="output tokens per request (default 128)")
+    p.add_argument("--input-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS),
+                   help=f"prompt tokens per request (default {DEFAULT_INPUT}, as vLLM's random "
+                   "dataset)")
+    p.add_argument("--output-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS),
+                   help=f"output tokens per request (default {DEFAULT_OUTPUT})")
     p.add_argument("--requests", type=whole_number(1, MAX_REQUESTS), default=1000,
                    help="requests a run serves (default 1000, vLLM's --num-prompts)")
     p.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0,
@@ -77,15 +109,19 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "percentiles)")
     p.add_argument("--goodput", type=goodput_type, nargs="+", metavar="KEY:MS",
                    help="SLOs for request_goodput, vLLM's syntax: ttft:MS tpot:MS e2el:MS")
-    p.add_argument("--speculative-model", metavar="NAME|ngram",
-                   help="token-level speculative decoding (vLLM's name): a draft model run on "
-                   "the target's GPUs, or ngram (prompt lookup on the host)")
-    p.add_argument("--num-speculative-tokens", type=whole_number(1, 64),
+    p.add_argument("--speculative-model", metavar="NAME|ngram|eagle",
+                   help="token-level speculative decoding (vLLM's name): a draft model (on the "
+                   "target's GPUs, or on --speculative-device), ngram (prompt lookup on the "
+                   "host) or eagle (a one-layer head on the target's hidden states)")
+    p.add_argument("--num-speculative-tokens", type=_speculative_tokens,
                    help="tokens the proposer proposes per target pass (vLLM's name; needed "
                    "with --speculative-model)")
     p.add_argument("--acceptance-rate", type=_unit_open,
-                   help="the chance each proposed token is accepted, in [0, 1) (needed with "
-                   "--speculative-model: no published rate is shipped for the pair yet)")
+                   help="the chance each proposed token is accepted, in [0, 1) (default: the "
+                   "closest published row, dse/data/speculative_acceptance.toml)")
+    p.add_argument("--speculative-device",
+                   help="a board of its own for the draft model (an FPGA board, e.g. u280: its "
+                   "engine's decode at the batch; default: the target's GPUs)")
     p.add_argument("--max-num-seqs", type=whole_number(1, 65_536),
                    help="scheduler cap on running sequences (default: vLLM's for the GPU)")
     p.add_argument("--max-num-batched-tokens", type=whole_number(1, 1_048_576),
@@ -96,12 +132,13 @@ def serve_args(p: argparse.ArgumentParser) -> None:
 def _load(a: argparse.Namespace) -> Any:
     from dse.serving import Load
 
+    i = a.input_tokens or DEFAULT_INPUT
+    o = a.output_tokens or DEFAULT_OUTPUT
     if a.batch is not None:
-        return Load("batch", float(a.batch), a.input_tokens, a.output_tokens, a.batch, a.seed)
+        return Load("batch", float(a.batch), i, o, a.batch, a.seed)
     if a.concurrency is not None:
-        return Load("concurrency", float(a.concurrency), a.input_tokens, a.output_tokens,
-                    a.requests, a.seed)
-    return Load("rate", float(a.rate), a.input_tokens, a.output_tokens, a.requests, a.seed)
+        return Load("concurrency", float(a.concurrency), i, o, a.requests, a.seed)
+    return Load("rate", float(a.rate), i, o, a.requests, a.seed)
 
 
 def _slo(a: argparse.Namespace) -> Any:
@@ -111,10 +148,36 @@ def _slo(a: argparse.Namespace) -> Any:
     return Slo(given.get("ttft"), given.get("tpot"), given.get("e2el"))
 
 
+def _check_flags(a: argparse.Namespace) -> None:
+    """One-line usage errors for flags that do not go together."""
+    if a.model is not None:
+        if a.device is None:
+            raise UsageError("--model needs --device (the GPU that serves it)")
+        if a.set:
+            raise UsageError("--set changes a design's knobs: give --system or --design, or "
+                             "the model's own flags (--tp, --precision, ...) with --model")
+        if a.scenario is not None:
+            raise UsageError("--scenario names a design's workload: with --model give "
+                             "--input-tokens and --output-tokens")
+        return
+    flag = "--system" if a.system is not None else "--design"
+    if a.device is not None:
+        raise UsageError(f"--device goes with --model; {flag} places every role itself "
+                         "(change a device with --set, e.g. --set target_device=h100-sxm)")
+    for name, attr in (*MODEL_ONLY, ("--serving", "serving")):
+        if getattr(a, attr) is not None:
+            raise UsageError(f"{name} goes with --model; with {flag} the lengths come from "
+                             "the workload and the placement from the design (--set)")
+
+
 def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    _check_flags(a)
+    if a.model is None:
+        return _run_design(a, cat)
     from dse.devices.registry import place, resolve
     from dse.serving import serve, vllm_caps
 
+    a.serving = a.serving or "vllm-v1"
     dev, kind = resolve(cat, a.device)
     if kind.software_kind != "gpu-serving":
         raise UsageError(f"--device {a.device}: dse serve models GPU serving stacks (vLLM's "
@@ -122,42 +185,99 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if a.replicas > 1 and a.batch is not None and a.batch < a.replicas:
         raise UsageError(f"--batch {a.batch}: fewer requests than --replicas {a.replicas}")
     m = cat.model(a.model)
+    load = _load(a)
     pl = place(cat, m, a.device, precision_name=a.precision, software=a.serving,
-               context_tokens=a.input_tokens + a.output_tokens, tp=a.tp,
+               context_tokens=load.input_tokens + load.output_tokens, tp=a.tp,
                kv_precision=a.kv_precision)
     why = pl.infeasibility()
     if why:
         from dse.errors import InfeasibleError
 
         raise InfeasibleError(f"{m.name} on {dev.name}: " + "; ".join(why))
-    spec, draft = _speculation(a, cat, pl)
+    spec, extra = _speculation(a, cat, pl, None)
+    draft, apart = extra.get("draft"), extra.get("draft_apart", False)
     caps = vllm_caps(pl.memory_bytes, dev.name, max_num_seqs=a.max_num_seqs,
                      max_num_batched_tokens=a.max_num_batched_tokens)
     price = getattr(dev, "list_price_usd", None)
-    load = _load(a)
+    d_price = getattr(getattr(draft, "device", None), "list_price_usd", None) if apart else 0.0
     try:
         r = serve(pl, load, caps=caps, replicas=a.replicas, evaluator=a.evaluator,
-                  slo=_slo(a), capex_usd=(price or 0.0) * pl.tp, speculation=spec,
-                  draft=draft)
+                  slo=_slo(a), capex_usd=(price or 0.0) * pl.tp + (d_price or 0.0),
+                  speculation=spec, **extra)
     except ValueError as e:
         from dse.errors import InfeasibleError
 
         raise InfeasibleError(str(e)) from None
-    if price is None:
+    if price is None or d_price is None:
         r["cost_usd_per_mtok"] = None
         r["intervals"].pop("cost_usd_per_mtok", None)
     payload = {"model": m.name, "device": dev.name, "tp": pl.tp, "precision": pl.precision.name,
                "serving": pl.serving, "replicas": a.replicas, "evaluator": a.evaluator,
-               "speculative": None if spec is None else {
-                   "proposer": spec.proposer,
-                   "num_speculative_tokens": spec.num_speculative_tokens,
-                   "acceptance_rate": spec.acceptance_rate,
-                   "tokens_per_pass": spec.tokens_per_pass, "basis": spec.basis},
-               "load": {"kind": load.kind, "value": load.value,
-                        "input_tokens": load.input_tokens,
-                        "output_tokens": load.output_tokens, "requests": load.requests,
-                        "seed": load.seed}, **r}
+               "family": "target-only" if spec is None else "token-speculative",
+               "speculative": _spec_payload(spec, draft, apart),
+               "load": _load_payload(load), **r}
     return payload, _text(a, payload)
+
+
+def _spec_payload(spec: Any, draft: Any, apart: bool) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    return {"proposer": spec.proposer, "num_speculative_tokens": spec.num_speculative_tokens,
+            "acceptance_rate": spec.acceptance_rate, "tokens_per_pass": spec.tokens_per_pass,
+            "basis": spec.basis,
+            "device": None if draft is None else draft.device.name if apart else "target's"}
+
+
+def _load_payload(load: Any) -> dict[str, Any]:
+    return {"kind": load.kind, "value": load.value, "input_tokens": load.input_tokens,
+            "output_tokens": load.output_tokens, "requests": load.requests, "seed": load.seed}
+
+
+def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    """A whole design at load (dse.serving.designs.serve_system)."""
+    from dse.cli.common import read_workload
+    from dse.design import build_design
+    from dse.design_files import parse_set
+    from dse.errors import InfeasibleError
+    from dse.resolve import override_spec, read_source, runnable_schedules, schedule_of
+    from dse.serving import LIFETIME_YEARS, USD_PER_KWH, vllm_caps
+    from dse.serving.designs import serve_system
+
+    src = read_source(cat, Path(a.design) if a.design is not None else a.system)
+    w = read_workload(cat, a.scenario or src.workload or DEFAULT_WORKLOAD)
+    sys_over, flags = parse_set(a.set)
+    spec = override_spec(src.spec, sys_over, source="--set")
+    sched = schedule_of(None, src.schedule).with_flags(**flags)
+    ok, why = runnable_schedules(spec, [sched])
+    if not ok:
+        raise UsageError(f"{spec.name}: {'; '.join(why)}")
+    d = build_design(cat, spec, ok[0])
+    spec_tok, extra = _speculation(a, cat, d.target, w.name) \
+        if d.workflow == "target-only" else _no_speculation(a, d)
+    draft, apart = extra.get("draft"), extra.get("draft_apart", False)
+    caps = vllm_caps(d.target.memory_bytes, d.target.device.name, max_num_seqs=a.max_num_seqs,
+                     max_num_batched_tokens=a.max_num_batched_tokens)
+    try:
+        r = serve_system(d, w, _load(a), replicas=a.replicas, evaluator=a.evaluator,
+                         slo=_slo(a), lifetime_years=LIFETIME_YEARS, usd_per_kwh=USD_PER_KWH,
+                         speculation=spec_tok, engine_extra=extra, caps=caps)
+    except ValueError as e:
+        raise InfeasibleError(str(e)) from None
+    load = r.pop("load")
+    t = d.target
+    payload = {"model": t.model.name, "device": t.device.name, "tp": t.tp,
+               "precision": t.precision.name, "serving": t.serving, "replicas": a.replicas,
+               "evaluator": a.evaluator, "speculative": _spec_payload(spec_tok, draft, apart),
+               "load": _load_payload(load), **r}
+    return payload, _text(a, payload)
+
+
+def _no_speculation(a: argparse.Namespace, d: Any) -> tuple[None, dict[str, Any]]:
+    if a.speculative_model is not None:
+        raise UsageError(f"--speculative-model: token-level speculation serves one model or a "
+                         f"target-only design, not a {d.family} design")
+    _speculation_flags_alone(a)
+    return None, {}
 
 
 ROWS = (("request_throughput", "requests/s", "{:.3g}"), ("output_throughput", "tokens/s",
@@ -192,6 +312,18 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
     head = (f"{r['model']} on {r['replicas']} x {r['device']} (tp={r['tp']}, "
             f"{r['precision']}, {r['serving']}{spec}): {what}, {ld['input_tokens']} in / "
             f"{ld['output_tokens']} out tokens, {r['evaluator']}")
+    if "system" in r:  # a design: its family and accuracy first
+        acc = r.get("accuracy")
+        iv = r.get("accuracy_interval")
+        acc_s = "-" if acc is None else f"{acc:.1f}%" + (
+            f" [{iv[0]:.1f}-{iv[1]:.1f}]" if iv else "")
+        what_d = (f"{r['system']} ({r['family']}, {r['schedule']}) on {r['workload']}: "
+                  f"accuracy {acc_s}; ")
+        if "devices" in r:
+            head = (f"{what_d}{r['replicas']} replica(s): {what}, {ld['input_tokens']} in / "
+                    f"{ld['output_tokens']} out tokens a problem, {r['evaluator']}")
+        else:
+            head = f"{what_d}{head}"
     rows = []
     for key, unit, fmt in ROWS:
         if key in ("ttft", "tpot", "itl", "e2el"):
@@ -202,45 +334,107 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
             rows.append([f"{key} ({unit})", _cell(r, key, fmt), "", "", ""])
     lines = [head, table(["metric", "mean [90% interval]", "median", "p90", "p99"], rows,
                          width=text_width(a))]
-    notes = [f"scheduler: max_num_seqs {r['max_num_seqs']}, max_num_batched_tokens "
-             f"{r['max_num_batched_tokens']}; KV cache {r['kv_capacity_tokens']} tokens a "
-             "replica"]
+    if "devices" in r:
+        notes = ["devices (batch / cap, requests): " + "; ".join(
+            f"{'+'.join(v['roles'])} {v['batch']:.3g} / {v['batch_cap']:.4g}"
+            for v in r["devices"].values())]
+    else:
+        notes = [f"scheduler: max_num_seqs {r['max_num_seqs']}, max_num_batched_tokens "
+                 f"{r['max_num_batched_tokens']}; KV cache {r['kv_capacity_tokens']} tokens a "
+                 "replica"]
+    if sp is not None:
+        notes.append(f"acceptance {sp['acceptance_rate']:.3g}: {sp['basis']}")
     cap = r.get("capacity_request_rate")
     if isinstance(cap, float) and math.isfinite(cap):
         notes.append(f"capacity about {cap * r['replicas']:.3g} requests/s"
                      + ("; this rate is past it: requests queue and latency grows with the "
                         "run's length" if r.get("saturated") else ""))
-    if r["evaluator"] == "closed-form":
-        notes.append("closed form: steady-state means (percentiles: --evaluator simulator)")
-    notes.append("[low-high]: 90% intervals from the device's time and power factors; batched "
-                 "iterations extrapolate batch-1 calibration (docs/model.md)")
+    if "devices" in r:
+        notes.append("closed form: each device a batching server of its roles' per-problem "
+                     "work, the single-stream report's at batch 1 (docs/model.md); no "
+                     "percentiles")
+        notes.append("[low-high]: the single-stream latency and J/token intervals' relative "
+                     "ends; batched work extrapolates batch-1 calibration")
+    else:
+        if r["evaluator"] == "closed-form":
+            notes.append("closed form: steady-state means (percentiles: --evaluator "
+                         "simulator)")
+        notes.append("[low-high]: 90% intervals from the device's time and power factors; "
+                     "batched iterations extrapolate batch-1 calibration (docs/model.md)")
     return wrap("\n".join([*lines, "", *notes]), text_width(a))
 
 
-def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any) -> tuple[Any, Any]:
-    """The token-level speculation the flags ask for, and its draft's placement (None, None
-    without --speculative-model)."""
-    from dse.devices.registry import place
-    from dse.serving import Speculation
+def _speculation_flags_alone(a: argparse.Namespace) -> None:
+    given = (a.num_speculative_tokens, a.acceptance_rate, a.speculative_device)
+    if any(v is not None for v in given):
+        raise UsageError("--num-speculative-tokens, --acceptance-rate and --speculative-device "
+                         "need --speculative-model")
 
-    given = (a.speculative_model, a.num_speculative_tokens, a.acceptance_rate)
+
+def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any, dataset: str | None
+                 ) -> tuple[Any, dict[str, Any]]:
+    """The token-level speculation the flags ask for and the engine's draft arguments (its
+    placement, none for ngram; for a draft on a board of its own, draft_apart, the GPU copy
+    that prefills its prompts and the link its KV cache crosses); (None, {}) without
+    --speculative-model. dataset: the lengths' dataset, for the acceptance default."""
+    from dse.devices.registry import place, resolve
+    from dse.serving import Speculation
+    from dse.serving.acceptance import default_rate
+    from dse.serving.engine import eagle_head
+
     if a.speculative_model is None:
-        if any(v is not None for v in given[1:]):
-            raise UsageError("--num-speculative-tokens and --acceptance-rate need "
-                             "--speculative-model")
-        return None, None
-    if a.num_speculative_tokens is None or a.acceptance_rate is None:
-        raise UsageError("--speculative-model needs --num-speculative-tokens and "
-                         "--acceptance-rate")
-    draft = None
-    if a.speculative_model != "ngram":
-        dm = cat.model(a.speculative_model)
+        _speculation_flags_alone(a)
+        return None, {}
+    name = a.speculative_model
+    if a.num_speculative_tokens is None:
+        raise UsageError("--speculative-model needs --num-speculative-tokens (K, vLLM's name)")
+    draft, extra = None, {}
+    if name in ("ngram", "eagle"):
+        if a.speculative_device is not None:
+            raise UsageError(f"--speculative-device: {name} runs where the target is (on the "
+                             "host for ngram, on the target's GPUs for eagle)")
+    if name == "eagle":
+        draft = place(cat, eagle_head(pl.model), pl.device.name,
+                      precision_name=pl.precision.name, software=pl.serving,
+                      context_tokens=pl.context_tokens, tp=pl.tp)
+    elif name != "ngram":
+        try:
+            dm = cat.model(name)
+        except Exception as e:
+            raise UsageError(f"--speculative-model {name}: not ngram, eagle or a catalog model "
+                             f"({str(e).splitlines()[0]})") from None
         if dm.tokenizer_family != pl.model.tokenizer_family:
             raise UsageError(f"--speculative-model {dm.name} ({dm.tokenizer_family}) and "
                              f"{pl.model.name} ({pl.model.tokenizer_family}) do not share a "
                              "tokenizer")
-        draft = place(cat, dm, pl.device.name, precision_name=pl.precision.name,
-                      software=pl.serving, context_tokens=pl.context_tokens, tp=pl.tp)
-    spec = Speculation(a.speculative_model, a.num_speculative_tokens, a.acceptance_rate,
-                       "--acceptance-rate (given)")
-    return spec, draft
+        if a.speculative_device is not None:
+            _, kind = resolve(cat, a.speculative_device)
+            if kind.software_kind == "gpu-serving":
+                raise UsageError(f"--speculative-device {a.speculative_device}: a GPU draft "
+                                 "runs on the target's GPUs (leave the flag out); name an FPGA "
+                                 "board")
+            draft = place(cat, dm, a.speculative_device, context_tokens=pl.context_tokens)
+            links = [cat.link(str(vars(p.device)["host_link"])) for p in (draft, pl)]
+            extra = {"draft_apart": True, "draft_link": min(
+                links, key=lambda ln: ln.effective_bytes_per_s), "draft_prompt": place(
+                    cat, dm, pl.device.name, precision_name="bf16", software=pl.serving,
+                    context_tokens=pl.context_tokens)}
+        else:
+            draft = place(cat, dm, pl.device.name, precision_name=pl.precision.name,
+                          software=pl.serving, context_tokens=pl.context_tokens, tp=pl.tp)
+        why = draft.infeasibility()
+        if why:
+            from dse.errors import InfeasibleError
+
+            raise InfeasibleError(f"--speculative-model {dm.name} on {draft.device.name}: "
+                                  + "; ".join(why))
+    if a.acceptance_rate is not None:
+        rate, basis = a.acceptance_rate, "--acceptance-rate (given)"
+    else:
+        try:
+            got = default_rate(name, pl.model.name, dataset)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        rate, basis = got.acceptance_rate, got.basis
+    spec = Speculation(name, a.num_speculative_tokens, rate, basis)
+    return spec, {"draft": draft, **extra}

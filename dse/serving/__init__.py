@@ -184,10 +184,12 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
           evaluator: str = "closed-form", slo: Slo | None = None, capex_usd: float = 0.0,
           lifetime_years: float = LIFETIME_YEARS, usd_per_kwh: float = USD_PER_KWH,
           intervals: bool = True, speculation: Speculation | None = None,
-          draft: Placement | None = None) -> dict[str, Any]:
+          draft: Placement | None = None, draft_apart: bool = False,
+          draft_prompt: Placement | None = None, draft_link: Any = None) -> dict[str, Any]:
     """The load's figures on `replicas` replicas of the placement (module docstring);
-    speculation: token-level speculative decoding, its draft model's placement (on the same
-    GPUs) where the proposer is a model."""
+    speculation: token-level speculative decoding, its draft model's placement where the
+    proposer is a model (on the same GPUs, or on a device of its own: draft_apart, its prompts
+    prefilled by draft_prompt on the GPUs and sent over draft_link)."""
     if evaluator not in EVALUATORS:
         raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
     if replicas < 1:
@@ -195,7 +197,8 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
     caps = caps or vllm_caps(placement.memory_bytes, placement.device.name)
     slo = slo or Slo()
     share = _share(load, replicas)
-    e = Engine(placement, caps, speculation=speculation, draft=draft)
+    e = Engine(placement, caps, speculation=speculation, draft=draft, draft_apart=draft_apart,
+               draft_prompt=draft_prompt, draft_link=draft_link)
     if batch_cap(e, share) < 1:
         raise ValueError(f"a request of {load.input_tokens} + {load.output_tokens} tokens does "
                          f"not fit {placement.model.name}'s KV cache on {placement.device.name}"

@@ -9,6 +9,18 @@ iteration's one pass (the LM head runs on one position a chunk there, not k + 1:
 7B pass). A draft model prefills each prompt too, and holds weights and a KV cache beside the
 target's.
 
+An EAGLE-style proposer (`eagle_head`) is a draft model of one decoder layer of the target's
+shape on the target's GPUs (EAGLE's head: an FC of 2h -> h, one decoder layer, the target's
+embedding and LM head: SafeAILab/EAGLE eagle/model/cnets1.py, its configs' num_hidden_layers
+1): each proposed token costs that layer and the LM head at the batch; its weights are the
+layer's alone (the embedding and LM head are the target's, not held twice); the FC (2 h^2, 3%
+of the head's streamed bytes for Qwen2.5-7B) is left out. A draft on a device of its own (an
+FPGA board: `draft_apart`) runs its k passes while the target's GPUs wait, and the target's
+passes while it waits: its KV cache bounds the batch beside the target's, its idle and busy
+power add to the GPUs'; its prompts are prefilled by a copy of it on the target's GPUs and
+the KV caches sent over the slower host link (HeteroReason's migration: an FPGA engine's own
+prefill is far slower).
+
 The iteration is the placement's own (Placement.iteration_s: decodes and prompt chunks in one
 pass on a GPU); the KV capacity is what the usable memory holds beside the weights, in whole
 blocks of the scheduler's block size (vLLM's paged cache).
@@ -16,15 +28,16 @@ blocks of the scheduler's block size (vLLM's paged cache).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dse.arrays import F64
 from dse.devices import shape
-from dse.devices.protocol import Placement
+from dse.devices.protocol import MAX_BATCH, Placement
 from dse.serving.load import Caps, Speculation
+from dse.specs import LinkSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,12 @@ class Engine:
     prefill_factor: float = 1.0
     power_factor: float = 1.0
     speculation: Speculation | None = None
-    draft: Placement | None = None  # a draft model proposer's placement (on the same GPUs)
+    draft: Placement | None = None  # a draft model proposer's placement
+    draft_apart: bool = False  # the draft runs on a device of its own (an FPGA board)
+    # a draft apart's prompt: prefilled by a copy of the draft on the target's GPUs, its KV
+    # cache sent over the slower host link (HeteroReason's migration, dse.design)
+    draft_prompt: Placement | None = None
+    draft_link: LinkSpec | None = None
 
     @staticmethod
     def _weights_and_kv(p: Placement) -> tuple[float, float]:
@@ -47,16 +65,36 @@ class Engine:
         return (p.memory_needed_bytes - kv_one,
                 shape.kv_bytes_per_token(p.model, p.kv_bits) / p.tp)
 
+    def _shared_bytes(self) -> float:
+        """Weight bytes per device the draft shares with the target (an EAGLE head's
+        embedding and LM head: the target's own)."""
+        if self.draft is None or self.speculation is None or \
+                self.speculation.proposer != "eagle":
+            return 0.0
+        d = self.draft
+        return shape.embedding_params(d.model) * d.weight_bits / 8 / d.tp
+
     @property
     def kv_capacity_tokens(self) -> int:
         """Tokens of KV cache the replica holds beside its weights (and a draft's weights and
-        cache), whole blocks only."""
+        cache on the same GPUs; a draft apart holds its own, the smaller bounds), whole blocks
+        only."""
         weights, per_token = self._weights_and_kv(self.placement)
+        apart = None
         if self.draft is not None:
             w, k = self._weights_and_kv(self.draft)
-            weights, per_token = weights + w, per_token + k
+            if self.draft_apart:
+                room_d = max(self.draft.usable_memory_bytes - w, 0.0)
+                apart = room_d / max(k, 1e-30)
+                if self.draft_prompt is not None:  # the prompt copy's weights on the GPUs
+                    weights += self._weights_and_kv(self.draft_prompt)[0]
+            else:
+                weights, per_token = weights + w - self._shared_bytes(), per_token + k
         room = max(self.placement.usable_memory_bytes - weights, 0.0)
-        blocks = int(room // (per_token * self.caps.block_size))
+        tokens = room / per_token
+        if apart is not None:
+            tokens = min(tokens, apart)
+        blocks = int(tokens // self.caps.block_size)
         return blocks * self.caps.block_size
 
     @property
@@ -90,8 +128,15 @@ class Engine:
         k = self.speculation.num_speculative_tokens
         b = np.asarray(b, dtype=float)
         dec = np.where(b > 0, self.draft.iteration_s(np.maximum(b, 1.0), kd, 0, 0), 0.0)
-        pre = np.where(np.asarray(n, dtype=float) > 0,
-                       self.draft.iteration_s(0, 0, n, kp, m), 0.0)
+        n = np.asarray(n, dtype=float)
+        if self.draft_prompt is not None and self.draft_link is not None:
+            from dse.devices.link import transfer_s
+
+            kv = self.draft.kv_bytes_per_token * n
+            pre = np.where(n > 0, self.draft_prompt.iteration_s(0, 0, n, kp, m)
+                           + transfer_s(self.draft_link, kv), 0.0)
+        else:
+            pre = np.where(n > 0, self.draft.iteration_s(0, 0, n, kp, m), 0.0)
         return np.asarray(k * dec + pre)
 
     def iteration_s(self, decodes: ArrayLike, decode_ctx: ArrayLike,
@@ -119,10 +164,29 @@ class Engine:
             t_t = self.placement.iteration_s(*t_args)
             t_d = self._proposer_s(*args)
             d_pw = self.draft.power_w("decode", decode_ctx,
-                                      batch=max(int(np.max(decodes)), 1))
-            busy = (busy * t_t + d_pw * t_d) / np.maximum(t_t + t_d, 1e-30)
+                                      batch=min(max(int(np.max(decodes)), 1), MAX_BATCH))
+            if self.draft_apart:  # two devices: each busy over its passes, idle the rest
+                g_idle = float(self.placement.power_w("idle"))
+                d_idle = float(self.draft.power_w("idle"))
+                busy = ((busy * t_t + g_idle * t_d + d_pw * t_d + d_idle * t_t)
+                        / np.maximum(t_t + t_d, 1e-30))
+            else:
+                busy = (busy * t_t + d_pw * t_d) / np.maximum(t_t + t_d, 1e-30)
         return np.asarray(idle + (busy - idle) * self.power_factor)
 
     @property
     def idle_w(self) -> float:
-        return float(self.placement.power_w("idle"))
+        """The replica's idle power (a draft apart's board included)."""
+        own = float(self.placement.power_w("idle"))
+        if self.draft is not None and self.draft_apart:
+            own += float(self.draft.power_w("idle"))
+        return own
+
+
+def eagle_head(target: ModelSpec) -> ModelSpec:
+    """An EAGLE-style proposer of the target: one decoder layer of its shape, with its
+    embedding and LM head (tied: one table, the target's), named eagle-head:<target>."""
+    return replace(target, name=f"eagle-head:{target.name}", num_layers=1,
+                   tie_word_embeddings=True, published_params=None,
+                   description=f"EAGLE-style head of {target.name}: one decoder layer on the "
+                   "target's hidden states, the target's embedding and LM head")

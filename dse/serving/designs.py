@@ -1,0 +1,509 @@
+"""A whole design at load: a speculative or width design serving many problems at once.
+
+The single-stream model (`dse evaluate`, the closed form) gives each role's work per problem at
+batch 1: its device's busy seconds S_r (Report.devices[r].busy_s, the prompt's prefill booked to
+the device that runs it), its share of the critical path C_r (Report.latency_breakdown_s[r]),
+the link's and the latency L1. At a load each device is a continuous-batching server whose
+per-request work is its roles' work, and the first model of it here is a mean field:
+
+- a device running b requests' work at once (its batch) takes f_r(b) times as long per request
+  as it does alone: f_r(b) = phi_r t_dec(n0 b) / t_dec(n0) + (1 - phi_r) t_pre(n0 b) / t_pre(n0),
+  with t_dec one decode step of the role's model at its mean context (`decode_token_s`, batch
+  n0 b: weights read once a pass, KV per sequence) and t_pre one prefill call of the role's
+  tokens (`prefill_s`, batch n0 b); phi_r is the decode share of the role's batch-1 busy time
+  (the draft: decode; the PRM: prefill, it scores whole contexts; a speculative target: its
+  rewrite tokens' decode steps over its busy time, the rest the prefill of the tokens committed
+  since its last call; a width policy: its N sequences' decode, n0 = N); the prompt's prefill
+  (init) is a prefill on the device that runs it;
+- the requests in service at a device: n_g = lambda sum_r S_r f_r(b_g) (Little's law on the
+  device's residence), its batch b_g = n_g / (1 - exp(-n_g)) (the mean number seen by a busy
+  iteration when the number in service is Poisson: 1 for a lone request);
+- the request's latency: L1 + sum_r C_r (f_r(b) - 1) + the wait at the bottleneck device,
+  an M/M/c queue's (Erlang C) with c = the device's batch cap and the service time at that cap;
+- capacity: the largest rate at which every device's batch stays within its cap (vLLM's
+  max_num_seqs for a GPU, the KV cache beside the weights at the request's mean context for
+  every device: `Placement.max_batch`, in requests of n0 sequences) and the requests in the
+  system (lambda x latency) fit the KV caches of the roles that keep a request's cache for
+  its whole life (the draft and the target, which cache prefixes; a PRM re-reads each
+  context, vLLM's pooling model with prefix caching off). Past capacity the queue builds: the
+  throughput is the capacity and a request waits (i - 1)(1/mu - 1/lambda) behind the ones
+  before it (the mean over the run's N requests);
+- power: each device's idle power, plus each role's batch-1 energy above idle per problem
+  scaled by f_r(b) / b (the device's busy time a request takes at batch b) and by the dynamic
+  power's rise with the batch (`power_w` at batch n0 b over n0);
+- a static batch of B: every stage runs at batch B (waves of the cap when B exceeds it); C
+  clients in a closed loop: lambda = C / latency(lambda), a fixed point; every request at once
+  (rate inf): the capacity, each request waiting behind those before it.
+
+Batch 1 (a static batch of one, or a vanishing rate) is the single-stream report exactly. What
+the mean field leaves out: the stages of one request alternate devices many times a problem,
+and its draft's step-ahead overlaps the PRM's scoring; both are kept at their batch-1 shares
+(C_r against S_r), so a device's batch slows the critical path in proportion. Percentiles
+need a request-level simulator of the multi-role design, not built: the closed form only.
+
+A target-only design is served by `dse.serving.serve` (the one-model engine, both evaluators):
+the target placement, the workload's prompt tokens in, its tokens per problem out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dse.serving.load import Load, Slo
+
+ITERATIONS = 200
+TOLERANCE = 1e-7
+BISECTIONS = 40
+SECONDS_PER_YEAR = 365.25 * 86400
+
+
+@dataclass(frozen=True)
+class RoleWork:
+    """One role's work per problem at batch 1 and how it grows with the device's batch."""
+
+    role: str
+    device: str  # the device group's name (its first role)
+    busy_s: float  # S_r
+    critical_s: float  # C_r
+    dyn_j: float  # energy above idle per problem at batch 1
+    slowdown: Callable[[float], float]  # f_r(b), 1 at b = 1
+    power_rise: Callable[[float], float]  # dynamic power at batch b over batch 1
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device group (roles sharing one device), its idle power, batch cap, list price."""
+
+    name: str
+    roles: tuple[str, ...]
+    idle_w: float
+    cap: float  # requests it can batch at once
+    capex_usd: float | None
+    keeps_kv: float  # requests whose KV caches it holds for their whole life (inf: none)
+
+
+@dataclass(frozen=True)
+class DesignLoad:
+    """A design's work at load (module docstring), from its batch-1 report."""
+
+    family: str
+    roles: tuple[RoleWork, ...]
+    devices: tuple[Device, ...]
+    latency_s: float  # L1
+    init_s: float
+    tokens_out: float  # tokens a request yields (the answer's)
+    tokens_in: float
+    accuracy: float | None
+
+    def slow(self, role: RoleWork, batches: dict[str, float]) -> float:
+        return role.slowdown(batches[role.device])
+
+    def busy_by_device(self, batches: dict[str, float]) -> dict[str, float]:
+        """Seconds of residence a request has at each device at these batches."""
+        out = {d.name: 0.0 for d in self.devices}
+        for r in self.roles:
+            out[r.device] += r.busy_s * self.slow(r, batches)
+        return out
+
+    def latency(self, batches: dict[str, float]) -> float:
+        return self.latency_s + sum(r.critical_s * (self.slow(r, batches) - 1.0)
+                                    for r in self.roles)
+
+
+def _interp(fn: Callable[[int], float], b: float) -> float:
+    """fn at a fractional batch: linear between the whole batches around it."""
+    lo = max(math.floor(b), 1)
+    hi = max(math.ceil(b), 1)
+    if hi == lo:
+        return fn(lo)
+    return fn(lo) + (fn(hi) - fn(lo)) * (b - lo)
+
+
+def _ratio(fn: Callable[[int], float], n0: int) -> Callable[[float], float]:
+    from dse.devices.protocol import MAX_BATCH
+
+    base = fn(n0)
+
+    def f(b: float) -> float:
+        nb = min(max(n0 * b, float(n0)), float(MAX_BATCH))
+        return _interp(fn, nb) / base if base > 0 else 1.0
+
+    return f
+
+
+def _role_slowdown(p: Any, phi: float, ctx: float, n_pre: float, n0: int,
+                   all_positions: bool) -> tuple[Callable[[float], float],
+                                                  Callable[[float], float]]:
+    """(f_r, the dynamic power's rise) of a role on placement p (module docstring)."""
+    dec = _ratio(lambda b: float(p.decode_token_s(ctx, batch=b)), n0)
+    pre = _ratio(lambda b: float(p.prefill_s(max(n_pre, 1.0), 0, batch=b,
+                                             all_positions=all_positions)), n0)
+    idle = float(p.power_w("idle"))
+    state = "decode" if phi >= 0.5 else "prefill"
+    base = float(p.power_w(state, ctx, batch=n0)) - idle
+
+    def rise(b: float) -> float:
+        from dse.devices.protocol import MAX_BATCH
+
+        nb = int(min(max(round(n0 * b), n0), MAX_BATCH))
+        return (float(p.power_w(state, ctx, batch=nb)) - idle) / base if base > 0 else 1.0
+
+    return (lambda b: phi * dec(b) + (1.0 - phi) * pre(b)), rise
+
+
+def design_load(d: Any, w: Any, rep: Any) -> DesignLoad:
+    """The design's work at load from its batch-1 closed-form report `rep` (a speculative or
+    width design; module docstring)."""
+    from dse.schedules import Costs
+
+    c = Costs(d, w)
+    n0 = d.samples if d.is_width else 1
+    prompt = float(w.prompt_tokens)
+    out = float(rep.tokens_per_problem)
+    ctx = prompt + out / 2
+    idle = c.idle_w()
+    # device groups: colocated roles, and a target that verifies shares the target's device
+    group: dict[str, str] = {r: r for r in d.roles}
+    for g in d.colocated:
+        for r in g:
+            group[r] = g[0]
+    if d.is_speculative and d.verifier.is_target:
+        group["prm"] = group["target"]
+    init_role = "target"
+    if d.is_speculative and getattr(c, "init_gpu", None) is None:
+        init_role = "draft"
+    roles: list[RoleWork] = []
+    for r in d.roles:
+        p = getattr(d, r)
+        busy = float(rep.devices[r]["busy_s"])
+        crit = float(rep.latency_breakdown_s.get(r, 0.0))
+        dyn = float(rep.energy_by_device_j[r]) - idle[r] * float(rep.latency_s_per_problem)
+        if r == "draft":
+            phi, n_pre, allpos = 1.0, prompt, False
+        elif r == "prm":
+            phi, allpos = 0.0, True
+            n_pre = w.problem_tokens + (out if d.is_width else out / 2)
+        elif d.is_width:
+            phi, n_pre, allpos = 1.0, prompt, False
+        else:  # a speculative target: its rewrites' decode steps, the rest prefill
+            calls = float(rep.target_calls_per_problem)
+            dec_s = calls * w.target_step_tokens_mean * float(p.decode_token_s(ctx))
+            phi = min(1.0, dec_s / busy) if busy > 0 else 1.0
+            n_pre, allpos = out / max(calls, 1.0), False
+        f, rise = _role_slowdown(p, phi, ctx, n_pre, n0, allpos)
+        roles.append(RoleWork(r, group[r], busy, crit, max(dyn, 0.0), f, rise))
+    init = float(rep.latency_breakdown_s.get("init", 0.0))
+    if init > 0:
+        p = d.init_gpu if (d.is_speculative and d.init_gpu is not None) else getattr(
+            d, init_role)
+        f, rise = _role_slowdown(p, 0.0, 0.0, prompt, 1, False)
+        roles.append(RoleWork("init", group[init_role], init, init, 0.0, f, rise))
+    devices = []
+    for name in dict.fromkeys(group.values()):
+        members = tuple(r for r in d.roles if group[r] == name)
+        caps, kv, price = [], [], 0.0
+        priced = True
+        for r in members:
+            p = getattr(d, r)
+            mb = p.max_batch(int(min(prompt + out, p.context_tokens))) / n0
+            caps.append(mb)
+            if r in ("draft", "target"):
+                kv.append(mb)
+            lp = getattr(p.device, "list_price_usd", None)
+            if lp is None:
+                priced = False
+            elif r == members[0]:
+                price += float(lp) * p.tp
+            if p.kind == "gpu":
+                from dse.serving.load import vllm_caps
+
+                caps.append(vllm_caps(p.memory_bytes, p.device.name).max_num_seqs / n0)
+        devices.append(Device(name, members, sum(idle[r] for r in members), max(min(caps), 0.0),
+                              price if priced else None, min(kv) if kv else math.inf))
+    return DesignLoad(d.family, tuple(roles), tuple(devices),
+                      float(rep.latency_s_per_problem), init, out, prompt,
+                      None if rep.accuracy is None else float(rep.accuracy))
+
+
+@dataclass(frozen=True)
+class Point:
+    """The design at one arrival rate below capacity (per replica)."""
+
+    rate: float
+    batches: dict[str, float]
+    in_service: dict[str, float]
+    latency_s: float
+    wait_s: float
+
+
+def _erlang_c_wait(a: float, c: float, service_s: float) -> float:
+    """The mean wait of an M/M/c queue with offered load a (Erlang C), c servers."""
+    k = max(math.floor(c), 1)
+    if a >= k:
+        return math.inf
+    b = 1.0
+    for i in range(1, k + 1):  # Erlang B by its recursion
+        b = a * b / (i + a * b)
+    cw = b / (1.0 - (a / k) * (1.0 - b))
+    return cw * service_s / (k - a)
+
+
+def at_rate(dl: DesignLoad, rate: float) -> Point | None:
+    """The mean field at `rate` (requests/s), or None where a cap binds (past capacity)."""
+    batches = {dv.name: 1.0 for dv in dl.devices}
+    n: dict[str, float] = {}
+    for _ in range(ITERATIONS):
+        res = dl.busy_by_device(batches)
+        n = {k: rate * v for k, v in res.items()}
+        new = {k: (v / -math.expm1(-v) if v > 1e-12 else 1.0) for k, v in n.items()}
+        done = all(abs(new[k] - batches[k]) <= TOLERANCE * batches[k] for k in batches)
+        batches = new
+        if done:
+            break
+    lat = dl.latency(batches)
+    for dv in dl.devices:
+        if batches[dv.name] > dv.cap or rate * lat > dv.keeps_kv:
+            return None
+    # the wait at the device nearest its cap (M/M/c, c = its cap, at the cap's service time)
+    worst = max(dl.devices, key=lambda dv: n[dv.name] / max(dv.cap, 1e-30))
+    full = {k: (worst.cap if k == worst.name else v) for k, v in batches.items()}
+    service = dl.busy_by_device(full)[worst.name]
+    wait = _erlang_c_wait(n[worst.name], worst.cap, service)
+    if not math.isfinite(wait):
+        return None
+    return Point(rate, batches, n, lat + wait, wait)
+
+
+def capacity(dl: DesignLoad) -> float:
+    """The largest rate with a mean field within every cap (bisection)."""
+    if any(dv.cap < 1 for dv in dl.devices):
+        return 0.0
+    hi = min(dv.cap / dl.busy_by_device({x.name: dv.cap for x in dl.devices})[dv.name]
+             for dv in dl.devices)
+    if at_rate(dl, hi) is not None:
+        return hi
+    lo = 0.0
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2
+        if at_rate(dl, mid) is None:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def _power(dl: DesignLoad, rate: float, batches: dict[str, float]) -> float:
+    """Average power of every device at `rate` (module docstring)."""
+    idle = sum(dv.idle_w for dv in dl.devices)
+    dyn = 0.0
+    for r in dl.roles:
+        b = batches[r.device]
+        dyn += r.dyn_j * r.slowdown(b) / b * r.power_rise(b)
+    return idle + rate * dyn
+
+
+def static(dl: DesignLoad, batch: int) -> tuple[float, float, float]:
+    """(mean latency, completion rate, power) of a static batch: every stage at the batch, in
+    waves of the smallest cap."""
+    cap = max(int(min(dv.cap for dv in dl.devices)), 1)
+    size = min(batch, cap)
+    waves = math.ceil(batch / size)
+    bs = {dv.name: float(size) for dv in dl.devices}
+    lat = dl.latency(bs)
+    duration = waves * lat
+    mean_lat = lat * (waves + 1) / 2 if waves > 1 else lat
+    rate = batch / duration
+    idle = sum(dv.idle_w for dv in dl.devices)
+    dyn = sum(r.dyn_j * r.slowdown(size) / size * r.power_rise(size) * size
+              for r in dl.roles) * waves
+    return mean_lat, rate, idle + dyn / duration
+
+
+def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
+    """One replica's figures at the load (closed form), vLLM's names (means)."""
+    n = int(load.value) if load.kind == "batch" else load.requests
+    limit = capacity(dl)
+    saturated = False
+    batches: dict[str, float] = {dv.name: 1.0 for dv in dl.devices}
+    if load.kind == "batch":
+        lat, rate, power = static(dl, int(load.value))
+        wait = 0.0
+        batches = {k: min(load.value, dv.cap) for k, dv in
+                   ((dv.name, dv) for dv in dl.devices)}
+    else:
+        if load.kind == "concurrency":
+            target, rate = float(load.value), min(load.value / dl.latency_s, limit)
+            for _ in range(ITERATIONS):  # lambda = C / latency(lambda), at most capacity
+                pt = at_rate(dl, min(rate, limit * (1 - 1e-9)))
+                lat_c = pt.latency_s if pt is not None else dl.latency_s
+                new = min(target / lat_c, limit)
+                if abs(new - rate) <= TOLERANCE * rate:
+                    break
+                rate = new
+        else:
+            rate = load.value
+        if rate < limit:
+            pt = at_rate(dl, rate)
+            assert pt is not None
+            lat, wait, batches = pt.latency_s, pt.wait_s, pt.batches
+        else:  # past capacity: served at capacity, each request behind the ones before it
+            saturated = not load.kind == "concurrency"
+            pt = at_rate(dl, limit * (1 - 1e-9)) if limit > 0 else None
+            if pt is None:
+                raise ValueError("the design cannot serve one request at a time within its "
+                                 "devices' caps")
+            behind = 0.0 if load.kind == "concurrency" else (n - 1) / 2 * (
+                1 / limit - (0.0 if math.isinf(rate) else 1 / rate))
+            lat, wait, batches = pt.latency_s + behind, pt.wait_s + behind, pt.batches
+            rate = limit
+        power = _power(dl, rate, batches)
+    o = dl.tokens_out
+    ttft = wait + (dl.init_s * _init_slow(dl, batches))
+    tpot = (lat - ttft) / (o - 1) if o > 1 else 0.0
+    out: dict[str, Any] = {
+        "completed": n, "request_throughput": rate, "mean_ttft_ms": ttft * 1e3,
+        "mean_tpot_ms": tpot * 1e3, "mean_itl_ms": tpot * 1e3, "mean_e2el_ms": lat * 1e3,
+        "mean_in_system": rate * lat, "avg_power_w": power, "saturated": saturated,
+        "capacity_request_rate": limit,
+        "device_batches": {k: float(v) for k, v in batches.items()}}
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        for tag in ("median", "p90", "p99"):
+            out[f"{tag}_{name}_ms"] = None
+    return out
+
+
+def _init_slow(dl: DesignLoad, batches: dict[str, float]) -> float:
+    init = next((r for r in dl.roles if r.role == "init"), None)
+    return 1.0 if init is None else init.slowdown(batches[init.device])
+
+
+def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | None = None,
+                 lifetime_years: float, usd_per_kwh: float,
+                 relative: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """The load's figures on `replicas` copies of the design (module docstring): throughput,
+    power and cost add up; relative: the single-stream report's relative 90% ends of its
+    latency ("time") and energy per token ("energy"), applied to the time and energy
+    figures."""
+    slo = slo or Slo()
+    share = load
+    if replicas > 1:
+        from dataclasses import replace
+
+        per = math.ceil(load.requests / replicas)
+        share = (replace(load, value=load.value / replicas, requests=per)
+                 if load.kind == "rate" else
+                 replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per))
+    m = metrics(dl, share)
+    rate = m["request_throughput"] * replicas
+    power = m["avg_power_w"] * replicas
+    out_tok = rate * dl.tokens_out
+    prices = [dv.capex_usd for dv in dl.devices]
+    capex = None if any(p is None for p in prices) else sum(p or 0.0 for p in prices)
+    res = dict(m)
+    res |= {"request_throughput": rate, "output_throughput": out_tok,
+            "total_token_throughput": rate * (dl.tokens_in + dl.tokens_out),
+            "avg_power_w": power, "mean_in_system": m["mean_in_system"] * replicas,
+            "j_per_token": power / out_tok, "completed": m["completed"] * replicas}
+    if capex is None:
+        res["cost_usd_per_mtok"] = None
+    else:
+        usd_per_s = capex * replicas / (lifetime_years * SECONDS_PER_YEAR) \
+            + power / 1000.0 * usd_per_kwh / 3600.0
+        res["cost_usd_per_mtok"] = usd_per_s / out_tok * 1e6
+    if slo.any:
+        ok = all(b is None or res[f"mean_{k}_ms"] <= b for k, b in
+                 (("ttft", slo.ttft_ms), ("tpot", slo.tpot_ms), ("e2el", slo.e2el_ms)))
+        res["request_goodput"] = rate if ok else 0.0
+    else:
+        res["request_goodput"] = None
+    iv: dict[str, list[float]] = {}
+    rel = relative or {}
+    t_lo, t_hi = rel.get("time", (1.0, 1.0))
+    e_lo, e_hi = rel.get("energy", (1.0, 1.0))
+    for k in ("mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "mean_in_system"):
+        iv[k] = [res[k] * t_lo, res[k] * t_hi]
+    for k in ("request_throughput", "output_throughput", "total_token_throughput"):
+        if not m["saturated"] and load.kind == "rate":
+            iv[k] = [res[k], res[k]]  # an open loop below capacity serves what arrives
+        else:
+            iv[k] = [res[k] / t_hi, res[k] / t_lo]
+    iv["j_per_token"] = [res["j_per_token"] * e_lo, res["j_per_token"] * e_hi]
+    iv["avg_power_w"] = [res["avg_power_w"] * min(e_lo, 1.0),
+                         res["avg_power_w"] * max(e_hi, 1.0)]
+    if res["cost_usd_per_mtok"] is not None:
+        iv["cost_usd_per_mtok"] = [res["cost_usd_per_mtok"] * min(e_lo, t_lo, 1.0),
+                                   res["cost_usd_per_mtok"] * max(e_hi, t_hi, 1.0)]
+    res["intervals"] = {k: [float(np.nan_to_num(v[0])), float(np.nan_to_num(v[1]))]
+                        for k, v in iv.items() if all(math.isfinite(x) for x in v)}
+    return res
+
+
+def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
+                 evaluator: str = "closed-form", slo: Slo | None = None,
+                 lifetime_years: float, usd_per_kwh: float, speculation: Any = None,
+                 engine_extra: dict[str, Any] | None = None, caps: Any = None
+                 ) -> dict[str, Any]:
+    """A design at load: its family, accuracy (the single-stream closed form's, with its 90%
+    interval) and the load's figures. `load` gives the kind, value, requests and seed; its
+    lengths are replaced by the workload's prompt tokens and the design's tokens per problem
+    (rounded). A target-only design is served by the one-model engine (dse.serving.serve,
+    token-level speculation allowed, engine_extra its draft arguments); a speculative or
+    width design by the mean field above (closed form only)."""
+    from dataclasses import replace
+
+    from dse.resolve import report
+    from dse.serving import serve
+
+    rep = report(d, w)
+    lengths = replace(load, input_tokens=max(round(w.prompt_tokens), 1),
+                      output_tokens=max(round(rep.tokens_per_problem), 1))
+    head = {"system": d.name, "workload": w.name, "family": d.family,
+            "schedule": rep.schedule, "accuracy": rep.accuracy,
+            "accuracy_interval": rep.intervals.get("accuracy"),
+            "single_stream": {"latency_s_per_problem": rep.latency_s_per_problem,
+                              "j_per_token": rep.j_per_token,
+                              "tokens_per_problem": rep.tokens_per_problem}}
+    if d.workflow == "target-only":
+        price = getattr(d.target.device, "list_price_usd", None)
+        extra = engine_extra or {}
+        d_price = (getattr(extra["draft"].device, "list_price_usd", None)
+                   if extra.get("draft_apart") else 0.0)
+        r = serve(d.target, lengths, caps=caps, replicas=replicas, evaluator=evaluator,
+                  slo=slo, capex_usd=(price or 0.0) * d.target.tp + (d_price or 0.0),
+                  lifetime_years=lifetime_years, usd_per_kwh=usd_per_kwh,
+                  speculation=speculation, **extra)
+        if price is None or d_price is None:
+            r["cost_usd_per_mtok"] = None
+            r["intervals"].pop("cost_usd_per_mtok", None)
+        if speculation is not None:
+            head["family"] = "token-speculative"
+        return head | {"load": lengths} | r
+    if evaluator != "closed-form":
+        raise ValueError(f"{d.family} designs at load have the closed form only (a "
+                         "request-level simulator of several devices is not built); use "
+                         "--evaluator closed-form")
+    if speculation is not None:
+        raise ValueError("token-level speculation applies to one model or a target-only "
+                         f"design, not to a {d.family} design")
+    dl = design_load(d, w, rep)
+
+    def rel(key: str, central: float) -> tuple[float, float]:
+        iv = rep.intervals.get(key)
+        if not iv or central <= 0:
+            return (1.0, 1.0)
+        return (min(iv[0] / central, 1.0), max(iv[1] / central, 1.0))
+
+    r = serve_design(dl, lengths, replicas=replicas, slo=slo, lifetime_years=lifetime_years,
+                     usd_per_kwh=usd_per_kwh,
+                     relative={"time": rel("latency_s_per_problem", rep.latency_s_per_problem),
+                               "energy": rel("j_per_token", rep.j_per_token)})
+    r["devices"] = {dv.name: {"roles": list(dv.roles), "batch_cap": dv.cap,
+                              "batch": r["device_batches"].get(dv.name)}
+                    for dv in dl.devices}
+    r.pop("device_batches", None)
+    return head | {"load": lengths} | r
