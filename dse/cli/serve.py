@@ -100,6 +100,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "dataset)")
     p.add_argument("--output-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS),
                    help=f"output tokens per request (default {DEFAULT_OUTPUT})")
+    p.add_argument("--dataset", choices=("sharegpt",),
+                   help="each request's lengths drawn from a named distribution (sharegpt: "
+                   "vLLM's benchmark_serving sampling of ShareGPT V3; the closed form uses its "
+                   "means); instead of --input-tokens/--output-tokens")
     p.add_argument("--requests", type=whole_number(1, MAX_REQUESTS), default=1000,
                    help="requests a run serves (default 1000, vLLM's --num-prompts)")
     p.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0,
@@ -134,11 +138,17 @@ def _load(a: argparse.Namespace) -> Any:
 
     i = a.input_tokens or DEFAULT_INPUT
     o = a.output_tokens or DEFAULT_OUTPUT
+    ds = getattr(a, "dataset", None)
+    if ds is not None:
+        from dse.serving.datasets import dataset
+
+        got = dataset(ds)
+        i, o = round(got.mean_input_tokens), round(got.mean_output_tokens)
     if a.batch is not None:
-        return Load("batch", float(a.batch), i, o, a.batch, a.seed)
+        return Load("batch", float(a.batch), i, o, a.batch, a.seed, ds)
     if a.concurrency is not None:
-        return Load("concurrency", float(a.concurrency), i, o, a.requests, a.seed)
-    return Load("rate", float(a.rate), i, o, a.requests, a.seed)
+        return Load("concurrency", float(a.concurrency), i, o, a.requests, a.seed, ds)
+    return Load("rate", float(a.rate), i, o, a.requests, a.seed, ds)
 
 
 def _slo(a: argparse.Namespace) -> Any:
@@ -159,12 +169,15 @@ def _check_flags(a: argparse.Namespace) -> None:
         if a.scenario is not None:
             raise UsageError("--scenario names a design's workload: with --model give "
                              "--input-tokens and --output-tokens")
+        if a.dataset is not None and (a.input_tokens or a.output_tokens):
+            raise UsageError(f"--dataset {a.dataset} draws each request's lengths; leave out "
+                             "--input-tokens and --output-tokens")
         return
     flag = "--system" if a.system is not None else "--design"
     if a.device is not None:
         raise UsageError(f"--device goes with --model; {flag} places every role itself "
                          "(change a device with --set, e.g. --set target_device=h100-sxm)")
-    for name, attr in (*MODEL_ONLY, ("--serving", "serving")):
+    for name, attr in (*MODEL_ONLY, ("--serving", "serving"), ("--dataset", "dataset")):
         if getattr(a, attr) is not None:
             raise UsageError(f"{name} goes with --model; with {flag} the lengths come from "
                              "the workload and the placement from the design (--set)")
@@ -194,7 +207,7 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         from dse.errors import InfeasibleError
 
         raise InfeasibleError(f"{m.name} on {dev.name}: " + "; ".join(why))
-    spec, extra = _speculation(a, cat, pl, None)
+    spec, extra = _speculation(a, cat, pl, a.dataset)
     draft, apart = extra.get("draft"), extra.get("draft_apart", False)
     caps = vllm_caps(pl.memory_bytes, dev.name, max_num_seqs=a.max_num_seqs,
                      max_num_batched_tokens=a.max_num_batched_tokens)
@@ -230,7 +243,8 @@ def _spec_payload(spec: Any, draft: Any, apart: bool) -> dict[str, Any] | None:
 
 def _load_payload(load: Any) -> dict[str, Any]:
     return {"kind": load.kind, "value": load.value, "input_tokens": load.input_tokens,
-            "output_tokens": load.output_tokens, "requests": load.requests, "seed": load.seed}
+            "output_tokens": load.output_tokens, "requests": load.requests, "seed": load.seed,
+            "dataset": load.dataset}
 
 
 def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -312,6 +326,10 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
     head = (f"{r['model']} on {r['replicas']} x {r['device']} (tp={r['tp']}, "
             f"{r['precision']}, {r['serving']}{spec}): {what}, {ld['input_tokens']} in / "
             f"{ld['output_tokens']} out tokens, {r['evaluator']}")
+    if ld.get("dataset"):
+        head = head.replace(f"{ld['input_tokens']} in / {ld['output_tokens']} out tokens",
+                            f"{ld['dataset']} lengths (mean {ld['input_tokens']} in / "
+                            f"{ld['output_tokens']} out)")
     if "system" in r:  # a design: its family and accuracy first
         acc = r.get("accuracy")
         iv = r.get("accuracy_interval")

@@ -112,14 +112,16 @@ def _sim_metrics(e: Engine, load: Load) -> dict[str, Any]:
     run = simulate(e, load)
     ttft = run.first_token_s - run.arrival_s
     e2el = run.finish_s - run.arrival_s
-    o = load.output_tokens
-    tpot = (e2el - ttft) / (o - 1) if o > 1 else np.zeros_like(e2el)
+    o = run.output_tokens
+    tpot = np.where(o > 1, (e2el - ttft) / np.maximum(o - 1, 1), 0.0)
     dur = run.duration_s
     out: dict[str, Any] = {"completed": int(e2el.size), "request_throughput": e2el.size / dur,
                            "mean_in_system": float(e2el.sum() / dur),
                            "avg_power_w": run.energy_j / dur, "saturated": None,
                            "batch": None, "capacity_request_rate": float("nan"),
-                           "preemptions": run.preemptions, "iterations": run.iterations}
+                           "preemptions": run.preemptions, "iterations": run.iterations,
+                           "_tokens": (float(run.input_tokens.mean()),
+                                       float(run.output_tokens.mean()))}
     for name, v in (("ttft", ttft), ("tpot", tpot), ("itl", run.itl_s), ("e2el", e2el)):
         out |= _percentiles(name, v)
     out["_per_request"] = (ttft, tpot, e2el)
@@ -128,8 +130,9 @@ def _sim_metrics(e: Engine, load: Load) -> dict[str, Any]:
 
 def _finish(m: dict[str, Any], load: Load, replicas: int, capex_usd: float, slo: Slo,
             lifetime_years: float, usd_per_kwh: float) -> dict[str, Any]:
-    """Scale one replica's figures to R replicas and derive the totals."""
-    i, o = load.input_tokens, load.output_tokens
+    """Scale one replica's figures to R replicas and derive the totals (a simulated run's
+    drawn lengths: their means)."""
+    i, o = m.get("_tokens", (load.input_tokens, load.output_tokens))
     rate = m["request_throughput"] * replicas
     power = m["avg_power_w"] * replicas
     out_tok = rate * o

@@ -4,7 +4,8 @@ A load is exactly one of: a static batch of B requests that start together and r
 completion (vLLM's benchmark_latency), C clients in a closed loop (each sends its next request
 when the last one finishes), or Poisson arrivals at a rate (requests/s; infinity: every request
 at once, offline throughput, as vLLM's benchmark_serving --request-rate inf). Every request has
-the same input and output length here.
+the same input and output length, or (`dataset`) each draws its own from a named distribution
+(dse.serving.datasets), whose means input_tokens and output_tokens then hold.
 
 Scheduler caps (`Caps`) follow vLLM's V1 engine: continuous batching of at most max_num_seqs
 running sequences, at most max_num_batched_tokens new tokens per iteration (decodes first, then
@@ -17,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 LoadKind = Literal["batch", "concurrency", "rate"]
 LOAD_KINDS: tuple[LoadKind, ...] = ("batch", "concurrency", "rate")
@@ -42,6 +45,7 @@ class Load:
     output_tokens: int
     requests: int
     seed: int = 0
+    dataset: str | None = None  # a named length distribution (dse.serving.datasets)
 
     def __post_init__(self) -> None:
         if self.kind not in LOAD_KINDS:
@@ -53,6 +57,17 @@ class Load:
             raise ValueError(f"{self.kind} {self.value!r} must be a whole number")
         if self.input_tokens < 1 or self.output_tokens < 1 or self.requests < 1:
             raise ValueError("input_tokens, output_tokens and requests must be at least 1")
+
+    def lengths(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The n requests' (input, output) tokens: fixed, or drawn from the dataset (seeded by
+        the load's seed)."""
+        if self.dataset is None:
+            return (np.full(n, self.input_tokens, dtype=np.int64),
+                    np.full(n, self.output_tokens, dtype=np.int64))
+        from dse.serving.datasets import dataset
+
+        i, o = dataset(self.dataset).draw(n, self.seed)
+        return i.astype(np.int64), o.astype(np.int64)
 
     @property
     def offline(self) -> bool:

@@ -12,7 +12,8 @@ iteration's time and power are the engine's (`Engine.iteration_s`, `iteration_po
 between iterations with nothing to run the replica idles. Decode-only iterations between two
 events (an arrival, a completion, a cache block running out) are identical but for the context,
 in which the time is affine: they run as one stretch at their mean context, exactly. Seeded:
-Poisson arrival times come from numpy's generator with `Load.seed`.
+Poisson arrival times come from numpy's generator with `Load.seed`; a dataset's lengths are
+drawn per request (`Load.lengths`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Run:
     busy_s: float
     iterations: int
     preemptions: int
+    input_tokens: F64  # each request's
+    output_tokens: F64
 
     @property
     def duration_s(self) -> float:
@@ -59,7 +62,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     """Serve `requests` (default load.requests; a batch serves its B) requests of the load on
     one replica."""
     n = int(load.value) if load.kind == "batch" else (requests or load.requests)
-    inp, out = load.input_tokens, load.output_tokens
+    inp, out = load.lengths(n)  # each request's prompt and output tokens
     caps = engine.caps
     capacity_blocks = engine.kv_capacity_tokens // caps.block_size
     closed = load.kind == "concurrency"
@@ -73,7 +76,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     finish = np.full(n, np.nan)
     last_token = np.full(n, np.nan)
     generated = np.zeros(n, dtype=np.int64)
-    prefill_left = np.full(n, inp, dtype=np.int64)
+    prefill_left = inp.copy()
     cached = np.zeros(n, dtype=np.int64)  # tokens in the sequence's KV cache
     itl: list[float] = []
     waiting: deque[int] = deque()
@@ -98,7 +101,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
         while decodes and used_blocks(1) > capacity_blocks and len(running) > 1:
             r = running.pop()
             preempted += 1
-            prefill_left[r] = inp + generated[r] - 1  # all but the token it feeds next
+            prefill_left[r] = inp[r] + generated[r] - 1  # all but the token it feeds next
             cached[r] = 0
             waiting.appendleft(r)
             decodes = [q for q in running if prefill_left[q] == 0]
@@ -123,7 +126,8 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
             budget -= take
         if not decodes and not chunks:
             if not pending:  # nothing will ever fit: a prompt larger than the cache
-                raise ValueError(f"a request of {inp} + {out} tokens does not fit the "
+                r = waiting[0]
+                raise ValueError(f"a request of {inp[r]} + {out[r]} tokens does not fit the "
                                  f"replica's KV cache of {engine.kv_capacity_tokens} tokens")
             nxt = float(arrival[pending[0]])
             energy += idle_w * (nxt - t)
@@ -148,7 +152,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
                   else _accepted(accept, spec.acceptance_rate, spec.num_speculative_tokens,
                                  len(decodes)))
         for r, g in zip(decodes, gained, strict=True):
-            g = int(min(g, out - generated[r]))
+            g = int(min(g, out[r] - generated[r]))
             cached[r] += g
             generated[r] += g
             gap = dt / steps
@@ -158,7 +162,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
             if spec is not None and g > 1:  # a verified run of tokens arrives at once
                 itl.extend([0.0] * (g - 1))
             last_token[r] = t
-            if generated[r] >= out:
+            if generated[r] >= out[r]:
                 finished.append(r)
         for r, take in chunks:
             prefill_left[r] -= take
@@ -167,7 +171,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
                 generated[r] = 1
                 first[r] = t
                 last_token[r] = t
-                if out == 1:
+                if out[r] == 1:
                     finished.append(r)
             elif prefill_left[r] == 0:  # a recomputed sequence resumes decoding
                 last_token[r] = t
@@ -180,7 +184,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
                 pending.append(issued)
                 issued += 1
     return Run(arrival, first, finish, np.asarray(itl, dtype=float), energy, busy, iters,
-               preempted)
+               preempted, inp.astype(float), out.astype(float))
 
 
 def requests_for(load: Load) -> int:
@@ -188,13 +192,13 @@ def requests_for(load: Load) -> int:
     return int(load.value) if load.kind == "batch" else load.requests
 
 
-def _stretch(engine: Engine, decodes: list[int], generated: np.ndarray, out: int,
+def _stretch(engine: Engine, decodes: list[int], generated: np.ndarray, out: np.ndarray,
              cached: np.ndarray, capacity_blocks: int, running: list[int], ctx: float,
              t: float, next_arrival: float) -> int:
     """Decode-only iterations that can run before the next event: until a sequence finishes,
     an arrival is due (at the first iteration's time), or the cache would need a block it
     does not have; at least one."""
-    k = int(min(out - generated[r] for r in decodes))
+    k = int(min(out[r] - generated[r] for r in decodes))
     if np.isfinite(next_arrival):
         dt1 = float(engine.iteration_s(len(decodes), ctx, 0, 0))
         k = min(k, max(int((next_arrival - t) / dt1), 1))
