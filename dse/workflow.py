@@ -50,6 +50,7 @@ from dse.discrimination import (
     shipped_sources,
 )
 from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.width.difficulty import DEFAULT_BINS, solve_rate_bins
 
 if TYPE_CHECKING:  # the design imports the workflow's callers, not this module
     from dse.design import Design
@@ -114,12 +115,26 @@ def step_probabilities(
     accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
     scores: ScoreStats, params: AccuracyParams | None = None,
 ) -> StepProbabilities:
-    """scores: the verifier's score distributions (dse.verifiers); params: the error nesting
-    and in-chain factors (None: the shipped accuracy model's)."""
-    p = params or shipped()
+    """The dataset-average step probabilities (each model's per-step error from its solo
+    accuracy, the same on every problem): what the timing reads (acceptance, failed rewrites).
+    scores: the verifier's score distributions (dse.verifiers); params: the error nesting
+    and in-chain factors (None: the shipped accuracy model's). The accuracy reads
+    `chain_accuracy_pct` instead, which conditions every step on the problem's difficulty."""
     n = quality_max_steps(w)
     h_d = _solo_step_error_rate(model_accuracy(w, draft_model), w.steps_mean, w.steps_cv, n)
     h_t = _solo_step_error_rate(model_accuracy(w, target_model), w.steps_mean, w.steps_cv, n)
+    return rates_step_probabilities(h_d, h_t, accept_threshold, backtrack_threshold, scores,
+                                    params, pair_key(draft_model, target_model))
+
+
+def rates_step_probabilities(h_d: ArrayLike, h_t: ArrayLike, accept_threshold: ArrayLike,
+                             backtrack_threshold: ArrayLike, scores: ScoreStats,
+                             params: AccuracyParams | None, pair: str) -> StepProbabilities:
+    """The step probabilities of a draft and a target with per-step error rates h_d, h_t
+    (broadcast with the thresholds: a problem's rates, or the dataset's average)."""
+    p = params or shipped()
+    h_d = np.asarray(h_d, dtype=float)
+    h_t = np.asarray(h_t, dtype=float)
     sc = scores
     fg_a = beta_cdf(accept_threshold, sc.good_alpha, sc.good_beta)
     fb_a = beta_cdf(accept_threshold, sc.bad_alpha, sc.bad_beta)
@@ -129,7 +144,7 @@ def step_probabilities(
     # nested errors: P(target bad | draft bad) and P(target bad | draft good), in the chain
     t_if_bad, t_if_good = in_chain_rewrite_error(
         *nested_target_error(h_d, h_t, p.error_nesting),
-        factor=p.rho(pair_key(draft_model, target_model)), draft_share=p_accept)
+        factor=p.rho(pair), draft_share=p_accept)
     p_rej = 1 - p_accept
     h_rw = np.where(p_rej > 0, (h_d * fb_a * t_if_bad + (1 - h_d) * fg_a * t_if_good)
                     / np.maximum(p_rej, 1e-300), h_t)
@@ -153,6 +168,82 @@ def chain_bad_rate(pr: StepProbabilities, beta: ArrayLike = 0.0) -> F64:
     beta = np.asarray(beta, dtype=float)
     return np.asarray(pr.p_bad_accepted + (1 - pr.p_accept) * (
         pr.p_bad_pass + pr.p_bad_fail * (1 - beta) + pr.p_fail * beta * pr.h_rewrite))
+
+
+def problem_solve_rates(w: WorkloadSpec, model: str, bins: int = DEFAULT_BINS) -> F64:
+    """A model's per-problem solve rates on the workload: `bins` equal-probability bins of its
+    difficulty distribution, p ~ Beta(A c, (1 - A) c) with A its solo accuracy and c the width
+    model's concentration for the dataset and that accuracy (dse.width.params: fitted to
+    pass@N, majority and best-of-N curves), each bin's conditional mean; bin i of every model
+    is the same quantile of difficulty (dse.width.difficulty.solve_rate_bins)."""
+    from dse.width.params import shipped as width_shipped
+
+    a = model_accuracy(w, model)
+    c, _ = width_shipped().concentration_for(w.dataset, a)
+    return solve_rate_bins(a / 100.0, float(c), bins)
+
+
+def problem_step_error_rates(w: WorkloadSpec, model: str, bins: int = DEFAULT_BINS) -> F64:
+    """Per-step error rate h_i on the problems of each difficulty bin i: E_S[(1 - h_i)^S] =
+    p_i over the workload's steps per problem (its solo budget), so that a solo run of bin i is
+    right with chance p_i and over the bins with the model's solo accuracy exactly."""
+    n = quality_max_steps(w)
+    return _bin_step_error_rates(tuple(problem_solve_rates(w, model, bins)),
+                                 float(w.steps_mean), float(w.steps_cv), n)
+
+
+@lru_cache(maxsize=256)
+def _bin_step_error_rates(rates: tuple[float, ...], steps_mean: float, steps_cv: float,
+                          max_steps_: int) -> F64:
+    """`step_error_rate` for each solve rate at once (vectorised bisection, 60 halvings)."""
+    s_vals, s_p = _steps_distribution(steps_mean, steps_cv, max_steps_)
+    p = np.asarray(rates, dtype=float)
+    lo, hi = np.zeros_like(p), np.ones_like(p)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        ok = (s_p * (1 - mid[:, None]) ** s_vals).sum(axis=1) > p
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    out = np.where(p >= 1.0, 0.0, np.where(p <= 0.0, 1.0, 0.5 * (lo + hi)))
+    out.setflags(write=False)
+    return np.asarray(out, dtype=float)
+
+
+def chain_accuracy_pct(w: WorkloadSpec, draft_model: str, target_model: str,
+                       accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
+                       scores: ScoreStats, beta: ArrayLike, s_vals: NDArray[np.int64],
+                       s_p: F64, params: AccuracyParams | None = None,
+                       bins: int = DEFAULT_BINS) -> F64:
+    """The accuracy (percent) of a speculative chain, conditioned on each problem's difficulty:
+    E_i E_S[(1 - q_i)^S] over the difficulty bins i (`problem_step_error_rates`, the draft's and
+    the target's at the same quantile) and the design's steps per problem S ~ (s_vals, s_p),
+    with q_i the committed step's bad rate (`chain_bad_rate`, backtrack share beta) from
+    the step probabilities at bin i's rates. Every sample, rewrite and alternative on a problem
+    is drawn at that problem's rates, so a rewrite cannot fix what the target cannot do on this
+    problem: with the draft equal to the target a rejected step is replaced by another sample
+    of the same policy, which is at most a step search with 2 candidates ranked by the same
+    verifier (3 with a backtrack's alternative). Broadcast over the thresholds and beta (shape
+    T); returns shape T. Limits: accept-all gives the draft's solo accuracy, reject-all the
+    target's (at the workload's own budget, exactly)."""
+    ok = chain_success(w, draft_model, target_model, accept_threshold, backtrack_threshold,
+                       scores, beta, s_vals, params, bins)  # T + (bins, S)
+    return np.asarray(100.0 * (ok * s_p).sum(axis=-1).mean(axis=-1), dtype=float)
+
+
+def chain_success(w: WorkloadSpec, draft_model: str, target_model: str,
+                  accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
+                  scores: ScoreStats, beta: ArrayLike, s_vals: NDArray[np.int64],
+                  params: AccuracyParams | None = None, bins: int = DEFAULT_BINS) -> F64:
+    """P(a problem's chain is right) for each difficulty bin and each number of steps S in
+    s_vals: (1 - q_i)^S (`chain_accuracy_pct`, which averages it). Shape T + (bins, len(S))."""
+    h_d = problem_step_error_rates(w, draft_model, bins)
+    h_t = problem_step_error_rates(w, target_model, bins)
+    ta = np.asarray(accept_threshold, dtype=float)[..., None]
+    tb = np.asarray(backtrack_threshold, dtype=float)[..., None]
+    pr = rates_step_probabilities(h_d, h_t, ta, tb, scores, params,
+                                  pair_key(draft_model, target_model))
+    q = chain_bad_rate(pr, np.asarray(beta, dtype=float)[..., None])
+    return np.asarray((1 - q[..., None]) ** np.asarray(s_vals), dtype=float)
 
 
 def nested_target_error(h_d: ArrayLike, h_t: ArrayLike, nesting: float = 1.0
@@ -296,17 +387,22 @@ def design_scores(d: Design, w: WorkloadSpec) -> ScoreStats:
     return d.verifier.scores(w, d.draft.model.name, d.target.model.name, model)
 
 
+def design_verifier_scores(d: Design, w: WorkloadSpec,
+                           params: AccuracyParams | None = None) -> ScoreStats:
+    """The design's verifier's score distributions (`design_scores`); params: a fit's candidate
+    (None: the shipped accuracy model), under which a PRM's discrimination is recomputed (a
+    target judge's rests on its own fit)."""
+    if params is None or d.verifier.is_target:
+        return design_scores(d, w)
+    model = d.prm_placement.model if d.prm_placement is not None else None
+    return prm_scores(w, d.draft.model.name, model, params)
+
+
 def design_step_probabilities(d: Design, w: WorkloadSpec,
                               params: AccuracyParams | None = None) -> StepProbabilities:
-    """The step probabilities of a speculative design: its draft, target, thresholds and its
-    verifier's score distributions (`design_scores`); params: a fit's candidate (None: the
-    shipped accuracy model)."""
-    draft, target = d.draft.model.name, d.target.model.name
-    if params is None:
-        sc = design_scores(d, w)
-    else:  # a fit's candidate: the PRM's discrimination under these parameters
-        model = d.prm_placement.model if d.prm_placement is not None else None
-        sc = (prm_scores(w, draft, model, params) if not d.verifier.is_target
-              else design_scores(d, w))
-    return step_probabilities(w, draft, target, d.accept_threshold, d.backtrack_threshold,
-                              sc, params)
+    """The dataset-average step probabilities of a speculative design (the timing's): its
+    draft, target, thresholds and its verifier's score distributions; params: a fit's
+    candidate (None: the shipped accuracy model)."""
+    return step_probabilities(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                              d.backtrack_threshold, design_verifier_scores(d, w, params),
+                              params)

@@ -70,6 +70,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload = {
         "rows": [r.to_dict() for r in rs],
         "summary": {**summ, "cross_validation": accuracy.summary_json(accuracy.load())},
+        "accuracy_held_out": _held_out_json(),
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "label": d.label} for d in dev],
@@ -105,3 +106,13 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             + "\n" + table_text(JUDGE_HEADERS, judge_rows, width=width)
             + f"\n{sum(t.within for t in judge_timing)}/{len(judge_timing)} within")
     return payload, text
+
+
+def _held_out_json() -> dict[str, Any]:
+    """The held-out RSD rows' summary and per-pair breakdown (dse/data/accuracy_held_out.json,
+    written by scripts/validate_accuracy.py)."""
+    from dse.validation import accuracy_held_out
+
+    doc = accuracy_held_out.load()
+    return {"summary": doc["summary"], "by_pair": doc["by_pair"],
+            "by_dataset": doc["by_dataset"], "generated_by": doc["generated_by"]}

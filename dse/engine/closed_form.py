@@ -50,8 +50,9 @@ from dse.schedules.compose import Headline, compose_headline, next_ahead_s
 from dse.schedules.costs import rewrite_costs, uncached_costs
 from dse.schedules.fields import SUMMED_FIELDS
 from dse.workflow import (
-    chain_bad_rate,
+    chain_accuracy_pct,
     design_step_probabilities,
+    design_verifier_scores,
     lognormal_params,
     max_steps,
     steps_distribution,
@@ -325,7 +326,7 @@ def _batch(batch: Costs, members: Sequence[Costs], rows: Sequence[int] | None, *
 
     totals, counts = flow.totals(m)[:, rows], flow.counts  # [fields, member]
     tokens = float((s_vals * s_p).sum()) * m_c
-    accuracy = _accuracy(pr, s_vals, s_p, bt_on, counts)
+    accuracy = _accuracy(d, w, s_vals, s_p, bt_on, counts)
     reports = []
     for b, c in enumerate(members):
         tv = {f: float(v) for f, v in zip(SUMMED_FIELDS, totals[:, b], strict=True)}
@@ -386,7 +387,7 @@ def accuracy_only(d: Design, w: WorkloadSpec, params: AccuracyParams | None = No
     n_pos = int(s_vals.max())
     counts = _masses(s_vals, s_p, pa, pf, d.schedule.backtracking, d.max_backtracks,
                      d.backtrack_window, n_pos).counts
-    return _accuracy(pr, s_vals, s_p, d.schedule.backtracking, counts)
+    return _accuracy(d, w, s_vals, s_p, d.schedule.backtracking, counts, params)
 
 
 @dataclass(frozen=True)
@@ -488,10 +489,13 @@ def _propagate(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on:
                  {"attempts": attempts, "backtracks": backtracks, "fails": fails})
 
 
-def _accuracy(pr: Any, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
-              counts: dict[str, float]) -> float:
-    """P(no bad step in the final chain) = E_S[(1 - q)^S], q from `chain_bad_rate` with beta the
-    share of failed rewrites that backtrack (from the propagated counts)."""
+def _accuracy(d: Design, w: WorkloadSpec, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
+              counts: dict[str, float], params: AccuracyParams | None = None) -> float:
+    """P(no bad step in the final chain), over the problems' difficulty and the design's steps
+    per problem (dse.workflow.chain_accuracy_pct), with beta the share of failed rewrites that
+    backtrack (from the propagated counts)."""
     beta = counts["backtracks"] / counts["fails"] if bt_on and counts["fails"] > 0 else 0.0
-    q = float(chain_bad_rate(pr, beta))
-    return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
+    return float(chain_accuracy_pct(
+        w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+        d.backtrack_threshold, design_verifier_scores(d, w, params), beta, s_vals, s_p,
+        params))

@@ -42,7 +42,9 @@ from dse.schedules import (
 from dse.schedules.fields import REPLAY_FIELDS
 from dse.specs import Key, check_value
 from dse.specs.schema import check_keys, parse_json, read_text
+from dse.width.difficulty import DEFAULT_BINS
 from dse.workflow import (
+    chain_success,
     design_scores,
     design_step_probabilities,
     lognormal_params,
@@ -92,7 +94,11 @@ def token_ppf(u: F64, mean: float, cv: float) -> F64:
 def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     """Sample `problems` problems from the workload with the design's thresholds and the
     workflow rules (accept / refine / backtrack to the latest draft-accepted step in the
-    window, at most max_backtracks per problem)."""
+    window, at most max_backtracks per problem). The steps' good or bad draws, which set the
+    PRM's scores and so the decisions, use the dataset-average step rates (as the closed form's
+    timing does); each problem's correctness is drawn at its own difficulty and step count
+    (dse.workflow.chain_success, the closed form's accuracy term), the problems spread evenly
+    over the difficulty bins."""
     from scipy import stats  # local: ~0.5 s to import, and only the PRM score quantiles need it
 
     if not 1 <= problems <= MAX_PROBLEMS:
@@ -101,7 +107,7 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     d, w, s = c.design, c.workload, c.design.schedule
     rng = np.random.default_rng(seed)
     pr = design_step_probabilities(d, w)
-    h_d, h_rw = float(pr.h_draft), float(pr.h_rewrite)
+    h_d = float(pr.h_draft)
     t_if_bad, t_if_good = float(pr.t_if_bad), float(pr.t_if_good)
     m_c = float(pr.p_accept) * w.draft_step_tokens_mean + (1 - float(pr.p_accept)) * (
         w.target_step_tokens_mean)
@@ -118,8 +124,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     t = np.zeros(problems, dtype=np.int64)
     used = np.zeros(problems, dtype=np.int64)
     from_draft = np.zeros((problems, cap), dtype=bool)
-    bad = np.zeros((problems, cap), dtype=bool)
     rows = np.arange(problems)
+    fails = backtracks = 0
     # PRM score quantile functions, tabulated once (scipy's beta.ppf is slow per draw)
     q_grid = np.linspace(0.0, 1.0, 4097)
     sc = design_scores(d, w)
@@ -136,8 +142,7 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
         nt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
         alt = np.rint(token_ppf(lhs(rng, n), w.target_step_tokens_mean, w.target_step_tokens_cv))
         bad_d = lhs(rng, n) < h_d
-        bad_t = lhs(rng, n) < np.where(bad_d, t_if_bad, t_if_good)  # nested errors
-        bad_alt = lhs(rng, n) < h_rw
+        bad_t = lhs(rng, n) < np.where(bad_d, t_if_bad, t_if_good)  # the rewrite's
         u_d, u_t = lhs(rng, n), lhs(rng, n)
         rd = np.where(bad_d, np.interp(u_d, q_grid, bad_ppf), np.interp(u_d, q_grid, good_ppf))
         rt = np.where(bad_t, np.interp(u_t, q_grid, bad_ppf), np.interp(u_t, q_grid, good_ppf))
@@ -151,6 +156,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
             hit = ok & from_draft[rows, np.clip(idx, 0, cap - 1)]
             anchor = np.where(hit, idx, anchor)
         bk = fail & (anchor >= 0)
+        fails += int((active & ~acc & (rt < d.backtrack_threshold)).sum()) if s.backtracking else 0
+        backtracks += int((active & bk).sum())
         outcome = np.where(acc, ACCEPT, np.where(bk, BACKTRACK, REFINE))
         a = active
         valid[a, k] = True
@@ -164,13 +171,19 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
         # commit
         pos = np.where(bk, anchor + 1, t)
         from_draft[rows[a], pos[a]] = acc[a]
-        bad[rows[a], pos[a]] = np.where(acc, bad_d, np.where(bk, bad_alt, bad_t))[a]
         new_t = np.where(a, pos + 1, t)
         used = used + (a & bk).astype(np.int64)
         t = new_t
-    # a problem is correct when no bad step stays in its committed chain
-    in_chain = np.arange(cap)[None, :] < steps[:, None]
-    correct = (~(bad & in_chain).any(axis=1)).astype(float)
+    # a problem is right with its chain's chance at its difficulty and its number of steps
+    # (dse.workflow.chain_success; beta: this replay's share of failed rewrites that backtrack),
+    # the problems spread evenly over the difficulty bins
+    beta = backtracks / fails if fails > 0 else 0.0
+    s_vals = np.unique(steps)
+    table = chain_success(w, d.draft.model.name, d.target.model.name, d.accept_threshold,
+                          d.backtrack_threshold, sc, beta, s_vals)
+    bin_of = rng.permutation(np.arange(problems) % DEFAULT_BINS)
+    chance = table[bin_of, np.searchsorted(s_vals, steps)]
+    correct = (lhs(rng, problems) < chance).astype(float)
     last = int(np.flatnonzero(valid.any(axis=0)).max()) + 1
     return Trace(valid[:, :last], rec["x"][:, :last], rec["rd"][:, :last], rec["nt"][:, :last],
                  rec["rt"][:, :last], dec[:, :last], bto[:, :last], rec["alt"][:, :last], correct)

@@ -47,7 +47,7 @@ from dse.symbolic import (
     select,
 )
 from dse.verifiers import VERIFIERS
-from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_distribution
+from dse.workflow import chain_accuracy_pct, max_steps, step_probabilities, steps_distribution
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -102,8 +102,8 @@ class PairTables:
 def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_context: int,
                 verifier: str = "prm", prm: ModelSpec | None = None) -> PairTables:
     """prm: the PRM's spec (its discrimination enters the scores); None for a target judge."""
-    pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :],
-                            VERIFIERS[verifier].scores(w, draft, target, prm))
+    scores = VERIFIERS[verifier].scores(w, draft, target, prm)
+    pr = step_probabilities(w, draft, target, g.accept[:, None], g.backtrack[None, :], scores)
     pa = np.asarray(pr.p_accept, dtype=float)[:, 0]
     m_c, s_mean, resp = pa_context(w, pa, max_context)
     bt_on = g.max_backtracks > 0
@@ -115,11 +115,11 @@ def pair_tables(w: WorkloadSpec, draft: str, target: str, g: KnobGrid, max_conte
     b = np.where(bt_on, b_on, 0.0)
     fails = n * (1 - pa[:, None]) * pf
     beta = np.where(bt_on & (fails > 0), b / np.maximum(fails, 1e-300), 0.0)
-    q = chain_bad_rate(pr, beta)
-    acc = np.empty_like(q)
-    for i, m in enumerate(m_c):  # E_S[(1 - q)^S] over the budget-truncated steps
+    acc = np.empty_like(beta)
+    for i, m in enumerate(m_c):  # over the difficulty bins and the budget-truncated steps
         s_vals, s_p = steps_distribution(w, max_steps(w, max_context, float(m)))
-        acc[i] = 100.0 * ((1 - q[i])[:, None] ** s_vals[None, :] * s_p[None, :]).sum(axis=1)
+        acc[i] = chain_accuracy_pct(w, draft, target, g.accept[i], g.backtrack, scores,
+                                    beta[i], s_vals, s_p)
     return PairTables(pa, m_c, s_mean, resp, s_mean * m_c, n, b, acc)
 
 

@@ -80,16 +80,11 @@ class Width:
 
 def forward_accuracy_pct(w: WorkloadSpec, draft: str, target: str, threshold: float,
                          scores: ScoreStats) -> float:
-    """The forward-only accuracy at one threshold (E_S[(1 - q)^S], beta 0): the accuracy the
-    test-set term is taken at."""
-    from dse.workflow import (
-        chain_bad_rate,
-        quality_max_steps,
-        step_probabilities,
-        steps_distribution,
-    )
+    """The forward-only accuracy at one threshold (beta 0, over the problems' difficulty and
+    the workload's steps: dse.workflow.chain_accuracy_pct): the accuracy the test-set term is
+    taken at."""
+    from dse.workflow import chain_accuracy_pct, quality_max_steps, steps_distribution
 
-    pr = step_probabilities(w, draft, target, threshold, threshold, scores)
-    q = float(chain_bad_rate(pr, 0.0))
     s_vals, s_p = steps_distribution(w, quality_max_steps(w))
-    return float(100.0 * (s_p * (1 - q) ** s_vals).sum())
+    return float(chain_accuracy_pct(w, draft, target, threshold, threshold, scores, 0.0,
+                                    s_vals, s_p))

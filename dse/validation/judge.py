@@ -9,8 +9,9 @@ Table 1 and 2 rows qualify; `usable_rows` lists every other row and why.
 
 Model (dse/workflow.py, the PRM's form): per-step errors from the solo accuracies, a judge score
 u ~ Beta(mu kappa, (1 - mu) kappa) per class (kappa = dse.validation.accuracy.KAPPA), accept
-when u >= k / 10, forward only (SpecReason never backtracks): accuracy E_S[(1 - q)^S] with
-q = chain_bad_rate(pr, 0), acceptance p_accept, both fitted (a share in percentage points):
+when u >= k / 10, forward only (SpecReason never backtracks): accuracy over the problems'
+difficulty, E_i E_S[(1 - q_i)^S] (dse.workflow.chain_accuracy_pct, beta 0), acceptance p_accept
+at the dataset-average step rates, both fitted (a share in percentage points):
 - the tool's form, three parameters: both means fall by `shift` x the draft's relative error
   x = 1 - A_draft / A_target (the judge scores a lagging draft's steps lower, good or bad;
   dse.verifiers.judge_means, which `TargetJudge.scores(w, draft, target)` runs, so the fit and
@@ -49,7 +50,12 @@ from dse.verifiers import (
     judge_means,
     judge_score_stats,
 )
-from dse.workflow import chain_bad_rate, max_steps, step_probabilities, steps_distribution
+from dse.workflow import (
+    chain_accuracy_pct,
+    max_steps,
+    step_probabilities,
+    steps_distribution,
+)
 
 SCHEMA_VERSION = 2
 GENERATED_BY = "scripts/calibrate_target_judge.py"
@@ -223,10 +229,10 @@ def predict(p: Params, r: JudgeRow, steps_mean: float = STEPS_MEAN) -> tuple[flo
     pr = step_probabilities(w, r.draft, r.target, r.threshold, r.threshold, sc,
                             judge_workflow_params())
     pa = float(pr.p_accept)
-    q = float(chain_bad_rate(pr, 0.0))
     m_c = pa * w.draft_step_tokens_mean + (1 - pa) * w.target_step_tokens_mean
     s_vals, s_p = steps_distribution(w, max_steps(w, w.max_context_tokens, m_c))
-    return 100.0 * float((s_p * (1 - q) ** s_vals).sum()), pa
+    return float(chain_accuracy_pct(w, r.draft, r.target, r.threshold, r.threshold, sc, 0.0,
+                                    s_vals, s_p, judge_workflow_params())), pa
 
 
 def fit(rows: Sequence[JudgeRow], *, shift: bool = True, steps_mean: float = STEPS_MEAN

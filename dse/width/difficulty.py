@@ -168,3 +168,76 @@ def correct_count_pmf(solo_accuracy: ArrayLike, concentration: ArrayLike, sample
     log_bb = (logc + lgamma(k + sa) + lgamma(n - k + sb) - lgamma(n + ca)
               + lgamma(ca) - lgamma(sa) - lgamma(sb))
     return np.asarray(np.exp(np.where(iid[..., None], log_iid, log_bb)), dtype=float)
+
+
+DEFAULT_BINS = 32  # equal-probability bins of the solve rate (dse.workflow's chain accuracy)
+TAIL_EDGE = 1e-12  # a bin edge this close to 0 or 1 is taken as at it (solve_rate_bins)
+
+
+def beta_quantile(shape_a: float, shape_b: float, u: ArrayLike) -> tuple[F64, F64]:
+    """(x, 1 - x) with I_x(a, b) = u, elementwise over u in (0, 1), both to full relative
+    precision: x by bisection on log x (60 halvings over [1e-300, 1]: the quantiles lie far
+    below 1e-16 when a << 1, where most mass sits at 0) and 1 - x the same way through
+    I_{1-x}(b, a) = 1 - u (mass at 1 when b << 1); the smaller of the two is kept and the other
+    is 1 minus it."""
+    from dse.special import betainc
+
+    uu = np.asarray(u, dtype=float)
+
+    def small_root(a: float, b: float, target: F64) -> F64:
+        lo = np.full(target.shape, math.log(1e-300))
+        hi = np.zeros(target.shape)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            below = betainc(a, b, np.exp(mid)) < target
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return np.asarray(np.exp(0.5 * (lo + hi)), dtype=float)
+
+    x = small_root(shape_a, shape_b, uu)
+    y = small_root(shape_b, shape_a, 1 - uu)
+    low = x <= y
+    return (np.asarray(np.where(low, x, 1 - y), dtype=float),
+            np.asarray(np.where(low, 1 - x, y), dtype=float))
+
+
+@cache
+def solve_rate_bins(solo_accuracy: float, concentration: float, bins: int = DEFAULT_BINS
+                    ) -> F64:
+    """The per-problem solve rate in `bins` equal-probability bins of its Beta (mean A,
+    concentration c): each bin's conditional mean E[p | bin], so that their average is A exactly
+    (a quantity linear in p is exact; others within a bin's spread). Bins of two policies with
+    the same index are the same quantile of difficulty (a comonotone coupling: the problems a
+    weaker policy solves are the easier ones for a stronger one too). Read-only, shape (bins,).
+
+    With a = A c, b = (1 - A) c, the mass of p below an edge x is E[p 1{p < x}] =
+    A I_x(a + 1, b) and above it A I_{1-x}(b, a + 1); a bin's mean is the difference of the
+    lower (or, above the median, the upper) masses at its edges times the number of bins, so
+    that bins near p = 1 keep their precision. A = 0 or 1, or c = inf: every bin at A.
+    E.g. A 0.5, c 2 (uniform p), 2 bins: [0.25, 0.75]."""
+    from dse.special import betainc
+
+    a_pct = min(max(solo_accuracy, 0.0), 1.0)
+    if not math.isfinite(concentration) or a_pct <= 0.0 or a_pct >= 1.0:
+        out = np.full(bins, a_pct)
+    else:
+        sa, sb = a_pct * concentration, (1 - a_pct) * concentration
+        u = np.arange(1, bins) / bins
+        x, y = beta_quantile(sa, sb, u)
+        # an edge within TAIL_EDGE of 0 (of 1) holds mass at p ~ 0 below it (p ~ 1 above it):
+        # E[p 1{p < x}] <= x u and E[p 1{p > 1 - y}] = (1 - u) (1 - O(y)), exact to 1e-12;
+        # this is also where the bisection's floor (1e-300) leaves the edge unresolved, which
+        # happens for the tiny shapes of datasets most problems of which a strong model
+        # always solves (c ~ 0.01)
+        low_part = np.where(x < TAIL_EDGE, 0.0, a_pct * betainc(sa + 1, sb, x))
+        high_part = np.where(y < TAIL_EDGE, 1 - u, a_pct * betainc(sb, sa + 1, y))
+        below = np.concatenate([[0.0], low_part, [a_pct]])
+        above = np.concatenate([[a_pct], high_part, [0.0]])
+        upper = np.concatenate([[False], y < x, [True]])  # edges nearer 1 than 0
+        lo_up, hi_up = upper[:-1], upper[1:]
+        mass = np.where(lo_up, above[:-1] - above[1:],
+                        np.where(hi_up, a_pct - below[:-1] - above[1:],
+                                 below[1:] - below[:-1]))
+        out = np.clip(mass * bins, 0.0, 1.0)
+    out.setflags(write=False)
+    return np.asarray(out, dtype=float)
