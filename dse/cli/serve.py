@@ -398,7 +398,7 @@ def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any, dataset: str | No
     from dse.devices.registry import place, resolve
     from dse.serving import Speculation
     from dse.serving.acceptance import default_rate
-    from dse.serving.engine import eagle_head
+    from dse.serving.engine import eagle_head, in_engine_step
 
     if a.speculative_model is None:
         _speculation_flags_alone(a)
@@ -412,9 +412,9 @@ def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any, dataset: str | No
             raise UsageError(f"--speculative-device: {name} runs where the target is (on the "
                              "host for ngram, on the target's GPUs for eagle)")
     if name == "eagle":
-        draft = place(cat, eagle_head(pl.model), pl.device.name,
-                      precision_name=pl.precision.name, software=pl.serving,
-                      context_tokens=pl.context_tokens, tp=pl.tp)
+        draft = in_engine_step(place(cat, eagle_head(pl.model), pl.device.name,
+                                     precision_name=pl.precision.name, software=pl.serving,
+                                     context_tokens=pl.context_tokens, tp=pl.tp))
     elif name != "ngram":
         try:
             dm = cat.model(name)
@@ -438,8 +438,10 @@ def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any, dataset: str | No
                     cat, dm, pl.device.name, precision_name="bf16", software=pl.serving,
                     context_tokens=pl.context_tokens)}
         else:
-            draft = place(cat, dm, pl.device.name, precision_name=pl.precision.name,
-                          software=pl.serving, context_tokens=pl.context_tokens, tp=pl.tp)
+            draft = in_engine_step(place(cat, dm, pl.device.name,
+                                         precision_name=pl.precision.name,
+                                         software=pl.serving, context_tokens=pl.context_tokens,
+                                         tp=pl.tp))
         why = draft.infeasibility()
         if why:
             from dse.errors import InfeasibleError

@@ -194,7 +194,7 @@ def design_load(d: Any, w: Any, rep: Any) -> DesignLoad:
             calls = float(rep.target_calls_per_problem)
             dec_s = calls * w.target_step_tokens_mean * float(p.decode_token_s(ctx))
             phi = min(1.0, dec_s / busy) if busy > 0 else 1.0
-            n_pre, allpos = out / max(calls, 1.0), False
+            n_pre, allpos = out / max(float(rep.attempts_per_problem), 1.0), False
         f, rise = _role_slowdown(p, phi, ctx, n_pre, n0, allpos)
         roles.append(RoleWork(r, group[r], busy, crit, max(dyn, 0.0), f, rise))
     init = float(rep.latency_breakdown_s.get("init", 0.0))

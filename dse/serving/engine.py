@@ -29,6 +29,7 @@ blocks of the scheduler's block size (vLLM's paged cache).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -190,3 +191,15 @@ def eagle_head(target: ModelSpec) -> ModelSpec:
                    tie_word_embeddings=True, published_params=None,
                    description=f"EAGLE-style head of {target.name}: one decoder layer on the "
                    "target's hidden states, the target's embedding and LM head")
+
+
+def in_engine_step(p: Placement) -> Placement:
+    """A proposer on the target's GPUs as it runs: its k passes inside the target's engine
+    step (vLLM V1's proposer loop runs the draft's forward passes k times in one step, with
+    CUDA graphs), so each pays its forward pass but not the step's scheduling, input
+    preparation and output processing (the GPU profile's step_overhead_s, charged once to the
+    step by the target's pass). Other kinds as they are."""
+    cost = getattr(p, "cost", None)
+    if p.kind != "gpu" or cost is None or not hasattr(cost, "step_overhead_s"):
+        return p
+    return replace(cast(Any, p), cost=replace(cost, step_overhead_s=0.0))
