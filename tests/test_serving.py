@@ -230,7 +230,7 @@ def test_the_command_pages_examples_are_current(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.delenv("COLUMNS", raising=False)
     got = examples(("docs/commands/serve.md",))
-    assert len(got) == 2
+    assert len(got) == 4
     for cmd, expected in got:
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):

@@ -322,7 +322,7 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
     sp = r.get("speculative")
     spec = "" if sp is None else (
         f", speculating with {sp['proposer']} (k {sp['num_speculative_tokens']}, acceptance "
-        f"{sp['acceptance_rate']:g}: {sp['tokens_per_pass']:.2f} tokens a pass)")
+        f"{sp['acceptance_rate']:.3g}: {sp['tokens_per_pass']:.2f} tokens a pass)")
     head = (f"{r['model']} on {r['replicas']} x {r['device']} (tp={r['tp']}, "
             f"{r['precision']}, {r['serving']}{spec}): {what}, {ld['input_tokens']} in / "
             f"{ld['output_tokens']} out tokens, {r['evaluator']}")
@@ -338,7 +338,8 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
         what_d = (f"{r['system']} ({r['family']}, {r['schedule']}) on {r['workload']}: "
                   f"accuracy {acc_s}; ")
         if "devices" in r:
-            head = (f"{what_d}{r['replicas']} replica(s): {what}, {ld['input_tokens']} in / "
+            reps = f"{r['replicas']} replica" + ("s" if r["replicas"] > 1 else "")
+            head = (f"{what_d}{reps}: {what}, {ld['input_tokens']} in / "
                     f"{ld['output_tokens']} out tokens a problem, {r['evaluator']}")
         else:
             head = f"{what_d}{head}"

@@ -135,5 +135,5 @@ def default_rate(proposer: str, target: str, dataset: str | None) -> Default:
     basis = (f"{row['id']} ({row['proposer']} -> {row['target']}, {row['dataset']}): {how}; "
              f"matches {', '.join(match) or 'the proposer kind only'}{near}"
              + (f"; median of {len(tied)} tied rows" if len(tied) > 1 else "")
-             + f"; source: {str(row['source']).split(' (')[0]}")
+             + f"; source: {str(row['source']).split(' (')[0].removeprefix('https://')}")
     return Default(float(a), basis)
