@@ -369,9 +369,10 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
                      + ("; this rate is past it: requests queue and latency grows with the "
                         "run's length" if r.get("saturated") else ""))
     if "devices" in r:
-        notes.append("closed form: each device a batching server of its roles' per-problem "
-                     "work, the single-stream report's at batch 1 (docs/model.md); no "
-                     "percentiles")
+        notes.append(f"{r['evaluator']}: each device a batching server of its roles' "
+                     "per-problem work, the single-stream report's at batch 1 (docs/model.md)"
+                     + ("; percentiles: --evaluator simulator"
+                        if r["evaluator"] == "closed-form" else ""))
         notes.append("[low-high]: the single-stream latency and J/token intervals' relative "
                      "ends; batched work extrapolates batch-1 calibration")
     else:

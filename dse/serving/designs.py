@@ -4,7 +4,7 @@ The single-stream model (`dse evaluate`, the closed form) gives each role's work
 batch 1: its device's busy seconds S_r (Report.devices[r].busy_s, the prompt's prefill booked to
 the device that runs it), its share of the critical path C_r (Report.latency_breakdown_s[r]),
 the link's and the latency L1. At a load each device is a continuous-batching server whose
-per-request work is its roles' work, and the first model of it here is a mean field:
+per-request work is its roles' work, modelled as follows:
 
 - a device running b requests' work at once (its batch) takes f_r(b) times as long per request
   as it does alone: f_r(b) = phi_r t_dec(n0 b) / t_dec(n0) + (1 - phi_r) t_pre(n0 b) / t_pre(n0),
@@ -15,31 +15,38 @@ per-request work is its roles' work, and the first model of it here is a mean fi
   rewrite tokens' decode steps over its busy time, the rest the prefill of the tokens committed
   since its last call; a width policy: its N sequences' decode, n0 = N); the prompt's prefill
   (init) is a prefill on the device that runs it;
-- the requests in service at a device: n_g = lambda sum_r S_r f_r(b_g) (Little's law on the
-  device's residence), its batch b_g = n_g / (1 - exp(-n_g)) (the mean number seen by a busy
-  iteration when the number in service is Poisson: 1 for a lone request);
-- the request's latency: L1 + sum_r C_r (f_r(b) - 1) + the wait at the bottleneck device,
-  an M/M/c queue's (Erlang C) with c = the device's batch cap and the service time at that cap;
-- capacity: the largest rate at which every device's batch stays within its cap (vLLM's
-  max_num_seqs for a GPU, the KV cache beside the weights at the request's mean context for
-  every device: `Placement.max_batch`, in requests of n0 sequences) and the requests in the
-  system (lambda x latency) fit the KV caches of the roles that keep a request's cache for
-  its whole life (the draft and the target, which cache prefixes; a PRM re-reads each
-  context, vLLM's pooling model with prefix caching off). Past capacity the queue builds: the
-  throughput is the capacity and a request waits (i - 1)(1/mu - 1/lambda) behind the ones
-  before it (the mean over the run's N requests);
+- a device is a processor-sharing server whose speed depends on how many requests it holds:
+  with n of them (up to its cap c) each progresses at 1 / f_g(n) (f_g the work-weighted f_r
+  of its roles), so it completes requests at n / (S_g f_g(n)), S_g its roles' busy seconds a
+  request; above the cap the others wait. With Poisson arrivals the number it holds is the
+  birth-death chain p(n) = p(0) prod_{k<=n} lambda S_g f_g(k) / k (and a geometric tail
+  beyond c), solved exactly; such a queue is insensitive to how a request's work is split
+  into stages, and an open network of them has the product form (BCMP), so the devices are
+  solved one by one. A request's time at the device is S_g F_g with F_g = E[N_g] /
+  (lambda S_g) (Little's law), its batch while busy E[min(N_g, c)] / P(N_g > 0);
+- the request's latency: L1 + sum_r C_r (F_g(r) - 1), the wait for a full device included;
+- capacity: the largest rate at which every device is stable (below c / (S_g f_g(c)), the cap
+  c being vLLM's max_num_seqs on a GPU and the KV cache beside the weights at the request's
+  mean context on every device: `Placement.max_batch`, in requests of n0 sequences) and the
+  requests in the system (lambda x latency) fit the KV caches of the roles that keep a
+  request's cache for its whole life (the draft and the target, which cache prefixes; a PRM
+  re-reads each context, vLLM's pooling model with prefix caching off). Past capacity the
+  throughput is the capacity, the bottleneck device runs at its cap, and a request waits
+  (i - 1)(1/mu - 1/lambda) behind the ones before it (the mean over the run's N requests);
 - power: each device's idle power, plus each role's batch-1 energy above idle per problem
   scaled by f_r(b) / b (the device's busy time a request takes at batch b) and by the dynamic
-  power's rise with the batch (`power_w` at batch n0 b over n0);
+  power's rise with the batch (`power_w` at batch n0 b over n0), at the mean batch b;
 - a static batch of B: every stage runs at batch B (waves of the cap when B exceeds it); C
   clients in a closed loop: lambda = C / latency(lambda), a fixed point; every request at once
   (rate inf): the capacity, each request waiting behind those before it.
 
-Batch 1 (a static batch of one, or a vanishing rate) is the single-stream report exactly. What
-the mean field leaves out: the stages of one request alternate devices many times a problem,
-and its draft's step-ahead overlaps the PRM's scoring; both are kept at their batch-1 shares
-(C_r against S_r), so a device's batch slows the critical path in proportion. Percentiles
-need a request-level simulator of the multi-role design, not built: the closed form only.
+Batch 1 (a static batch of one, or a vanishing rate) is the single-stream report exactly. The
+request-level simulator (dse.serving.design_sim) runs the same servers request by request
+(percentiles; the referee). What both leave out: a request's draft step-ahead overlapping its
+PRM's scoring is kept at its batch-1 share (C_r against S_r), so a device's slowdown stretches
+the critical path in proportion; every problem is the mean problem (the work per request does
+not vary); the KV caches are admission limits, not paged per token; colocated roles share one
+slowdown curve, weighted by their work.
 
 A target-only design is served by `dse.serving.serve` (the one-model engine, both evaluators):
 the target placement, the workload's prompt tokens in, its tokens per problem out.
@@ -54,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from dse.arrays import F64
 from dse.serving.load import Load, Slo
 
 ITERATIONS = 200
@@ -99,6 +107,7 @@ class DesignLoad:
     tokens_out: float  # tokens a request yields (the answer's)
     tokens_in: float
     accuracy: float | None
+    rounds: int = 1  # the simulator's rounds of stages a request makes (attempts, steps)
 
     def slow(self, role: RoleWork, batches: dict[str, float]) -> float:
         return role.slowdown(batches[role.device])
@@ -225,66 +234,130 @@ def design_load(d: Any, w: Any, rep: Any) -> DesignLoad:
                 caps.append(vllm_caps(p.memory_bytes, p.device.name).max_num_seqs / n0)
         devices.append(Device(name, members, sum(idle[r] for r in members), max(min(caps), 0.0),
                               price if priced else None, min(kv) if kv else math.inf))
+    rounds = 1
+    if d.is_speculative or d.workflow in ("step-search", "beam"):
+        rounds = max(round(float(rep.attempts_per_problem)), 1)
     return DesignLoad(d.family, tuple(roles), tuple(devices),
                       float(rep.latency_s_per_problem), init, out, prompt,
-                      None if rep.accuracy is None else float(rep.accuracy))
+                      None if rep.accuracy is None else float(rep.accuracy), rounds)
 
 
 @dataclass(frozen=True)
 class Point:
-    """The design at one arrival rate below capacity (per replica)."""
+    """The design at one arrival rate (per replica): each device's mean batch while busy (the
+    requests it serves, at most its cap), its mean number of requests (waiting included) and
+    its slowdown F (a request's time there over its batch-1 work)."""
 
     rate: float
     batches: dict[str, float]
     in_service: dict[str, float]
+    factors: dict[str, float]
     latency_s: float
-    wait_s: float
 
 
-def _erlang_c_wait(a: float, c: float, service_s: float) -> float:
-    """The mean wait of an M/M/c queue with offered load a (Erlang C), c servers."""
-    k = max(math.floor(c), 1)
-    if a >= k:
-        return math.inf
-    b = 1.0
-    for i in range(1, k + 1):  # Erlang B by its recursion
-        b = a * b / (i + a * b)
-    cw = b / (1.0 - (a / k) * (1.0 - b))
-    return cw * service_s / (k - a)
+GRID_POINTS = 96  # batches at which a device's slowdown is evaluated (interpolated between)
+
+
+def _curve(dl: DesignLoad, dv: Device) -> tuple[F64, float]:
+    """(f_g(k) for k = 1..c, S_g): the device's work-weighted slowdown at each batch up to its
+    cap c, and its busy seconds per request."""
+    key = (id(dl), dv.name)
+    got = _CURVES.get(key)
+    if got is not None and got[0] is dl:
+        return got[1], got[2]
+    members = [r for r in dl.roles if r.device == dv.name and r.busy_s > 0]
+    total = sum(r.busy_s for r in members)
+    c = max(math.floor(dv.cap), 1)
+    grid = np.unique(np.round(np.geomspace(1, c, GRID_POINTS)).astype(int))
+    vals = np.array([sum(r.busy_s * r.slowdown(float(k)) for r in members) / total
+                     if total > 0 else 1.0 for k in grid])
+    f = np.interp(np.arange(1, c + 1), grid, vals)
+    _CURVES[key] = (dl, f, total)
+    return f, total
+
+
+_CURVES: dict[tuple[int, str], tuple[DesignLoad, F64, float]] = {}
+
+
+def _device_state(dl: DesignLoad, dv: Device, rate: float
+                  ) -> tuple[float, float, float, float] | None:
+    """(E[N], P(N = 0), F, E[min(N, c)]) of the device at `rate`: the birth-death chain of
+    requests in it,
+    n -> n + 1 at rate, n -> n - 1 at n / (S f(n)) up to its cap c and c / (S f(c)) above it
+    (those wait), solved exactly; None where it is unstable (rate >= c / (S f(c)))."""
+    f, total = _curve(dl, dv)
+    if total <= 0 or rate <= 0:
+        return 0.0, 1.0, 1.0, 0.0
+    c = f.size
+    a = rate * total
+    rho_c = a * f[-1] / c
+    if rho_c >= 1.0:
+        return None
+    k = np.arange(1, c + 1, dtype=float)
+    logt = np.cumsum(np.log(a * f / k))  # log p(n) / p(0), n = 1..c
+    top = max(0.0, float(logt.max()))
+    w = np.exp(logt - top)
+    p0w = math.exp(-top)
+    tail_w = w[-1] * rho_c / (1.0 - rho_c)
+    tail_n = w[-1] * (c * rho_c / (1.0 - rho_c) + rho_c / (1.0 - rho_c) ** 2)
+    z = p0w + float(w.sum()) + tail_w
+    en = (float(np.dot(k, w)) + tail_n) / z
+    served = (float(np.dot(k, w)) + c * tail_w) / z
+    return en, p0w / z, en / a, served
+
+
+def _point(dl: DesignLoad, rate: float, full: str | None = None) -> Point | None:
+    """The devices at `rate`; full: a device served at its cap (past capacity: its slowdown
+    is f(c), the queue in front of it counted apart)."""
+    batches, n, fac = {}, {}, {}
+    for dv in dl.devices:
+        if dv.name == full:
+            f, _ = _curve(dl, dv)
+            batches[dv.name], n[dv.name], fac[dv.name] = float(f.size), float(f.size), \
+                float(f[-1])
+            continue
+        st = _device_state(dl, dv, rate)
+        if st is None:
+            return None
+        en, p0, factor, served = st
+        batches[dv.name] = served / (1.0 - p0) if p0 < 1.0 else 1.0
+        n[dv.name], fac[dv.name] = en, factor
+    lat = dl.latency_s + sum(r.critical_s * (fac[r.device] - 1.0) for r in dl.roles)
+    return Point(rate, batches, n, fac, lat)
 
 
 def at_rate(dl: DesignLoad, rate: float) -> Point | None:
-    """The mean field at `rate` (requests/s), or None where a cap binds (past capacity)."""
-    batches = {dv.name: 1.0 for dv in dl.devices}
-    n: dict[str, float] = {}
-    for _ in range(ITERATIONS):
-        res = dl.busy_by_device(batches)
-        n = {k: rate * v for k, v in res.items()}
-        new = {k: (v / -math.expm1(-v) if v > 1e-12 else 1.0) for k, v in n.items()}
-        done = all(abs(new[k] - batches[k]) <= TOLERANCE * batches[k] for k in batches)
-        batches = new
-        if done:
-            break
-    lat = dl.latency(batches)
-    for dv in dl.devices:
-        if batches[dv.name] > dv.cap or rate * lat > dv.keeps_kv:
-            return None
-    # the wait at the device nearest its cap (M/M/c, c = its cap, at the cap's service time)
-    worst = max(dl.devices, key=lambda dv: n[dv.name] / max(dv.cap, 1e-30))
-    full = {k: (worst.cap if k == worst.name else v) for k, v in batches.items()}
-    service = dl.busy_by_device(full)[worst.name]
-    wait = _erlang_c_wait(n[worst.name], worst.cap, service)
-    if not math.isfinite(wait):
+    """The design at `rate` (requests/s), or None past capacity (a device unstable, or the
+    requests in the system past the KV caches that keep them)."""
+    pt = _point(dl, rate)
+    if pt is None:
         return None
-    return Point(rate, batches, n, lat + wait, wait)
+    if any(rate * pt.latency_s > dv.keeps_kv for dv in dl.devices):
+        return None
+    return pt
+
+
+def _bottleneck(dl: DesignLoad) -> tuple[Device, float]:
+    """The device with the smallest rate it can serve at its cap, and that rate."""
+    best = None
+    for dv in dl.devices:
+        f, total = _curve(dl, dv)
+        mu = f.size / (total * float(f[-1])) if total > 0 else math.inf
+        if best is None or mu < best[1]:
+            best = (dv, mu)
+    assert best is not None
+    return best
 
 
 def capacity(dl: DesignLoad) -> float:
-    """The largest rate with a mean field within every cap (bisection)."""
+    """The largest rate every device serves stably within the KV caches (bisection below
+    the bottleneck's rate at its cap)."""
     if any(dv.cap < 1 for dv in dl.devices):
         return 0.0
-    hi = min(dv.cap / dl.busy_by_device({x.name: dv.cap for x in dl.devices})[dv.name]
-             for dv in dl.devices)
+    _, hi = _bottleneck(dl)
+    if math.isinf(hi):
+        return hi
+    hi *= 1 - 1e-9
     if at_rate(dl, hi) is not None:
         return hi
     lo = 0.0
@@ -339,7 +412,7 @@ def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
         if load.kind == "concurrency":
             target, rate = float(load.value), min(load.value / dl.latency_s, limit)
             for _ in range(ITERATIONS):  # lambda = C / latency(lambda), at most capacity
-                pt = at_rate(dl, min(rate, limit * (1 - 1e-9)))
+                pt = at_rate(dl, min(rate, limit * (1 - 1e-6)))
                 lat_c = pt.latency_s if pt is not None else dl.latency_s
                 new = min(target / lat_c, limit)
                 if abs(new - rate) <= TOLERANCE * rate:
@@ -350,16 +423,20 @@ def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
         if rate < limit:
             pt = at_rate(dl, rate)
             assert pt is not None
-            lat, wait, batches = pt.latency_s, pt.wait_s, pt.batches
+            lat, wait, batches = pt.latency_s, 0.0, pt.batches
         else:  # past capacity: served at capacity, each request behind the ones before it
             saturated = not load.kind == "concurrency"
-            pt = at_rate(dl, limit * (1 - 1e-9)) if limit > 0 else None
-            if pt is None:
+            if not limit > 0:
                 raise ValueError("the design cannot serve one request at a time within its "
                                  "devices' caps")
+            neck, mu = _bottleneck(dl)
+            pt = _point(dl, limit, full=neck.name if limit >= mu * (1 - 1e-6) else None)
+            if pt is None:
+                pt = _point(dl, limit * (1 - 1e-6))
+            assert pt is not None
             behind = 0.0 if load.kind == "concurrency" else (n - 1) / 2 * (
                 1 / limit - (0.0 if math.isinf(rate) else 1 / rate))
-            lat, wait, batches = pt.latency_s + behind, pt.wait_s + behind, pt.batches
+            lat, wait, batches = pt.latency_s + behind, behind, pt.batches
             rate = limit
         power = _power(dl, rate, batches)
     o = dl.tokens_out
@@ -377,13 +454,37 @@ def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
     return out
 
 
+def sim_metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
+    """One replica's figures at the load from the request-level simulator
+    (dse.serving.design_sim), means and percentiles."""
+    from dse.serving.design_sim import simulate_design
+
+    run = simulate_design(dl, load, dl.rounds)
+    o = dl.tokens_out
+    ttft, e2el = run.first_token_s, run.latency_s
+    tpot = (e2el - ttft) / (o - 1) if o > 1 else np.zeros_like(e2el)
+    out: dict[str, Any] = {"completed": int(e2el.size),
+                           "request_throughput": e2el.size / run.duration_s,
+                           "mean_in_system": float(e2el.sum() / run.duration_s),
+                           "avg_power_w": run.energy_j / run.duration_s, "saturated": None,
+                           "capacity_request_rate": capacity(dl),
+                           "device_batches": run.batches,
+                           "_per_request": (ttft, tpot, e2el)}
+    for name, v in (("ttft", ttft), ("tpot", tpot), ("itl", tpot), ("e2el", e2el)):
+        ms = v * 1e3
+        out[f"mean_{name}_ms"] = float(ms.mean())
+        for tag, q in (("median", 50), ("p90", 90), ("p99", 99)):
+            out[f"{tag}_{name}_ms"] = float(np.percentile(ms, q))
+    return out
+
+
 def _init_slow(dl: DesignLoad, batches: dict[str, float]) -> float:
     init = next((r for r in dl.roles if r.role == "init"), None)
     return 1.0 if init is None else init.slowdown(batches[init.device])
 
 
 def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | None = None,
-                 lifetime_years: float, usd_per_kwh: float,
+                 lifetime_years: float, usd_per_kwh: float, evaluator: str = "closed-form",
                  relative: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """The load's figures on `replicas` copies of the design (module docstring): throughput,
     power and cost add up; relative: the single-stream report's relative 90% ends of its
@@ -398,13 +499,13 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
         share = (replace(load, value=load.value / replicas, requests=per)
                  if load.kind == "rate" else
                  replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per))
-    m = metrics(dl, share)
+    m = (metrics if evaluator == "closed-form" else sim_metrics)(dl, share)
     rate = m["request_throughput"] * replicas
     power = m["avg_power_w"] * replicas
     out_tok = rate * dl.tokens_out
     prices = [dv.capex_usd for dv in dl.devices]
     capex = None if any(p is None for p in prices) else sum(p or 0.0 for p in prices)
-    res = dict(m)
+    res = {k: v for k, v in m.items() if not k.startswith("_")}
     res |= {"request_throughput": rate, "output_throughput": out_tok,
             "total_token_throughput": rate * (dl.tokens_in + dl.tokens_out),
             "avg_power_w": power, "mean_in_system": m["mean_in_system"] * replicas,
@@ -415,7 +516,14 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
         usd_per_s = capex * replicas / (lifetime_years * SECONDS_PER_YEAR) \
             + power / 1000.0 * usd_per_kwh / 3600.0
         res["cost_usd_per_mtok"] = usd_per_s / out_tok * 1e6
-    if slo.any:
+    each: tuple[F64, F64, F64] | None = m.get("_per_request")
+    if slo.any and each is not None:
+        met = np.ones(each[0].size, dtype=bool)
+        for bound, v in zip((slo.ttft_ms, slo.tpot_ms, slo.e2el_ms), each, strict=True):
+            if bound is not None:
+                met &= v * 1e3 <= bound
+        res["request_goodput"] = rate * float(met.mean())
+    elif slo.any:
         ok = all(b is None or res[f"mean_{k}_ms"] <= b for k, b in
                  (("ttft", slo.ttft_ms), ("tpot", slo.tpot_ms), ("e2el", slo.e2el_ms)))
         res["request_goodput"] = rate if ok else 0.0
@@ -428,7 +536,7 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
     for k in ("mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "mean_in_system"):
         iv[k] = [res[k] * t_lo, res[k] * t_hi]
     for k in ("request_throughput", "output_throughput", "total_token_throughput"):
-        if not m["saturated"] and load.kind == "rate":
+        if m["saturated"] is False and load.kind == "rate":
             iv[k] = [res[k], res[k]]  # an open loop below capacity serves what arrives
         else:
             iv[k] = [res[k] / t_hi, res[k] / t_lo]
@@ -453,7 +561,8 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     lengths are replaced by the workload's prompt tokens and the design's tokens per problem
     (rounded). A target-only design is served by the one-model engine (dse.serving.serve,
     token-level speculation allowed, engine_extra its draft arguments); a speculative or
-    width design by the mean field above (closed form only)."""
+    width design by the servers above (both evaluators: the closed form, or the request-level
+    simulator of dse.serving.design_sim)."""
     from dataclasses import replace
 
     from dse.resolve import report
@@ -483,10 +592,6 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
         if speculation is not None:
             head["family"] = "token-speculative"
         return head | {"load": lengths} | r
-    if evaluator != "closed-form":
-        raise ValueError(f"{d.family} designs at load have the closed form only (a "
-                         "request-level simulator of several devices is not built); use "
-                         "--evaluator closed-form")
     if speculation is not None:
         raise ValueError("token-level speculation applies to one model or a target-only "
                          f"design, not to a {d.family} design")
@@ -499,11 +604,11 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
         return (min(iv[0] / central, 1.0), max(iv[1] / central, 1.0))
 
     r = serve_design(dl, lengths, replicas=replicas, slo=slo, lifetime_years=lifetime_years,
-                     usd_per_kwh=usd_per_kwh,
+                     usd_per_kwh=usd_per_kwh, evaluator=evaluator,
                      relative={"time": rel("latency_s_per_problem", rep.latency_s_per_problem),
                                "energy": rel("j_per_token", rep.j_per_token)})
     r["devices"] = {dv.name: {"roles": list(dv.roles), "batch_cap": dv.cap,
-                              "batch": r["device_batches"].get(dv.name)}
+                              "batch": r["device_batches"].get(dv.name, float("nan"))}
                     for dv in dl.devices}
     r.pop("device_batches", None)
     return head | {"load": lengths} | r
