@@ -117,11 +117,17 @@ def test_a_width_design_batches_its_samples() -> None:
 
 
 def test_closed_loop_and_offline_designs() -> None:
-    """C clients keep C requests in the system (Little); every request at once is served at
-    capacity."""
-    d, w, _ = _system("paper-config1-u280")
+    """C clients keep C requests in the system (Little); one client is the single stream
+    (mean value analysis, exact); the clients never push past the open loop's capacity;
+    every request at once is served at capacity."""
+    d, w, rep = _system("paper-config1-u280")
     c = _serve(d, w, Load("concurrency", 2, 1, 1, 200))
     assert c["mean_in_system"] == pytest.approx(2.0, rel=1e-3)
+    one = _serve(d, w, Load("concurrency", 1, 1, 1, 200))
+    assert one["mean_e2el_ms"] / 1e3 == pytest.approx(rep.latency_s_per_problem, rel=1e-9)
+    many = _serve(d, w, Load("concurrency", 64, 1, 1, 200))
+    assert many["request_throughput"] <= c["capacity_request_rate"] * (1 + 1e-9)
+    assert many["mean_in_system"] == pytest.approx(64.0, rel=1e-3)
     cap = c["capacity_request_rate"]
     inf = _serve(d, w, Load("rate", math.inf, 1, 1, 200))
     assert inf["request_throughput"] == pytest.approx(cap, rel=1e-6)
@@ -296,6 +302,8 @@ def test_dse_serve_a_system_reports_family_and_accuracy(capsys: pytest.CaptureFi
       "accept_threshold=0.5"), "--set"),
     (("--system", "paper-config1-u280", "--rate", "1", "--speculative-model", "ngram",
       "--num-speculative-tokens", "3"), "target-only"),
+    (("--system", "paper-config1-u280", "--concurrency", "4", "--evaluator", "simulator"),
+     "closed form only"),
     (("--model", "qwen2.5-7b-instruct", "--device", "h100-sxm", "--rate", "1",
       "--speculative-model", "ngram", "--num-speculative-tokens", "3",
       "--speculative-device", "u280"), "--speculative-device"),

@@ -266,6 +266,10 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if not ok:
         raise UsageError(f"{spec.name}: {'; '.join(why)}")
     d = build_design(cat, spec, ok[0])
+    if d.workflow != "target-only" and a.evaluator == "simulator" and a.concurrency:
+        raise UsageError(f"--concurrency with --evaluator simulator: a {d.family} design's "
+                         "closed loop has the closed form only (the simulator runs a "
+                         "request's overlapped roles in turn); use --rate or the closed form")
     spec_tok, extra = _speculation(a, cat, d.target, w.name) \
         if d.workflow == "target-only" else _no_speculation(a, d)
     draft, apart = extra.get("draft"), extra.get("draft_apart", False)

@@ -370,6 +370,68 @@ def capacity(dl: DesignLoad) -> float:
     return lo
 
 
+MVA_CLIENTS = 4096  # beyond: the open-loop fixed point lambda = C / latency(lambda)
+
+
+def closed_loop(dl: DesignLoad, clients: int) -> tuple[float, float, dict[str, float]]:
+    """(requests/s, latency, each device's mean batch while busy) of C clients in a closed
+    loop: exact mean value analysis of the closed network of the devices' load-dependent
+    servers (each device's chance of holding j requests given n in the network, n = 1..C),
+    the link's seconds a delay. A device's slowdown F_g = R_g / S_g (its residence over its
+    batch-1 work) stretches the critical path as in the open loop; the clients send again as
+    their requests' latency ends: lambda = C / latency (exact for one client: the
+    single-stream latency; the caller caps it at the open loop's capacity, since the network
+    here visits the devices in turn and does not see a request's roles overlapping). Past
+    MVA_CLIENTS clients, the open loop's fixed point."""
+    devs = [(dv, *_curve(dl, dv)) for dv in dl.devices]
+    delay = max(dl.latency_s - sum(r.critical_s for r in dl.roles), 0.0)
+    if clients > MVA_CLIENTS:
+        hi = capacity(dl) * (1 - 1e-6)
+
+        def held(lam: float) -> float:
+            pt = at_rate(dl, lam)
+            return math.inf if pt is None else lam * pt.latency_s
+
+        lo = 0.0
+        if held(hi) <= clients:
+            lo = hi
+        else:
+            for _ in range(BISECTIONS):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if held(mid) < clients else (lo, mid)
+        pt = _point(dl, lo)
+        assert pt is not None
+        return lo, clients / lo, pt.batches
+    probs = {dv.name: np.zeros(clients + 1) for dv, _, _ in devs}
+    for dv, _, _ in devs:
+        probs[dv.name][0] = 1.0
+    resid: dict[str, float] = {}
+    for n in range(1, clients + 1):
+        j = np.arange(1, n + 1, dtype=float)
+        for dv, f, total in devs:
+            fj = np.where(j <= f.size, f[np.minimum(j, f.size).astype(int) - 1], 0.0)
+            per = np.where(j <= f.size, total * fj / j, total * float(f[-1]) / f.size)
+            resid[dv.name] = float(np.sum(j * per * probs[dv.name][:n]))
+        x = n / (delay + sum(resid.values()))
+        for dv, f, total in devs:
+            j = np.arange(1, n + 1, dtype=float)
+            fj = np.where(j <= f.size, f[np.minimum(j, f.size).astype(int) - 1], 0.0)
+            per = np.where(j <= f.size, total * fj / j, total * float(f[-1]) / f.size)
+            new = np.zeros(clients + 1)
+            new[1:n + 1] = x * per * probs[dv.name][:n]
+            new[0] = max(1.0 - float(new[1:].sum()), 0.0)
+            probs[dv.name] = new
+    fac = {dv.name: (resid[dv.name] / total if total > 0 else 1.0) for dv, _, total in devs}
+    lat = dl.latency_s + sum(r.critical_s * (fac[r.device] - 1.0) for r in dl.roles)
+    batches = {}
+    for dv, f, _ in devs:
+        p = probs[dv.name]
+        k = np.minimum(np.arange(clients + 1), f.size)
+        busy = 1.0 - p[0]
+        batches[dv.name] = float(np.dot(k, p)) / busy if busy > 0 else 1.0
+    return clients / lat, lat, batches
+
+
 def _power(dl: DesignLoad, rate: float, batches: dict[str, float]) -> float:
     """Average power of every device at `rate` (module docstring)."""
     idle = sum(dv.idle_w for dv in dl.devices)
@@ -408,24 +470,21 @@ def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
         wait = 0.0
         batches = {k: min(load.value, dv.cap) for k, dv in
                    ((dv.name, dv) for dv in dl.devices)}
+    elif load.kind == "concurrency":
+        rate, lat, batches = closed_loop(dl, int(load.value))
+        wait = 0.0
+        if rate > limit:  # the bottleneck throttles the clients: C in the system (Little)
+            rate, lat = limit, float(load.value) / limit
+            wait = lat - closed_loop(dl, int(load.value))[1]
+        power = _power(dl, rate, batches)
     else:
-        if load.kind == "concurrency":
-            target, rate = float(load.value), min(load.value / dl.latency_s, limit)
-            for _ in range(ITERATIONS):  # lambda = C / latency(lambda), at most capacity
-                pt = at_rate(dl, min(rate, limit * (1 - 1e-6)))
-                lat_c = pt.latency_s if pt is not None else dl.latency_s
-                new = min(target / lat_c, limit)
-                if abs(new - rate) <= TOLERANCE * rate:
-                    break
-                rate = new
-        else:
-            rate = load.value
-        if rate < limit:
+        rate = load.value
+        if rate < limit * (1 - 1e-9):
             pt = at_rate(dl, rate)
             assert pt is not None
             lat, wait, batches = pt.latency_s, 0.0, pt.batches
         else:  # past capacity: served at capacity, each request behind the ones before it
-            saturated = not load.kind == "concurrency"
+            saturated = True
             if not limit > 0:
                 raise ValueError("the design cannot serve one request at a time within its "
                                  "devices' caps")
@@ -434,8 +493,7 @@ def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
             if pt is None:
                 pt = _point(dl, limit * (1 - 1e-6))
             assert pt is not None
-            behind = 0.0 if load.kind == "concurrency" else (n - 1) / 2 * (
-                1 / limit - (0.0 if math.isinf(rate) else 1 / rate))
+            behind = (n - 1) / 2 * (1 / limit - (0.0 if math.isinf(rate) else 1 / rate))
             lat, wait, batches = pt.latency_s + behind, behind, pt.batches
             rate = limit
         power = _power(dl, rate, batches)
@@ -595,6 +653,12 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     if speculation is not None:
         raise ValueError("token-level speculation applies to one model or a target-only "
                          f"design, not to a {d.family} design")
+    if evaluator == "simulator" and load.kind == "concurrency":
+        # its stages run a request's roles one after another, so a client would wait for all
+        # of a request's device work, overlapped roles included (C_r < S_r)
+        raise ValueError(f"--concurrency with --evaluator simulator: a {d.family} design's "
+                         "closed loop has the closed form only (the simulator runs a "
+                         "request's overlapped roles in turn); use --rate or the closed form")
     dl = design_load(d, w, rep)
 
     def rel(key: str, central: float) -> tuple[float, float]:
