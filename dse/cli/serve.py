@@ -278,7 +278,8 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     try:
         r = serve_system(d, w, _load(a), replicas=a.replicas, evaluator=a.evaluator,
                          slo=_slo(a), lifetime_years=LIFETIME_YEARS, usd_per_kwh=USD_PER_KWH,
-                         speculation=spec_tok, engine_extra=extra, caps=caps)
+                         speculation=spec_tok, engine_extra=extra, caps=caps,
+                         max_num_seqs=a.max_num_seqs)
     except ValueError as e:
         raise InfeasibleError(str(e)) from None
     load = r.pop("load")

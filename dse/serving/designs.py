@@ -165,9 +165,10 @@ def _role_slowdown(p: Any, phi: float, ctx: float, n_pre: float, n0: int,
     return (lambda b: phi * dec(b) + (1.0 - phi) * pre(b)), rise
 
 
-def design_load(d: Any, w: Any, rep: Any) -> DesignLoad:
+def design_load(d: Any, w: Any, rep: Any, *, max_num_seqs: int | None = None) -> DesignLoad:
     """The design's work at load from its batch-1 closed-form report `rep` (a speculative or
-    width design; module docstring)."""
+    width design; module docstring); max_num_seqs: every GPU's cap on running sequences
+    (default vLLM's for the GPU)."""
     from dse.schedules import Costs
 
     c = Costs(d, w)
@@ -231,7 +232,8 @@ def design_load(d: Any, w: Any, rep: Any) -> DesignLoad:
             if p.kind == "gpu":
                 from dse.serving.load import vllm_caps
 
-                caps.append(vllm_caps(p.memory_bytes, p.device.name).max_num_seqs / n0)
+                caps.append(vllm_caps(p.memory_bytes, p.device.name,
+                                      max_num_seqs=max_num_seqs).max_num_seqs / n0)
         devices.append(Device(name, members, sum(idle[r] for r in members), max(min(caps), 0.0),
                               price if priced else None, min(kv) if kv else math.inf))
     rounds = 1
@@ -612,15 +614,15 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
 def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
                  evaluator: str = "closed-form", slo: Slo | None = None,
                  lifetime_years: float, usd_per_kwh: float, speculation: Any = None,
-                 engine_extra: dict[str, Any] | None = None, caps: Any = None
-                 ) -> dict[str, Any]:
+                 engine_extra: dict[str, Any] | None = None, caps: Any = None,
+                 max_num_seqs: int | None = None) -> dict[str, Any]:
     """A design at load: its family, accuracy (the single-stream closed form's, with its 90%
     interval) and the load's figures. `load` gives the kind, value, requests and seed; its
     lengths are replaced by the workload's prompt tokens and the design's tokens per problem
     (rounded). A target-only design is served by the one-model engine (dse.serving.serve,
     token-level speculation allowed, engine_extra its draft arguments); a speculative or
     width design by the servers above (both evaluators: the closed form, or the request-level
-    simulator of dse.serving.design_sim)."""
+    simulator of dse.serving.design_sim; max_num_seqs: its GPUs' cap, default vLLM's)."""
     from dataclasses import replace
 
     from dse.resolve import report
@@ -659,7 +661,7 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
         raise ValueError(f"--concurrency with --evaluator simulator: a {d.family} design's "
                          "closed loop has the closed form only (the simulator runs a "
                          "request's overlapped roles in turn); use --rate or the closed form")
-    dl = design_load(d, w, rep)
+    dl = design_load(d, w, rep, max_num_seqs=max_num_seqs)
 
     def rel(key: str, central: float) -> tuple[float, float]:
         iv = rep.intervals.get(key)
