@@ -54,8 +54,9 @@ COMMANDS: list[Command] = [
             search.studies_args, search.run_studies),
     Command("export", "write a design's build and serving files (FPGA, vLLM, host) as a "
             "bundle", export.export_args, export.run_export),
-    Command("serve", "one model serving many requests: throughput, latency percentiles, "
-            "goodput, energy and cost at a load", serve.serve_args, serve.run_serve),
+    Command("serve", "a model or a whole design serving many requests: throughput, latency "
+            "percentiles, goodput, energy and cost at a load", serve.serve_args,
+            serve.run_serve),
 ]
 
 
