@@ -43,18 +43,19 @@ def _serve(d, w, load: Load, **kw):
 @pytest.mark.parametrize("ref", ["paper-config1-u280", "paper-config1-3090", WIDTH,
                                  "target-only"])
 def test_batch_one_is_the_single_stream_evaluate(ref: str) -> None:
-    """A static batch of one and a vanishing rate give `dse evaluate`'s latency per problem
-    and J/token within 5% (speculative and width designs: exactly, by construction; the
+    """A static batch of one (both evaluators) and a vanishing rate give `dse evaluate`'s
+    latency per problem and J/token within 5% (speculative and width designs: exactly; the
     target-only design through the one-model engine: a prefill of the prompt and O - 1
     decode steps against the workload's step mix)."""
     if ref == "target-only":
         d, w, rep = _system("paper-config1-u280", workflow="target-only")
     else:
         d, w, rep = _system(ref)
-    one = _serve(d, w, Load("batch", 1, 1, 1, 1))
-    assert one["mean_e2el_ms"] / 1e3 == pytest.approx(rep.latency_s_per_problem, rel=0.05)
-    assert one["j_per_token"] == pytest.approx(rep.j_per_token, rel=0.05)
-    assert one["accuracy"] == pytest.approx(rep.accuracy)
+    for ev in ("closed-form", "simulator"):
+        one = _serve(d, w, Load("batch", 1, 1, 1, 1), evaluator=ev)
+        assert one["mean_e2el_ms"] / 1e3 == pytest.approx(rep.latency_s_per_problem, rel=0.05)
+        assert one["j_per_token"] == pytest.approx(rep.j_per_token, rel=0.05)
+        assert one["accuracy"] == pytest.approx(rep.accuracy)
     slow = _serve(d, w, Load("rate", 1e-4, 1, 1, 100))
     assert slow["mean_e2el_ms"] / 1e3 == pytest.approx(rep.latency_s_per_problem, rel=0.05)
 

@@ -12,7 +12,8 @@ first served); a request is admitted only while the requests in the system fit t
 the roles that keep them (the draft and the target). A stage's time counts towards the
 request's latency in the proportion C_r / S_r (its role's critical path over its busy time, the
 draft's step-ahead overlapping the PRM kept at its batch-1 share), so that a lone request's
-latency is the single-stream report's exactly. Energy: each device's idle power over the run,
+latency is the single-stream report's exactly; the run lasts to the last request's latency.
+Energy: each device's idle power over the run,
 plus a resident's share of its role's batch-1 energy above idle per busy second, times the
 dynamic power's rise at the batch, over the batch. Seeded: Poisson arrivals from the load's
 seed. Per-request work does not vary (every problem is the mean problem): percentiles show the
@@ -138,7 +139,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
                 role = stages[stage[r]][0]
                 if role.busy_s > 0:
                     dyn += role.dyn_j / role.busy_s * float(tables[role.role][1][b]) / b
-        energy += (idle + dyn) * dt
+        energy += dyn * dt  # above idle; the idle power is counted over the run below
         for name, act in active.items():
             if act:
                 held[name] += len(act) * dt
@@ -171,6 +172,9 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
     # the link's seconds (no device) and anything not in a role: added as at batch 1
     rest = dl.latency_s - sum(r.critical_s for r in dl.roles)
     latency += rest
-    duration = float(np.nanmax(finish_t) - arrival.min())
+    # the run ends as the last request's latency does (its stages' trailing overlapped work
+    # is the roles' S_r beyond C_r, done within the latency in the design)
+    duration = float(np.max(arrival + latency) - arrival.min())
+    energy += idle * duration
     batches = {k: (held[k] / busy[k] if busy[k] > 0 else 0.0) for k in held}
     return DesignRun(arrival, first, latency, duration, energy, batches)
