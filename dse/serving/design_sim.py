@@ -16,8 +16,10 @@ latency is the single-stream report's exactly; the run lasts to the last request
 Energy: each device's idle power over the run,
 plus a resident's share of its role's batch-1 energy above idle per busy second, times the
 dynamic power's rise at the batch, over the batch. Seeded: Poisson arrivals from the load's
-seed. Per-request work does not vary (every problem is the mean problem): percentiles show the
-load's queueing and batching, not the spread of problems.
+seed. Each request is one problem drawn from the single-stream simulator's replay of the design
+(`DesignLoad.spread`: its roles' work, rounds and answer tokens relative to the mean), so the
+percentiles hold the problems' spread as well as the load's queueing and batching; a static
+batch of one is the mean problem.
 """
 
 from __future__ import annotations
@@ -44,15 +46,25 @@ class DesignRun:
     duration_s: float
     energy_j: float
     batches: dict[str, float]  # each device's mean batch while it serves
+    tokens: F64  # each request's answer tokens
 
 
-def _stages(dl: DesignLoad, rounds: int) -> list[tuple[RoleWork, float]]:
-    """(role, work seconds) of one request's stages in order."""
+Stage = tuple[RoleWork, float, float]  # role, work seconds, latency per second there
+
+
+def _stages(dl: DesignLoad, rounds: int, busy: dict[str, float] | None = None,
+            crit: dict[str, float] | None = None) -> list[Stage]:
+    """One request's stages in order: (role, work seconds, the share of its time there that
+    counts towards latency, C_r / S_r); busy, crit: the request's problem's work over the
+    mean's, by role (None: the mean problem)."""
     init = [r for r in dl.roles if r.role == "init"]
     body = [r for r in dl.roles if r.role != "init" and r.busy_s > 0]
-    out = [(r, r.busy_s) for r in init]
+    out: list[Stage] = [(r, r.busy_s, 1.0) for r in init]
     for _ in range(rounds):
-        out += [(r, r.busy_s / rounds) for r in body]
+        for r in body:
+            b = r.busy_s * (busy or {}).get(r.role, 1.0)
+            c = r.critical_s * (crit or {}).get(r.role, 1.0)
+            out.append((r, b / rounds, c / b if b > 0 else 0.0))
     return out
 
 
@@ -73,7 +85,20 @@ def _tables(dl: DesignLoad, caps: dict[str, int]) -> dict[str, tuple[F64, F64]]:
 def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
     """Serve the load's requests (a batch serves its B) with the design (module docstring)."""
     n = int(load.value) if load.kind == "batch" else load.requests
-    stages = _stages(dl, max(rounds, 1))
+    sp = dl.spread
+    if sp is None:
+        plans = [_stages(dl, max(rounds, 1))] * n
+        tokens = np.full(n, dl.tokens_out)
+    else:  # each request one problem of the sample, drawn with the load's seed
+        pick = np.random.default_rng([load.seed, 0xD5]).integers(0, sp.rounds.size, n)
+        if n == 1:
+            pick = np.array([int(np.argmin(np.abs(sp.tokens - 1.0)))])  # a typical problem
+            plans = [_stages(dl, max(rounds, 1))]
+        else:
+            plans = [_stages(dl, int(sp.rounds[i]), {r: float(v[i]) for r, v in
+                                                     sp.busy.items()},
+                             {r: float(v[i]) for r, v in sp.critical.items()}) for i in pick]
+        tokens = dl.tokens_out * sp.tokens[pick] if n > 1 else np.full(1, dl.tokens_out)
     caps = {dv.name: max(math.floor(dv.cap), 1) for dv in dl.devices}
     tables = _tables(dl, caps)
     kv_cap = min((dv.keeps_kv for dv in dl.devices), default=math.inf)
@@ -100,7 +125,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
     busy = {dv.name: 0.0 for dv in dl.devices}
 
     def enter(r: int) -> None:
-        role, _ = stages[stage[r]]
+        role = plans[r][stage[r]][0]
         since[r] = t
         queues[role.device].append(r)
 
@@ -114,7 +139,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
             q, act = queues[dv.name], active[dv.name]
             while q and len(act) < caps[dv.name]:
                 r = q.popleft()
-                act[r] = stages[stage[r]][1]
+                act[r] = plans[r][stage[r]][1]
 
     while done < n:
         while pending and arrival[pending[0]] <= t:
@@ -125,7 +150,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
         for _name, act in active.items():
             b = len(act)
             for r in act:
-                f = float(tables[stages[stage[r]][0].role][0][b])
+                f = float(tables[plans[r][stage[r]][0].role][0][b])
                 slow[r] = f
                 nxt = min(nxt, act[r] * f)
         due = float(arrival[pending[0]]) - t if pending else math.inf
@@ -136,7 +161,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
         for _name, act in active.items():
             b = len(act)
             for r in act:
-                role = stages[stage[r]][0]
+                role = plans[r][stage[r]][0]
                 if role.busy_s > 0:
                     dyn += role.dyn_j / role.busy_s * float(tables[role.role][1][b]) / b
         energy += dyn * dt  # above idle; the idle power is counted over the run below
@@ -149,17 +174,15 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
             ended = []
             for r in act:
                 act[r] -= dt / slow[r]
-                if act[r] <= 1e-12 * max(stages[stage[r]][1], 1e-12):
+                if act[r] <= 1e-12 * max(plans[r][stage[r]][1], 1e-12):
                     ended.append(r)
             for r in ended:
                 del act[r]
-                role, _ = stages[stage[r]]
-                weight = role.critical_s / role.busy_s if role.busy_s > 0 else 0.0
-                latency[r] += (t - since[r]) * weight
-                if role.role == "init" or (stage[r] == 0):
+                latency[r] += (t - since[r]) * plans[r][stage[r]][2]
+                if stage[r] == 0:
                     first[r] = latency[r]
                 stage[r] += 1
-                if stage[r] < len(stages):
+                if stage[r] < len(plans[r]):
                     enter(r)
                 else:
                     done += 1
@@ -177,4 +200,4 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
     duration = float(np.max(arrival + latency) - arrival.min())
     energy += idle * duration
     batches = {k: (held[k] / busy[k] if busy[k] > 0 else 0.0) for k in held}
-    return DesignRun(arrival, first, latency, duration, energy, batches)
+    return DesignRun(arrival, first, latency, duration, energy, batches, tokens)

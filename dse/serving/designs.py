@@ -44,8 +44,9 @@ Batch 1 (a static batch of one, or a vanishing rate) is the single-stream report
 request-level simulator (dse.serving.design_sim) runs the same servers request by request
 (percentiles; the referee). What both leave out: a request's draft step-ahead overlapping its
 PRM's scoring is kept at its batch-1 share (C_r against S_r), so a device's slowdown stretches
-the critical path in proportion; every problem is the mean problem (the work per request does
-not vary); the KV caches are admission limits, not paged per token; colocated roles share one
+the critical path in proportion; the closed form's problems are all the mean problem (its
+queues are insensitive to the spread; the simulator draws each request's problem from the
+single-stream replay: `Spread`); the KV caches are admission limits, not paged per token; colocated roles share one
 slowdown curve, weighted by their work.
 
 A target-only design is served by `dse.serving.serve` (the one-model engine, both evaluators):
@@ -96,6 +97,42 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """Per-problem work of a sample of problems (the single-stream simulator's replay), each
+    relative to the sample's mean: a role's busy and critical-path seconds, the rounds
+    (attempts or steps) and the answer's tokens. The design simulator draws a problem for each
+    request; the closed form, insensitive to it, needs only the means."""
+
+    busy: dict[str, F64]  # role -> busy seconds over their mean
+    critical: dict[str, F64]  # role -> critical-path seconds over their mean
+    rounds: F64  # whole rounds, at least 1
+    tokens: F64  # answer tokens over their mean
+
+
+def problem_spread(d: Any, w: Any, problems: int = 2000, seed: int = 0) -> Spread:
+    """The design's problems as the single-stream simulator replays them (dse.resolve's)."""
+    from dse.engine.simulator import replay, synthetic_trace
+    from dse.engine.width import width_replay
+    from dse.schedules import Costs
+
+    c = Costs(d, w)
+    rp = (width_replay(c, problems, seed, timeline_problem=None) if d.is_width
+          else replay(c, synthetic_trace(c, problems, seed), timeline_problem=None))
+
+    def rel(a: F64) -> F64:
+        a = np.asarray(a, dtype=float)
+        m = float(a.mean())
+        return a / m if m > 0 else np.ones_like(a)
+
+    roles = [r for r in d.roles]
+    rounds = np.maximum(np.rint(np.asarray(rp.attempts, dtype=float)), 1.0)
+    if not (d.is_speculative or d.workflow in ("step-search", "beam")):
+        rounds = np.ones_like(rounds)
+    return Spread({r: rel(rp.busy[r]) for r in roles}, {r: rel(rp.crit[r]) for r in roles},
+                  rounds, rel(rp.committed_tokens))
+
+
+@dataclass(frozen=True)
 class DesignLoad:
     """A design's work at load (module docstring), from its batch-1 report."""
 
@@ -108,6 +145,7 @@ class DesignLoad:
     tokens_in: float
     accuracy: float | None
     rounds: int = 1  # the simulator's rounds of stages a request makes (attempts, steps)
+    spread: Spread | None = None  # the problems' spread, for the simulator (None: all mean)
 
     def slow(self, role: RoleWork, batches: dict[str, float]) -> float:
         return role.slowdown(batches[role.device])
@@ -520,9 +558,9 @@ def sim_metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
     from dse.serving.design_sim import simulate_design
 
     run = simulate_design(dl, load, dl.rounds)
-    o = dl.tokens_out
+    o = run.tokens
     ttft, e2el = run.first_token_s, run.latency_s
-    tpot = (e2el - ttft) / (o - 1) if o > 1 else np.zeros_like(e2el)
+    tpot = np.where(o > 1, (e2el - ttft) / np.maximum(o - 1, 1), 0.0)
     out: dict[str, Any] = {"completed": int(e2el.size),
                            "request_throughput": e2el.size / run.duration_s,
                            "mean_in_system": float(e2el.sum() / run.duration_s),
@@ -662,6 +700,8 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
                          "closed loop has the closed form only (the simulator runs a "
                          "request's overlapped roles in turn); use --rate or the closed form")
     dl = design_load(d, w, rep, max_num_seqs=max_num_seqs)
+    if evaluator == "simulator":
+        dl = replace(dl, spread=problem_spread(d, w, seed=load.seed))
 
     def rel(key: str, central: float) -> tuple[float, float]:
         iv = rep.intervals.get(key)
