@@ -46,8 +46,8 @@ request-level simulator (dse.serving.design_sim) runs the same servers request b
 PRM's scoring is kept at its batch-1 share (C_r against S_r), so a device's slowdown stretches
 the critical path in proportion; the closed form's problems are all the mean problem (its
 queues are insensitive to the spread; the simulator draws each request's problem from the
-single-stream replay: `Spread`); the KV caches are admission limits, not paged per token; colocated roles share one
-slowdown curve, weighted by their work.
+single-stream replay: `Spread`); the KV caches are admission limits, not paged per token;
+colocated roles share one slowdown curve, weighted by their work.
 
 A target-only design is served by `dse.serving.serve` (the one-model engine, both evaluators):
 the target placement, the workload's prompt tokens in, its tokens per problem out.
