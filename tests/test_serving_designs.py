@@ -25,11 +25,12 @@ def cat() -> Catalog:
     return Catalog.load()
 
 
-def _system(ref: str, **overrides: object):  # (design, workload, batch-1 report)
+def _system(ref: str, schedule: str | None = None, **overrides: object):
+    """(design, workload, batch-1 report)."""
     import dse
     from dse.resolve import report
 
-    d = dse.load_design(ref, overrides=overrides or None)
+    d = dse.load_design(ref, schedule=schedule, overrides=overrides or None)
     w = dse.load_workload("math500")
     return d, w, report(d, w)
 
@@ -41,7 +42,7 @@ def _serve(d, w, load: Load, **kw):
 
 
 @pytest.mark.parametrize("ref", ["paper-config1-u280", "paper-config1-3090", WIDTH,
-                                 "target-only"])
+                                 "target-only", "target-verifier", "colocated"])
 def test_batch_one_is_the_single_stream_evaluate(ref: str) -> None:
     """A static batch of one (both evaluators) and a vanishing rate give `dse evaluate`'s
     latency per problem and J/token within 5% (speculative and width designs: exactly; the
@@ -49,6 +50,10 @@ def test_batch_one_is_the_single_stream_evaluate(ref: str) -> None:
     decode steps against the workload's step mix)."""
     if ref == "target-only":
         d, w, rep = _system("paper-config1-u280", workflow="target-only")
+    elif ref == "target-verifier":  # the target judges: the PRM's work on its device
+        d, w, rep = _system("paper-config1-3090", "brsd", verifier="target")
+    elif ref == "colocated":  # one device, one batch for both roles, their memory together
+        d, w, rep = _system("paper-config1-3090", "brsd", colocate="draft+target")
     else:
         d, w, rep = _system(ref)
     for ev in ("closed-form", "simulator"):
@@ -321,6 +326,8 @@ def test_dse_serve_a_system_reports_family_and_accuracy(capsys: pytest.CaptureFi
       "--num-speculative-tokens", "3"), "target-only"),
     (("--system", "paper-config1-u280", "--concurrency", "4", "--evaluator", "simulator"),
      "closed form only"),
+    (("--model", "qwen2.5-7b-instruct", "--device", "h100-sxm", "--rate", "1", "--schedule",
+      "brsd"), "--schedule"),
     (("--model", "qwen2.5-7b-instruct", "--device", "h100-sxm", "--rate", "1",
       "--speculative-model", "ngram", "--num-speculative-tokens", "3",
       "--speculative-device", "u280"), "--speculative-device"),

@@ -75,6 +75,10 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="GPU name (with --model)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a design knob (with --system or --design), as dse evaluate")
+    p.add_argument("--schedule", action=Once,
+                   help="a speculative design's schedule: rsd, brsd, brsd_stepahead, "
+                   "heteroreason (default: the design file's, else heteroreason, else the "
+                   "last preset its shared devices can run)")
     p.add_argument("--scenario", action=Once,
                    help="workload of a design: its prompt tokens in, the design's tokens per "
                    f"problem out (default: the design file's, else {DEFAULT_WORKLOAD})")
@@ -166,9 +170,10 @@ def _check_flags(a: argparse.Namespace) -> None:
         if a.set:
             raise UsageError("--set changes a design's knobs: give --system or --design, or "
                              "the model's own flags (--tp, --precision, ...) with --model")
-        if a.scenario is not None:
-            raise UsageError("--scenario names a design's workload: with --model give "
-                             "--input-tokens and --output-tokens")
+        if a.scenario is not None or a.schedule is not None:
+            raise UsageError("--scenario and --schedule belong to a design (--system, "
+                             "--design): with --model give --input-tokens and "
+                             "--output-tokens")
         if a.dataset is not None and (a.input_tokens or a.output_tokens):
             raise UsageError(f"--dataset {a.dataset} draws each request's lengths; leave out "
                              "--input-tokens and --output-tokens")
@@ -254,6 +259,7 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.design_files import parse_set
     from dse.errors import InfeasibleError
     from dse.resolve import override_spec, read_source, runnable_schedules, schedule_of
+    from dse.schedules import PRESETS
     from dse.serving import LIFETIME_YEARS, USD_PER_KWH, vllm_caps
     from dse.serving.designs import serve_system
 
@@ -261,8 +267,10 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     w = read_workload(cat, a.scenario or src.workload or DEFAULT_WORKLOAD)
     sys_over, flags = parse_set(a.set)
     spec = override_spec(src.spec, sys_over, source="--set")
-    sched = schedule_of(None, src.schedule).with_flags(**flags)
+    sched = schedule_of(a.schedule, src.schedule).with_flags(**flags)
     ok, why = runnable_schedules(spec, [sched])
+    if not ok and a.schedule is None:  # the last preset the shared devices can run
+        ok = runnable_schedules(spec, [PRESETS[n].with_flags(**flags) for n in PRESETS])[0][-1:]
     if not ok:
         raise UsageError(f"{spec.name}: {'; '.join(why)}")
     d = build_design(cat, spec, ok[0])

@@ -203,6 +203,19 @@ def _role_slowdown(p: Any, phi: float, ctx: float, n_pre: float, n0: int,
     return (lambda b: phi * dec(b) + (1.0 - phi) * pre(b)), rise
 
 
+def _shared_batch(d: Any, roles: tuple[str, ...], ctx: float) -> float:
+    """Sequences of ctx tokens whose caches, one in each colocated model, fit the shared
+    device beside all the models' weights (per device: weights split over tp)."""
+    from dse.devices import shape
+
+    ps = [getattr(d, r) for r in roles]
+    usable = min(p.usable_memory_bytes for p in ps)
+    weights = sum(p.memory_needed_bytes - p.kv_bytes_per_token * p.context_tokens / p.tp
+                  for p in ps)
+    per_seq = sum(shape.kv_bytes_per_token(p.model, p.kv_bits) * ctx / p.tp for p in ps)
+    return max(usable - weights, 0.0) / per_seq if per_seq > 0 else math.inf
+
+
 def design_load(d: Any, w: Any, rep: Any, *, max_num_seqs: int | None = None) -> DesignLoad:
     """The design's work at load from its batch-1 closed-form report `rep` (a speculative or
     width design; module docstring); max_num_seqs: every GPU's cap on running sequences
@@ -256,9 +269,13 @@ def design_load(d: Any, w: Any, rep: Any, *, max_num_seqs: int | None = None) ->
         members = tuple(r for r in d.roles if group[r] == name)
         caps, kv, price = [], [], 0.0
         priced = True
+        shared = _shared_batch(d, members, prompt + out) if len(
+            {id(getattr(d, r)) for r in members}) > 1 else None
         for r in members:
             p = getattr(d, r)
             mb = p.max_batch(int(min(prompt + out, p.context_tokens))) / n0
+            if shared is not None:  # colocated models: their weights and caches together
+                mb = min(mb, shared / n0)
             caps.append(mb)
             if r in ("draft", "target"):
                 kv.append(mb)
