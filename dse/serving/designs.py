@@ -65,8 +65,6 @@ import numpy as np
 from dse.arrays import F64
 from dse.serving.load import Load, Slo
 
-ITERATIONS = 200
-TOLERANCE = 1e-7
 BISECTIONS = 40
 SECONDS_PER_YEAR = 365.25 * 86400
 
@@ -149,13 +147,6 @@ class DesignLoad:
 
     def slow(self, role: RoleWork, batches: dict[str, float]) -> float:
         return role.slowdown(batches[role.device])
-
-    def busy_by_device(self, batches: dict[str, float]) -> dict[str, float]:
-        """Seconds of residence a request has at each device at these batches."""
-        out = {d.name: 0.0 for d in self.devices}
-        for r in self.roles:
-            out[r.device] += r.busy_s * self.slow(r, batches)
-        return out
 
     def latency(self, batches: dict[str, float]) -> float:
         return self.latency_s + sum(r.critical_s * (self.slow(r, batches) - 1.0)
