@@ -429,12 +429,14 @@ def miss_reason(rid: str) -> str:
 
 
 def accuracy_cv_lines() -> list[str]:
-    """docs/validation.md's accuracy cross-validation (from dse/data/accuracy_cv.json) and the
-    held-out RSD rows (dse/data/accuracy_held_out.json)."""
-    from dse.validation import accuracy, accuracy_held_out
+    """docs/validation.md's accuracy cross-validation (from dse/data/accuracy_cv.json), the
+    held-out RSD rows (dse/data/accuracy_held_out.json) and the width model's cross-validation
+    and held-out rows (dse/data/width_cv.json)."""
+    from dse.validation import accuracy, accuracy_held_out, width
 
     return [*accuracy.markdown_section(accuracy.load()), "",
-            *accuracy_held_out.markdown_section(accuracy_held_out.load())]
+            *accuracy_held_out.markdown_section(accuracy_held_out.load()), "",
+            *width.markdown_section(width.load())]
 
 
 def cross_validation_lines(cat: Catalog) -> list[str]:

@@ -1,5 +1,6 @@
 """Rerun every `$ dse ...` example of the README and the command pages and paste its output
-back into the page (what tests/test_readme_examples.py compares).
+back into the page (what tests/test_readme_examples.py and, for serve.md,
+tests/test_serving.py compare).
 
     python scripts/refresh_examples.py            # rewrite the pages in place
     python scripts/refresh_examples.py --check    # exit 1 if any page would change
@@ -25,7 +26,7 @@ from dse.cli import main as dse_main
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/commands/catalog-roofline.md", "docs/commands/evaluate-simulate.md",
-         "docs/commands/search.md")
+         "docs/commands/search.md", "docs/commands/serve.md")
 BLOCK = re.compile(r"^```\n(\$ dse .*?)^```", re.S | re.M)
 STUDY_DIR = "/tmp/ex"
 

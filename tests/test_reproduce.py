@@ -112,6 +112,16 @@ def test_reproduce_json(cli_run):
     tj = out["target_judge"]
     assert tj["timing"] and all(not t["calibrated"] for t in tj["timing"])
     assert {"fit", "leave_one_pair_out", "leave_one_dataset_out"} <= set(tj["cross_validation"])
+    # the held-out RSD rows and the width model's validation, from their data files
+    from dse.validation import accuracy_held_out, width
+
+    held = out["accuracy_held_out"]
+    assert held["summary"] == accuracy_held_out.load()["summary"] and held["summary"]["n"] > 50
+    assert {"within_3_points", "coverage_90", "median_half_width"} <= set(held["summary"])
+    wv = out["width_cross_validation"]
+    assert set(wv["cross_validation"]) == set(width.SCHEMES)
+    assert wv["held_out"]["new"] == width.load()["held_out"]["new"]
+    assert "### Held-out RSD rows" in md and "## Width cross-validation" in md
 
 
 def test_reproduce_refuses_a_bad_path_before_computing(tmp_path, capsys):

@@ -71,6 +71,7 @@ def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         "rows": [r.to_dict() for r in rs],
         "summary": {**summ, "cross_validation": accuracy.summary_json(accuracy.load())},
         "accuracy_held_out": _held_out_json(),
+        "width_cross_validation": _width_json(),
         "device_rows": [{"id": d.id, "description": d.description, "measured": d.measured,
                          "tool": d.predicted, "rel_error": d.rel_error, "within": d.within,
                          "label": d.label} for d in dev],
@@ -116,3 +117,11 @@ def _held_out_json() -> dict[str, Any]:
     doc = accuracy_held_out.load()
     return {"summary": doc["summary"], "by_pair": doc["by_pair"],
             "by_dataset": doc["by_dataset"], "generated_by": doc["generated_by"]}
+
+
+def _width_json() -> dict[str, Any]:
+    """The width model's fit, cross-validation and held-out summaries (dse/data/width_cv.json,
+    written by scripts/calibrate_width.py)."""
+    from dse.validation import width
+
+    return width.summary_json(width.load())

@@ -373,6 +373,13 @@ def _fold_cost(doc: Mapping[str, Any], scheme: str, left_out: str) -> float:
     return float(c)
 
 
+def _table3_rhos(p: Mapping[str, Any]) -> str:
+    """The fitted in-chain factors of Table III's two pairs (0.5B draft), as text."""
+    rho = p["in_chain_error_factor"]
+    vals = [f"{rho[k]:.3g}" for k in sorted(rho) if k.startswith("qwen2.5-0.5b-instruct ->")]
+    return " and ".join(vals) if vals else "none"
+
+
 def markdown_section(doc: Mapping[str, Any]) -> list[str]:
     """docs/validation.md's accuracy cross-validation section (from the json, no refit)."""
     f, p = doc["fit"], doc["fit"]["parameters"]
@@ -386,8 +393,9 @@ def markdown_section(doc: Mapping[str, Any]) -> list[str]:
         f"{p['good_mean']:.3g}, bad-step mean {p['bad_mean_c0']:.3g} + "
         f"{p['bad_mean_draft']:.3g} x (1 - draft solo accuracy) + {p['bad_mean_prm']:.3g} x "
         f"(1 - PRM ProcessBench F1), error nesting {p['error_nesting']:.3g}, in-chain error "
-        f"factor {rho} (kappa {p['kappa']:g} fixed). Every other published accuracy (RSD's "
-        "threshold sweeps and tuned thresholds, other model families) stays out of the fit. "
+        f"factor {rho} (kappa {p['kappa']:g} fixed); each problem's difficulty is the width "
+        "model's (dse/data/width_model.toml), not fitted here. Every other published accuracy "
+        "(RSD's threshold sweeps and tuned thresholds, other model families) stays out of the fit. "
         "Each fold refits every shared parameter on the rows it keeps, from the full fit's own "
         "three default starts (keeping the best training cost; each fold's cost is in the "
         "json); a left-out pair is predicted with its factor unknown (1). Until December 2026 "
@@ -419,7 +427,7 @@ def markdown_section(doc: Mapping[str, Any]) -> list[str]:
         "fold). No RSD row has a draft as weak as the 0.5B (34% on MATH500, against 74-83% for "
         "RSD's drafts), so the bad-step mean's slope in the draft's error is extrapolated far "
         "past its data. The two Table III pairs' in-chain factors are also unknown there (1), "
-        "against 0.34 and 1.84 fitted. RSD's rows predicted from Table III alone err "
+        f"against {_table3_rhos(p)} fitted. RSD's rows predicted from Table III alone err "
         f"{span('leave_one_source_out', RSD)} points: low, the model's steep rise towards the "
         "target, most on OlympiadBench. A new pair costs "
         f"{span('leave_one_pair_out', TABLE3)} points on Table III's rows and "

@@ -80,13 +80,14 @@ def predict(cat: Catalog, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
                                            check=False),
                            r["dataset"], catalog=cat)
         lo, hi = rep.intervals["accuracy"]
+        acc = float(rep.accuracy if rep.accuracy is not None else "nan")
         status = rep.provenance.get("accuracy", {}).get("status", "")
         out.append({"id": r["id"], "pair": f"{r['draft_model']} -> {r['target_model']}",
                     "prm": r["prm_model"], "dataset": r["dataset"], "threshold": t,
                     "n_problems": int(r["n_problems"]), "measured": float(r["rsd_pct"]),
-                    "predicted": round(float(rep.accuracy), 4),
+                    "predicted": round(acc, 4),
                     "interval": [round(float(lo), 4), round(float(hi), 4)],
-                    "error_points": round(float(rep.accuracy) - float(r["rsd_pct"]), 4),
+                    "error_points": round(acc - float(r["rsd_pct"]), 4),
                     "status": status})
     return out
 

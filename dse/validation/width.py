@@ -248,3 +248,56 @@ def judge(held: Sequence[Row], p: WidthParams, h_model: float) -> dict[str, Any]
             for i, r in enumerate(held)]
     return {"new": stats(new), "all": stats(np.ones(len(held), dtype=bool)),
             "by_method": by_method, "h_model": h_model, "rows": rows}
+
+
+def load() -> dict[str, Any]:
+    """dse/data/width_cv.json, as scripts/calibrate_width.py wrote it."""
+    import json
+    from importlib import resources
+
+    doc: dict[str, Any] = json.loads(
+        resources.files("dse.data").joinpath(CV_FILE).read_text("utf-8"))
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"dse/data/{CV_FILE}: schema_version {doc.get('schema_version')!r}, "
+                         f"expected {SCHEMA_VERSION}; rerun {GENERATED_BY}")
+    return doc
+
+
+def summary_json(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """`dse reproduce --json`'s width_cross_validation: each scheme's and the held-out rows'
+    summaries (not the residuals)."""
+    keys = ("n", "median_abs_error", "max_abs_error", "within_3_points")
+    return {"fit": {k: doc["fit"][k] for k in keys},
+            "cross_validation": {s: {k: doc["cv"][s][k] for k in keys} for s in SCHEMES},
+            "held_out": {"new": doc["held_out"]["new"], "by_method": doc["held_out"]["by_method"],
+                         "h_model": doc["held_out"]["h_model"]}}
+
+
+def markdown_section(doc: Mapping[str, Any]) -> list[str]:
+    """docs/validation.md's width cross-validation and held-out table."""
+    out = ["## Width cross-validation", "",
+           f"The width model (best-of-N, voting, pass@N, step search; docs/model.md, \"Width: "
+           f"what a PRM buys\") fitted to {doc['fit']['n']} fit-allowed published rows "
+           f"({GENERATED_BY}, dse/data/width_cv.json); every fold refits from the default "
+           "starts. Absolute error in points:", "",
+           "| left out | rows | median | max | within 3 points |", "|---|---|---|---|---|"]
+
+    def line(name: str, s: Mapping[str, Any]) -> str:
+        return (f"| {name} | {s['n']} | {s['median_abs_error']:.2f} | "
+                f"{s['max_abs_error']:.1f} | {s['within_3_points']:.0%} |")
+
+    out.append(line("in-sample", doc["fit"]))
+    names = {"source": "one source (paper / repository)", "samples": "one N"}
+    out += [line(names.get(s, f"one {s}"), doc["cv"][s]) for s in SCHEMES]
+    h = doc["held_out"]
+    out += ["", f"Held-out rows (never fitted; {h['new']['n']} that do not repeat a fit row): "
+            f"**{h['new']['within_3_points']:.0%} within 3 points, {h['new']['coverage_90']:.0%} "
+            f"inside the 90% interval at a median half-width of "
+            f"{h['new']['median_half_width']:.1f} points** (h_model {h['h_model']:.1f}).", "",
+            "| method | rows | within 3 pts | in 90% interval | median abs error |",
+            "|---|---|---|---|---|"]
+    for m, v in sorted(h["by_method"].items()):
+        out.append(f"| {m} | {v['n']} | {v['within_3_points']:.0%} | {v['coverage_90']:.0%} | "
+                   f"{v['median_abs_error']:.2f} |")
+    out.append("")
+    return out
