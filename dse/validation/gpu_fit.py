@@ -121,7 +121,8 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
             "and a closed-loop client on H100 SXM (vLLM 0.11.0 Qwen3-8B, 0.21.0 Llama-3.1-8B, "
             "0.22.1 Qwen2.5-72B at TP 4) and an L4 (0.23.0 Qwen2.5-0.5B); users' runs at "
             "concurrency 1: RTX 4090 (0.25.1 Qwen2.5-7B; 0.19.1 Qwen3-4B FP8) and L4 (0.30.0 "
-            "Qwen3-0.6B and Qwen3-4B)"),
+            "Qwen3-0.6B and Qwen3-4B); vLLM's FP8 KV-cache blog post (0.19.1, Llama-3.1-8B BF16 "
+            "on an H100 at 256 and 125,000 input tokens, its published ITL line)"),
     FitSpec("vllm-0.4", (E_ATTN, STEP, EAGER),
             "vLLM 0.4.2 with CUDA graphs: the Qwen2 speed benchmark on A100"),
     FitSpec("vllm-eager", (LAUNCH, PCIE_AR, PCIE_AR_CALL),
@@ -173,9 +174,13 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("tinychat", (_by_gen(E_MEM), GAP, LAUNCH),
             "TinyChat W4A16 (llm-awq tinychat/README.md): per-token generation latency of "
             "LLaMA-2 7B/13B, LLaMA-3-8B and Vicuna 7B/13B on RTX A6000, RTX 4090 and Jetson Orin"),
-    FitSpec("autoawq", (E_MEM, LAUNCH, COMPUTE),
-            "AutoAWQ 0.1.6 fused modules (its README's benchmark): Vicuna 7B GEMV and Llama 2 13B "
-            "GEMM on an RTX 4090, decode and prefill at 64 and 2048 tokens"),
+    FitSpec("autoawq", (E_MEM, LAUNCH, COMPUTE, PREFILL),
+            "AutoAWQ 0.1.6 fused modules with its GEMM-format kernels (its README's benchmark): "
+            "Llama 2 13B and Mistral 7B on an RTX 4090, decode and prefill at 64 and 2048 "
+            "tokens"),
+    FitSpec("autoawq-gemv", (E_MEM, LAUNCH, COMPUTE, PREFILL),
+            "AutoAWQ 0.1.6 fused modules with its GEMV-format kernels (its README's benchmark): "
+            "Vicuna 7B and Mistral 7B on an RTX 4090, decode and prefill at 64 and 2048 tokens"),
     FitSpec("lmdeploy-turbomind", (E_MEM, STEP, COMPUTE, PREFILL, ALLREDUCE),
             "LMDeploy 0.1.0a1 TurboMind FP16 (docs/en/benchmark/a100_fp16.md): Llama-2 7B/13B "
             "(TP 1) and 70B (TP 4) on A100-80G, end-to-end throughput at prompts 1-2048 and "
@@ -216,8 +221,10 @@ DERIVED: dict[tuple[str, str], str] = {
     ("mlc-llm-jetson", "pcie_allreduce_fixed_us"): "mlc-llm",
     ("hf-4.51", "attention_bw_efficiency"): "hf-eager",
     **{(p, "attention_bw_efficiency"): "vllm-cudagraph"
-       for p in ("tinychat", "autoawq", "lmdeploy-turbomind", "fastertransformer")},
-    **{(p, "layer_gap_us"): "vllm-cudagraph" for p in ("autoawq", "lmdeploy-turbomind")},
+       for p in ("tinychat", "autoawq", "autoawq-gemv", "lmdeploy-turbomind",
+                 "fastertransformer")},
+    **{(p, "layer_gap_us"): "vllm-cudagraph"
+       for p in ("autoawq", "autoawq-gemv", "lmdeploy-turbomind")},
     ("lmdeploy-turbomind", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("fastertransformer", "quantized_layer_overhead_us"): "vllm-cudagraph",
     ("fastertransformer", "allreduce_latency_us"): "tensorrt-llm",
@@ -227,7 +234,7 @@ DERIVED: dict[tuple[str, str], str] = {
 FIT_ORDER = ("vllm-cudagraph", "vllm-v1", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
              "hf-4.51", "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm",
              "mlc-llm-2023-08", "mlc-llm-jetson", "exllamav2", "tinychat", "autoawq",
-             "lmdeploy-turbomind", "fastertransformer")
+             "autoawq-gemv", "lmdeploy-turbomind", "fastertransformer")
 
 
 # ------------------------------------------------------------------------------ fitting

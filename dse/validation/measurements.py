@@ -71,7 +71,10 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^gpt-fast|torch\.compile", "torch-compile"),
     (r"^exllamav2", "exllamav2"),
     (r"^tinychat", "tinychat"),  # MIT Han lab llm-awq's TinyChat (its own W4A16 kernels)
-    (r"^autoawq", "autoawq"),  # AutoAWQ's fused modules and GEMV/GEMM kernels
+    # AutoAWQ's fused modules: a model quantised in its GEMV format runs the GEMV kernels, whose
+    # prompt path differs from the GEMM format's (boards/serving/autoawq-gemv.toml)
+    (r"^autoawq-[\d.]+ GEMV", "autoawq-gemv"),
+    (r"^autoawq", "autoawq"),  # the GEMM format's kernels
     (r"^lmdeploy", "lmdeploy-turbomind"),  # LMDeploy's TurboMind C++ engine
     (r"^fastertransformer", "fastertransformer"),
     # Ollama runs llama.cpp's ggml CUDA backend as its model runner (its repository vendors
@@ -187,13 +190,15 @@ def document_of(source: str, device: str = "") -> str:
 
 def family_of(profile: str) -> str:
     """A profile's serving family: its name without a version or build suffix (hf-4.38 ->
-    hf-transformers, mlc-llm-jetson -> mlc-llm)."""
+    hf-transformers, mlc-llm-jetson -> mlc-llm, autoawq-gemv -> autoawq)."""
     if profile.startswith("hf-"):
         return "hf-transformers"
     if profile.startswith("vllm-0.") or profile == "vllm-v1":
         return "vllm-cudagraph"
     if profile.startswith("mlc-llm"):
         return "mlc-llm"
+    if profile.startswith("autoawq"):
+        return "autoawq"
     return profile
 
 
