@@ -64,6 +64,9 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measured-only", action="store_true",
                    help="only hardware whose every device has a published measurement (no "
                    "projection-only board)")
+    from dse.cli.search_load import load_args
+
+    load_args(p)
     add_wide(p)
 
 
@@ -245,10 +248,12 @@ def sweep_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
+    from dse.cli.search_load import load_of
     from dse.search import sweep
     from dse.search.exhaustive import default_processes
 
     space, objectives, cons = _search_setup(a, cat)
+    ld = load_of(a, cat, space, objectives)
     show = sys.stderr.isatty() and not a.json
 
     def progress(f: float) -> None:
@@ -257,7 +262,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 
     r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence,
               measured_only=a.measured_only,
-              processes=a.processes if a.processes is not None else default_processes())
+              processes=a.processes if a.processes is not None else default_processes(),
+              pool=ld is not None, families=ld is None)
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"
@@ -281,9 +287,29 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload["measured_only"] = r.measured_only
     payload["ties"] = [t.to_dict() for t in r.ties]
     width = text_width(a)
+    if ld is not None:
+        return _at_load(cat, space, objectives, r.pool, ld, payload, head, width, files)
     text = (head + "\n" + _best_table(cat, objectives, r.pareto, width) + _ties_text(r.ties)
             + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
     return payload, wrap(text, width) + _wrote_text(files)
+
+
+def _at_load(cat: Catalog, space: Any, objectives: list[str], pool: list[Any], ld: Any,
+             payload: dict[str, Any], head: str, width: int | None, files: list[str]
+             ) -> tuple[Any, str]:
+    """The search's answer at the load (dse.search.at_load): its payload replaces the
+    single-stream best and by_family (kept under single_stream_best)."""
+    from dse.cli.search_load import load_payload, load_text, no_design
+    from dse.search.at_load import search_at_load
+
+    res = search_at_load(cat, space, objectives[0], pool, ld)
+    if not res.ranked:
+        raise InfeasibleError(no_design(res))
+    payload["single_stream_best"] = payload.pop("best")
+    payload.pop("pareto", None)
+    payload.pop("ties", None)
+    payload |= load_payload(res)
+    return payload, wrap(load_text(res, width, head), width) + _wrote_text(files)
 
 
 MEMORY_STORAGE = "memory"  # --storage memory: Optuna's in-memory storage
@@ -313,7 +339,10 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     memory = url == MEMORY_STORAGE
     if not memory:
         check_storage("--storage", url)
+    from dse.cli.search_load import load_of
+
     space, objectives, cons = _search_setup(a, cat, names=(*SEARCH_FILES, "trials.csv"))
+    ld = load_of(a, cat, space, objectives)
     if not a.json:
         where = f" ({Path(url[len('sqlite:///'):]).resolve()})" if url.startswith(
             "sqlite:///") else ""
@@ -325,7 +354,8 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
                  seed=a.seed, storage=None if memory else url, study_name=a.study_name,
                  progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
-                 confidence=a.confidence, measured_only=a.measured_only)
+                 confidence=a.confidence, measured_only=a.measured_only,
+                 families=ld is None)
     study = r.study  # the study as its run ended (its storage stays open)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
@@ -356,9 +386,29 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload["measured_only"] = r.measured_only
     payload["ties"] = [t.to_dict() for t in r.ties]
     width = text_width(a)
+    if ld is not None:
+        return _at_load(cat, space, objectives, _study_pool(cat, space, objectives, cons, a,
+                                                            study), ld, payload, head, width,
+                        files)
     text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
             + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
     return payload, wrap(text, width) + _wrote_text(files)
+
+
+def _study_pool(cat: Catalog, space: Any, objectives: list[str], cons: Any,
+                a: argparse.Namespace, study: Any) -> list[Any]:
+    """A study's designs at the load: its feasible trials of the speculative families (the
+    best on each target placement) and the target-only and width arrangements swept."""
+    from dataclasses import replace
+
+    from dse.search import sweep
+    from dse.search.at_load import study_pool
+
+    arrs = tuple(x for x in space.arrangements if x.workflow != "speculative")
+    sub = sweep(cat, replace(space, arrangements=arrs), objectives[:1], cons,
+                confidence=a.confidence, measured_only=a.measured_only, families=False,
+                pool=True) if arrs else None
+    return study_pool(cat, space, study, sub.pool if sub is not None else [])
 
 
 def studies_args(p: argparse.ArgumentParser) -> None:

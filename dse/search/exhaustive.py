@@ -63,6 +63,9 @@ class SweepResult:
     by_family: list[FamilyBest] = field(default_factory=list)  # each family's best vs best[0]
     measured_only: bool = False
     ties: list[FrontTie] = field(default_factory=list)  # the shown front's neighbours
+    # pool=True: the best design of each family on each target placement (mean-value
+    # figures), the designs a search at a load serves (dse.search.at_load)
+    pool: list[Candidate] = field(default_factory=list)
 
 
 _REASON_KINDS = (("together they need", "roles sharing a device do not fit together"),
@@ -185,7 +188,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
           seed: int = 0, confidence: float = DEFAULT_CONFIDENCE,
           measured_only: bool = False, families: bool = True,
-          processes: int = 1) -> SweepResult:
+          processes: int = 1, pool: bool = False) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
     Pareto front (several), under the constraints, checked at the pessimistic end of each
     constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
@@ -194,7 +197,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     whose every device has a published measurement. processes: how many forked processes
     share the hardware choices (Linux; the result does not depend on it; the `dse sweep`
     command uses every CPU, the library one process, as a threaded server such as the
-    dashboard must not fork)."""
+    dashboard must not fork). pool: also keep each family's best on each target placement
+    (SweepResult.pool)."""
     objectives = check_objectives(objectives)
     confidence = check_confidence(confidence)
     cons = constraints.merged(space)
@@ -218,6 +222,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     front_ref: list[tuple[int, NDArray[np.int64]]] = []
     tops: list[tuple[float, int, int]] = []  # one objective: the TOP_K best hardware choices
     fam_best: dict[str, tuple[float, int, int]] = {}
+    per_target: dict[tuple[str, str], tuple[float, int, int]] = {}
     samples: dict[str, list[F64]] = {k: [] for k in METRICS}
     for i, got in enumerate(_summaries(job, processes, progress)):
         n_designs += got.n_designs
@@ -231,6 +236,9 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
         fam = hws[i].family
         if val < fam_best.get(fam, (math.inf, 0, 0))[0]:
             fam_best[fam] = (val, i, flat)
+        key = (fam, hws[i].target.label())
+        if pool and val < per_target.get(key, (math.inf, 0, 0))[0]:
+            per_target[key] = (val, i, flat)
         if got.front is not None:
             front_vals.append(got.front[0])
             front_ref.append((i, got.front[1]))
@@ -289,9 +297,14 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
                 b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
         fams = family_bests(cat, space.workloads, best[0], bests, families_of(space))
     ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives])
+    kept = []
+    for n, (_, i, flat) in enumerate(sorted(per_target.values())):
+        fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))
+        kept.append(candidate(ev, hws[i], result(i).metrics, fi, ai, ki,
+                              name=f"{space.name}-pool-{n}"))
     return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,
-                       confidence, fams, measured_only, ties)
+                       confidence, fams, measured_only, ties, kept)
 
 
 def measured_hardware(hws: Sequence[Hardware]) -> list[Hardware]:

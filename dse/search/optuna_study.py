@@ -99,8 +99,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
              timeout: float | None = None, seed: int = 0, storage: str | None = None,
              study_name: str | None = None, progress: bool = False, worker: int = 0,
              callback: Callable[[int, int], None] | None = None,
-             confidence: float = DEFAULT_CONFIDENCE, measured_only: bool = False
-             ) -> OptimizeResult:
+             confidence: float = DEFAULT_CONFIDENCE, measured_only: bool = False,
+             families: bool = True) -> OptimizeResult:
     """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
     seconds pass). Several processes may run on one storage and study at once.
 
@@ -112,7 +112,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     confidence: constraints are checked at the pessimistic end of each constrained metric's
     interval (0.9: the 90% interval's end; 0.5: the central values); the objectives are the
     central values. measured_only: a trial on a device without a published measurement is
-    infeasible. Beside the winner, each family's best (`study_families`)."""
+    infeasible. Beside the winner, each family's best (`study_families`; families=False:
+    none, as a search at a load weighs the families at the load instead)."""
     import optuna
 
     from dse.search.exhaustive import measured_hardware
@@ -273,7 +274,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     best = shown(cat, space, objectives, study_shortlist(study, len(objectives)), cons,
                  confidence)
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
-                           measured_only) if best else [])
+                           measured_only) if best and families else [])
     ran = set(mine)
     n_new = sum(t.number in ran for t in study_trials(study))
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),

@@ -56,15 +56,23 @@ def _share(load: Load, replicas: int) -> Load:
     return replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per)
 
 
-def _steady(e: Engine, load: Load) -> tuple[Steady, float, float, float]:
+def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: bool = True
+            ) -> tuple[Steady, float, float, float]:
     """The replica's steady state, the mean queue wait before a request starts, the run's
     duration from the first arrival to the last completion, and the capacity rate
-    (requests/s; nan where the load is not a rate)."""
+    (requests/s; nan where the load is not a rate; known: the caller's, not recomputed).
+    limit_needed=False (an interval's end, whose figures do not include the capacity): a
+    rate with a fixed point is served by it without the capacity's bisection (nan)."""
     n = requests_for(load)
     if load.kind == "batch":
         s = static_batch(e, load)
         return s, 0.0, s.e2el_s, float("nan")
-    limit = capacity_rate(e, load) if load.kind == "rate" else float("nan")
+    if not limit_needed and known is None and load.kind == "rate" and math.isfinite(load.value):
+        fixed = open_loop(e, load, load.value)
+        if fixed is not None:
+            return fixed, 0.0, (n - 1) / load.value + fixed.e2el_s, float("nan")
+    limit = float("nan") if load.kind != "rate" else (
+        known if known is not None else capacity_rate(e, load))
     if load.kind == "concurrency":
         s = closed_loop(e, load)
         return s, 0.0, n / s.request_rate, limit
@@ -80,8 +88,9 @@ def _steady(e: Engine, load: Load) -> tuple[Steady, float, float, float]:
     return st, 0.0, n / st.request_rate, limit
 
 
-def _closed_metrics(e: Engine, load: Load) -> dict[str, Any]:
-    s, wait, duration, limit = _steady(e, load)
+def _closed_metrics(e: Engine, load: Load, known: float | None = None, *,
+                    limit_needed: bool = True) -> dict[str, Any]:
+    s, wait, duration, limit = _steady(e, load, known, limit_needed=limit_needed)
     n = requests_for(load)
     ttft = s.ttft_s + wait
     e2el = s.e2el_s + wait
@@ -188,11 +197,14 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
           lifetime_years: float = LIFETIME_YEARS, usd_per_kwh: float = USD_PER_KWH,
           intervals: bool = True, speculation: Speculation | None = None,
           draft: Placement | None = None, draft_apart: bool = False,
-          draft_prompt: Placement | None = None, draft_link: Any = None) -> dict[str, Any]:
+          draft_prompt: Placement | None = None, draft_link: Any = None,
+          capacity: float | None = None) -> dict[str, Any]:
     """The load's figures on `replicas` replicas of the placement (module docstring);
     speculation: token-level speculative decoding, its draft model's placement where the
     proposer is a model (on the same GPUs, or on a device of its own: draft_apart, its prompts
-    prefilled by draft_prompt on the GPUs and sent over draft_link)."""
+    prefilled by draft_prompt on the GPUs and sent over draft_link). capacity: one replica's
+    capacity rate at these lengths when the caller has it (dse.search.at_load serves a design
+    at several replica counts; the closed form's, else its bisection runs again)."""
     if evaluator not in EVALUATORS:
         raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
     if replicas < 1:
@@ -206,7 +218,8 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
         raise ValueError(f"a request of {load.input_tokens} + {load.output_tokens} tokens does "
                          f"not fit {placement.model.name}'s KV cache on {placement.device.name}"
                          f" ({e.kv_capacity_tokens} tokens beside the weights)")
-    metrics = (_closed_metrics if evaluator == "closed-form" else _sim_metrics)(e, share)
+    metrics = (_closed_metrics(e, share, capacity) if evaluator == "closed-form"
+               else _sim_metrics(e, share))
     res = _finish(metrics, load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
     res["kv_capacity_tokens"] = e.kv_capacity_tokens
     res["max_num_seqs"], res["max_num_batched_tokens"] = caps.max_num_seqs, \
@@ -216,7 +229,8 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
     central = res if evaluator == "closed-form" else _finish(
         _closed_metrics(e, share), load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
     ends = [_finish(_closed_metrics(replace(e, decode_factor=d, prefill_factor=p,
-                                            power_factor=w), share), load, replicas,
+                                            power_factor=w), share, limit_needed=False),
+                    load, replicas,
                     capex_usd, slo, lifetime_years, usd_per_kwh) for d, p, w in _ends(placement)]
     iv: dict[str, list[float]] = {}
     for k in INTERVAL_KEYS:

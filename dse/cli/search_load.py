@@ -1,0 +1,132 @@
+"""`dse sweep` and `dse optimize` at a load (`--rate R`, `--slo ttft:MS,tpot:MS`, or the
+workload's [load] table): the flags, and the text and JSON of the search at the load
+(dse.search.at_load)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dse.cli.common import positive_float, table, with_interval
+from dse.errors import UsageError
+
+LOAD_NOTE = ("each design served at the load by the serving closed form (as dse serve --system "
+             "... --rate R) on the fewest replicas that hold it at <= {u:.0%} of their capacity "
+             "(doubled while an SLO is missed); token-speculative: each target placement with "
+             "the default proposers (ngram, eagle, the space's draft models; k 4); accuracy "
+             "as single-stream; [low-high]: 90% intervals (docs/model.md, Serving at load)")
+
+
+def load_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", type=positive_float, metavar="R",
+                   help="serve R requests (the workload's problems) per second, Poisson: "
+                   "cost, j_per_token, goodput and latency measured at that load, each design "
+                   "on the fewest replicas that hold it (default: the workload's [load] table, "
+                   "else one problem at a time)")
+    p.add_argument("--slo", nargs="+", metavar="KEY:MS",
+                   help="SLOs at --rate on the mean latencies, ttft:MS,tpot:MS (or vLLM's "
+                   "ttft:MS tpot:MS e2el:MS): a design that misses one is infeasible")
+
+
+def load_of(a: argparse.Namespace, cat: Any, space: Any, objectives: list[str]) -> Any:
+    """The search's load (dse.search.at_load.LoadSpec) or None; a bad combination is one
+    UsageError line."""
+    from dse.search.at_load import LOAD_METRICS, load_spec
+
+    w = cat.workload(space.workloads[0][0]) if len(space.workloads) == 1 else None
+    ld = load_spec(a.rate, a.slo, w)
+    if ld is None:
+        return None
+    if objectives[0] not in LOAD_METRICS:
+        raise UsageError(f"--rate: --objective {objectives[0]} does not depend on the load (a "
+                         "design's accuracy is the same at any rate); rank by "
+                         f"{', '.join(LOAD_METRICS)}")
+    if len(objectives) > 1:
+        raise UsageError("--rate: one --objective at a load (the search ranks each family's "
+                         "designs at the load by it)")
+    if len(space.workloads) != 1:
+        raise UsageError(f"--rate: space {space.name} weighs a mix of workloads; at a load "
+                         "a search serves one workload's problems")
+    return ld
+
+
+COLS = (("cost_usd_per_mtok", "$/Mtoken"), ("j_per_token", "J/token"),
+        ("goodput_tokens_per_s", "goodput tok/s/replica"), ("latency_s_per_problem",
+                                                            "e2el s"))
+
+
+def _served_row(s: Any, metric: str) -> list[Any]:
+    m, iv = s.candidate.metrics, s.candidate.intervals
+    v = m.get(metric)
+    return [with_interval(v, iv.get(metric)) if v is not None else "-", s.replicas,
+            f"{m['mean_ttft_ms']:.4g}", f"{m['mean_tpot_ms']:.3g}",
+            "-" if m.get("accuracy") is None else f"{m['accuracy']:.4g}"]
+
+
+def load_text(res: Any, width: int | None, head: str) -> str:
+    """The search at the load: its line, the ranked designs, each family's best with its
+    margin, the infeasible designs counted by reason."""
+    from dse.search.at_load import LOAD_METRICS, label
+
+    ld = res.load
+    metric, _ = LOAD_METRICS[res.objective]
+    unit = dict(COLS)[metric]
+    out = [head, f"at load: {ld.rate:g} requests/s (Poisson, {ld.source}), SLOs: "
+           f"{ld.slo_text}; {res.n_pool} designs in the pool, {res.n_served} served (the rest "
+           f"screened out by a bound on {res.objective}) in {res.seconds:.2f} s",
+           LOAD_NOTE.format(u=ld.utilisation)]
+    for k, v in sorted(res.infeasible.items()):
+        out.append(f"infeasible at load: {k}: {v} designs, e.g. {res.examples[k]}")
+    rows = [[i + 1, s.family, *_served_row(s, metric), label(s)]
+            for i, s in enumerate(res.ranked[:5])]
+    out.append(table(["#", "family", unit, "replicas", "TTFT ms", "TPOT ms", "accuracy %",
+                      "design"], rows, width=width))
+    frows = []
+    for f in res.by_family:
+        s = res.served.get(f.family)
+        if s is None:
+            frows.append([f.family, "-", "-", "-", "-", "-", f.note])
+            continue
+        if f.is_winner:
+            margin = "#1 (the winner)"
+        else:
+            mv = f.margin.get(metric)
+            lo, hi = f.margin_interval.get(metric, [mv, mv])
+            sure = "outside" if f.decided(metric) else "inside"
+            margin = "-" if mv is None else (f"{mv:+.4g} [{lo:+.4g} to {hi:+.4g}]; 0 {sure} "
+                                             "the interval")
+        frows.append([f.family, *_served_row(s, metric), margin])
+    out.append(f"\nbest of each family at {ld.rate:g} requests/s (margin: family - #1 on "
+               f"{unit}, [90% interval of the difference])")
+    out.append(table(["family", unit, "replicas", "TTFT ms", "TPOT ms", "accuracy %",
+                      "margin vs #1"], frows, width=width))
+    out.append("")
+    for f in res.by_family:
+        s = res.served.get(f.family)
+        if s is not None:
+            out.append(f"{f.family}: {label(s)}")
+    return "\n".join(out)
+
+
+def load_payload(res: Any) -> dict[str, Any]:
+    """The search at the load for --json: `load`, `best` (ranked, at the load), `by_family`
+    and `at_load` (pool, served, infeasible counts)."""
+
+    def one(s: Any) -> dict[str, Any]:
+        d = s.candidate.to_dict()
+        return d | {"family": s.family, "replicas": s.replicas, "proposer": s.proposer}
+
+    return {"load": res.load.to_dict(), "best": [one(s) for s in res.ranked[:5]],
+            "by_family": res.family_dicts(),
+            "at_load": {"objective": res.objective, "n_pool": res.n_pool,
+                        "n_served": res.n_served, "seconds": res.seconds,
+                        "infeasible": res.infeasible, "infeasible_examples": res.examples,
+                        "target_utilisation": res.load.utilisation}}
+
+
+def no_design(res: Any) -> str:
+    why = "; ".join(f"{k}: {v}" for k, v in sorted(res.infeasible.items())) or "none served"
+    return (f"no design holds {res.load.rate:g} requests/s under the SLOs ({res.load.slo_text})"
+            f": {why}; relax the SLOs or lower --rate")
+
+
