@@ -60,6 +60,7 @@ LOAD_METRICS = {"cost": ("cost_usd_per_mtok", 1), "j_per_token": ("j_per_token",
                 "goodput": ("goodput_tokens_per_s", -1),
                 "latency": ("latency_s_per_problem", 1)}
 SLO_KEYS = ("ttft", "tpot", "e2el")
+SECONDS_PER_YEAR = 365.25 * 86400  # as dse.serving's
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def _job(cat: Catalog, space: Any, c: Candidate, fam: str, objective: str, load:
         reps = min(max(1, math.ceil(load.rate / (load.utilisation * top) - 1e-9)),
                    MAX_REPLICAS + 1)
         idle_w = e.idle_w
-    secs = space.lifetime_years * 365.25 * 86400
+    secs = space.lifetime_years * SECONDS_PER_YEAR
     bound = -math.inf
     if objective == "cost" and capex is not None and math.isfinite(capex):
         usd_per_s = reps * (float(capex) / secs + idle_w / 1000.0 * space.usd_per_kwh / 3600)
@@ -454,6 +455,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
                 jobs.append(_job(cat, space, c, "token-speculative", objective, load, spec,
                                  extra, rep))
     jobs.sort(key=lambda j: j.bound)
+    pooled = {j.family for j in jobs}
     best: dict[str, Served] = {}
     feasible: list[Served] = []
     reasons: Counter[str] = Counter()
@@ -503,8 +505,9 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
             if fb is None:
                 if fam == "token-speculative" and not token_speculative:
                     continue
-                fams.append(FamilyBest(fam, None, note="no design of this family holds the "
-                                       "load in the space"))
+                fams.append(FamilyBest(fam, None, note=(
+                    "no design of this family holds the load" if fam in pooled else
+                    "no feasible design of this family in the space")))
                 continue
             if fb is win:
                 fams.append(FamilyBest(fam, fb.candidate, {m: 0.0 for m in MARGINS},

@@ -1,0 +1,150 @@
+"""The search at a load (dse.search.at_load, `dse sweep/optimize --rate R --slo ...`): the
+objective becomes the serving model's at that load, a design that cannot hold the rate under
+the SLOs is infeasible with a counted reason, and every family (token-speculative included)
+is weighed at the load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dse.api import load_catalog
+from dse.cli import main
+from dse.devices.registry import place
+from dse.errors import UsageError
+from dse.search import load_space, sweep
+from dse.search.at_load import (
+    LOAD_FAMILIES,
+    SECONDS_PER_YEAR,
+    LoadSpec,
+    parse_slo,
+    serve_at_load,
+)
+from dse.serving import Engine, Load, Speculation, vllm_caps
+from dse.serving.closed_form import capacity_rate, capacity_rate_grid
+
+SPACE = str(Path(__file__).parent / "data" / "load-space.toml")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def at20():
+    """`dse sweep --space load-space --objective cost --rate 20 --json`, run once."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["sweep", "--space", SPACE, "--objective", "cost", "--rate", "20",
+                     "--json", "--processes", "1"]) == 0
+    return json.loads(buf.getvalue())
+
+
+def test_capacity_grid_is_the_bisection(cat):
+    """Two rounds of 256 rates try the bisection's 2^16 dyadic points: the same capacity."""
+    pl = place(cat, cat.model("qwen2.5-math-1.5b-instruct"), "rtx-3090", software="vllm-v1",
+               context_tokens=2000)
+    ld = Load("rate", 1.0, 99, 392, 1000, 0, None)
+    for spec in (None, Speculation("ngram", 4, 0.6, "test")):
+        e = Engine(pl, vllm_caps(pl.memory_bytes, pl.device.name), speculation=spec)
+        assert capacity_rate_grid(e, ld) == pytest.approx(capacity_rate(e, ld), rel=1e-12)
+
+
+def test_target_only_cost_at_rate_is_dse_serves(cat, tmp_path, capsys):
+    """The search's target-only design at 20 problems/s costs what `dse serve --design` says
+    for the same design and rate, and that is, by hand, (list price / 3 years + power x
+    $0.15/kWh) / output tokens per second."""
+    space = load_space(cat, SPACE)
+    pool = sweep(cat, space, ["cost"], pool=True, families=False).pool
+    c = next(x for x in pool if x.design.system.workflow_name == "target-only")
+    s = serve_at_load(cat, space, c, LoadSpec(20.0), "target-only")
+    assert s.feasible and s.replicas == 1  # 20 < 0.8 x its capacity of about 25
+    f = tmp_path / "design.toml"
+    f.write_text(c.toml)
+    assert main(["serve", "--design", str(f), "--rate", "20", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    m = s.candidate.metrics
+    assert m["cost_usd_per_mtok"] == pytest.approx(got["cost_usd_per_mtok"], rel=1e-9)
+    assert m["j_per_token"] == pytest.approx(got["j_per_token"], rel=1e-9)
+    price = cat.gpu("rtx-3090").list_price_usd
+    usd_per_s = price / (3 * SECONDS_PER_YEAR) + got["avg_power_w"] / 1000 * 0.15 / 3600
+    assert m["cost_usd_per_mtok"] == pytest.approx(usd_per_s / got["output_throughput"] * 1e6,
+                                                   rel=1e-9)
+    # the rate changes the objective: batch 1's cost is an order of magnitude higher
+    assert c.metrics["cost_usd_per_mtok"] > 5 * m["cost_usd_per_mtok"]
+
+
+def test_by_family_at_load(at20):
+    js = at20
+    assert js["load"]["rate"] == 20 and js["at_load"]["objective"] == "cost"
+    fams = [f["family"] for f in js["by_family"]]
+    assert fams == list(LOAD_FAMILIES)
+    by = {f["family"]: f for f in js["by_family"]}
+    win = by["target-only"]
+    assert win["is_winner"] and win["replicas"] == 1
+    tok = by["token-speculative"]
+    assert tok["proposer"]["proposer"] in ("ngram", "eagle", "qwen2.5-0.5b-instruct")
+    m, (lo, hi) = tok["margin"]["cost_usd_per_mtok"], tok["margin_interval"]["cost_usd_per_mtok"]
+    assert m == pytest.approx(tok["metrics"]["cost_usd_per_mtok"]
+                              - win["metrics"]["cost_usd_per_mtok"])
+    assert lo <= m <= hi
+    for f in js["by_family"]:
+        if f["design"] is not None:  # figures at the load, inside their intervals
+            c, (a, b) = f["metrics"]["cost_usd_per_mtok"], f["intervals"]["cost_usd_per_mtok"]
+            assert a <= c <= b and f["metrics"]["replicas"] == f["replicas"] >= 1
+            assert f["metrics"]["utilisation"] <= 0.8 + 1e-9
+    assert js["best"][0]["metrics"]["cost_usd_per_mtok"] == win["metrics"]["cost_usd_per_mtok"]
+
+
+def test_tight_slo_is_infeasible_with_its_reason(capsys):
+    """TPOT 5 ms: the target alone decodes at 7.2 ms a token even at batch 1, so it misses at
+    every replica count (counted); n-gram speculation (about 1.9 ms) holds it."""
+    assert main(["sweep", "--space", SPACE, "--objective", "cost", "--rate", "20", "--slo",
+                 "tpot:5", "--json", "--processes", "1"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["at_load"]["infeasible"]["target-only: misses the SLOs at every replica count "
+                                       "tried"] == 1
+    by = {f["family"]: f for f in js["by_family"]}
+    assert by["target-only"]["design"] is None
+    assert by["token-speculative"]["metrics"]["mean_tpot_ms"] <= 5
+    assert js["best"][0]["family"] == "token-speculative"
+    # nothing holds 0.5 ms: exit 4, one line naming the reasons
+    assert main(["sweep", "--space", SPACE, "--objective", "cost", "--rate", "20", "--slo",
+                 "tpot:0.5", "--processes", "1"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "misses the SLOs" in err[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--rate", "-1"], ["--rate", "abc"], ["--rate", "5", "--slo", "ttft:abc"],
+    ["--rate", "5", "--slo", "speed:5"], ["--slo", "ttft:500"],
+    ["--rate", "5", "--objective", "accuracy"],
+    ["--rate", "5", "--objective", "cost", "--objective", "accuracy"]])
+def test_bad_load_inputs_are_one_line(argv, capsys):
+    try:
+        code = main(["sweep", "--space", SPACE, *argv])
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    assert code == 2
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines()
+           if not ln.startswith("usage:") and not ln.startswith("  ")]
+    assert len(err) == 1, err
+
+
+def test_slo_syntaxes():
+    assert parse_slo(["ttft:500,tpot:50"]) == parse_slo(["ttft:500", "tpot:50"]) == {
+        "ttft": 500.0, "tpot": 50.0}
+    assert parse_slo(["e2el:2000"]) == {"e2el": 2000.0}
+    for bad in (["ttft:0"], ["ttft:500,ttft:400"], ["tpot"]):
+        with pytest.raises(UsageError):
+            parse_slo(bad)
+    with pytest.raises(UsageError):
+        LoadSpec(float("nan"))
+    assert np.isfinite(LoadSpec(1.0).utilisation)
