@@ -263,7 +263,7 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     r = sweep(cat, space, objectives, cons, progress=progress, confidence=a.confidence,
               measured_only=a.measured_only,
               processes=a.processes if a.processes is not None else default_processes(),
-              pool=ld is not None, families=ld is None)
+              pool=ld is not None, families=ld is None, reevaluate=ld is None)
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"
@@ -355,7 +355,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                  seed=a.seed, storage=None if memory else url, study_name=a.study_name,
                  progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
                  confidence=a.confidence, measured_only=a.measured_only,
-                 families=ld is None)
+                 families=ld is None, reevaluate=ld is None)
     study = r.study  # the study as its run ended (its storage stays open)
     trials = trials_rows(study)
     cloud: dict[str, list[float]] = {}
@@ -398,16 +398,18 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
 def _study_pool(cat: Catalog, space: Any, objectives: list[str], cons: Any,
                 a: argparse.Namespace, study: Any) -> list[Any]:
     """A study's designs at the load: its feasible trials of the speculative families (the
-    best on each target placement) and the target-only and width arrangements swept."""
+    best on each target placement) and the target-only and width arrangements swept (as
+    `study_families` weighs them: a study rarely reaches every width design), on every CPU."""
     from dataclasses import replace
 
     from dse.search import sweep
     from dse.search.at_load import study_pool
+    from dse.search.exhaustive import default_processes
 
     arrs = tuple(x for x in space.arrangements if x.workflow != "speculative")
     sub = sweep(cat, replace(space, arrangements=arrs), objectives[:1], cons,
                 confidence=a.confidence, measured_only=a.measured_only, families=False,
-                pool=True) if arrs else None
+                pool=True, reevaluate=False, processes=default_processes()) if arrs else None
     return study_pool(cat, space, study, sub.pool if sub is not None else [])
 
 

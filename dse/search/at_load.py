@@ -21,8 +21,8 @@ replicas that hold it:
   fpga-speculative, width;
 - the pool: the search's feasible designs (accuracy and the other constraints as without a
   load), the best knob setting of each family on each target placement (the sweep's grid, or
-  a study's trials plus the target-only and width sweeps); a design's accuracy does not
-  change with the load;
+  a study's speculative trials plus the target-only and width sweeps); a design's accuracy
+  does not change with the load;
 - screen: a pool design is served only if a lower bound on its objective could beat its
   family's best so far (cost: its capital cost on one replica over the rate's tokens; J/token:
   its devices' idle power over them; latency: its single-stream latency), in ascending order

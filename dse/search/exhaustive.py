@@ -188,7 +188,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
           progress: Callable[[float], None] | None = None, sample: int = 20_000,
           seed: int = 0, confidence: float = DEFAULT_CONFIDENCE,
           measured_only: bool = False, families: bool = True,
-          processes: int = 1, pool: bool = False) -> SweepResult:
+          processes: int = 1, pool: bool = False, reevaluate: bool = True) -> SweepResult:
     """Every design of the space's grid: the exact optimum (one objective) or the exact
     Pareto front (several), under the constraints, checked at the pessimistic end of each
     constrained metric's interval at `confidence` (0.9: the 90% interval's end; 0.5: the
@@ -198,7 +198,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     share the hardware choices (Linux; the result does not depend on it; the `dse sweep`
     command uses every CPU, the library one process, as a threaded server such as the
     dashboard must not fork). pool: also keep each family's best on each target placement
-    (SweepResult.pool)."""
+    (SweepResult.pool). reevaluate=False: the best shown as the mean-value model ranked it, not
+    re-evaluated (a search at a load serves the pool instead)."""
     objectives = check_objectives(objectives)
     confidence = check_confidence(confidence)
     cons = constraints.merged(space)
@@ -279,7 +280,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
             family_of[best[-1].design.system.name] = hws[i].family
     points = {k: np.concatenate(v) if v else np.zeros(0) for k, v in samples.items()}
     # what is shown: re-evaluated by the accurate closed form and re-ranked (dse.search.shown)
-    front = shown(cat, space, objectives, best, cons, confidence)
+    front = shown(cat, space, objectives, best, cons, confidence) if reevaluate else best
     best = front[:1]
     fams: list[FamilyBest] = []
     if best and families:
@@ -296,7 +297,8 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
             bests[fam] = min(mine, key=lambda b: dirs[0] * float(
                 b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
         fams = family_bests(cat, space.workloads, best[0], bests, families_of(space))
-    ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives])
+    ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives]) \
+        if reevaluate else []
     kept = []
     for n, (_, i, flat) in enumerate(sorted(per_target.values())):
         fi, ai, ki = (int(x) for x in np.unravel_index(flat, shape))

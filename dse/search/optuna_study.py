@@ -100,7 +100,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
              study_name: str | None = None, progress: bool = False, worker: int = 0,
              callback: Callable[[int, int], None] | None = None,
              confidence: float = DEFAULT_CONFIDENCE, measured_only: bool = False,
-             families: bool = True) -> OptimizeResult:
+             families: bool = True, reevaluate: bool = True) -> OptimizeResult:
     """Run (or resume) an Optuna study until it holds `trials` finished trials (or `timeout`
     seconds pass). Several processes may run on one storage and study at once.
 
@@ -113,7 +113,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     interval (0.9: the 90% interval's end; 0.5: the central values); the objectives are the
     central values. measured_only: a trial on a device without a published measurement is
     infeasible. Beside the winner, each family's best (`study_families`; families=False:
-    none, as a search at a load weighs the families at the load instead)."""
+    none, as a search at a load weighs the families at the load instead; reevaluate=False:
+    the study's best as its trials ranked them, not re-evaluated by the closed form)."""
     import optuna
 
     from dse.search.exhaustive import measured_hardware
@@ -271,8 +272,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     # several: its non-dominated ones, at most FRONT_SHOWN) re-evaluated by the accurate closed
     # form and re-ranked (dse.search.shown)
     fail_orphans(study)
-    best = shown(cat, space, objectives, study_shortlist(study, len(objectives)), cons,
-                 confidence)
+    short = study_shortlist(study, len(objectives))
+    best = shown(cat, space, objectives, short, cons, confidence) if reevaluate else short
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
                            measured_only) if best and families else [])
     ran = set(mine)
@@ -281,7 +282,8 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                           n_new, best, time.perf_counter() - t0,
                           confidence, fams, measured_only,
                           front_ties(cat, space.workloads, best,
-                                     [OBJECTIVES[o] for o in objectives]), study)
+                                     [OBJECTIVES[o] for o in objectives])
+                          if reevaluate else [], study)
 
 
 def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
