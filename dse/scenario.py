@@ -51,6 +51,10 @@ class WorkloadSpec(Spec):
                                   help="generation budget (prompt + response), RSD: 4096")
     accuracy: Mapping[str, float] = spec_field(lo=0.0, hi=100.0,
                                                help="model name -> solo greedy accuracy, %")
+    load: Mapping[str, float] | None = spec_field(
+        lo=0.0, lo_open=True, help="the load a search weighs designs at (dse sweep/optimize "
+        "without --rate): rate (problems/s) and SLOs ttft_ms, tpot_ms, e2el_ms; absent: one "
+        "problem at a time")
 
     kind = "workload"
 

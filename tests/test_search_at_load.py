@@ -148,3 +148,30 @@ def test_slo_syntaxes():
     with pytest.raises(UsageError):
         LoadSpec(float("nan"))
     assert np.isfinite(LoadSpec(1.0).utilisation)
+
+
+def test_workload_load_table(tmp_path, capsys):
+    """A workload's [load] table is the search's load when --rate is not given (its SLOs
+    too); an unknown key in it names the file and key."""
+    cat_dir = tmp_path / "cat"
+    cat_dir.mkdir()
+    src = (Path(__file__).parent.parent / "scenarios" / "workloads" / "math500.toml").read_text()
+    src = src.replace('name = "math500"', 'name = "math500-load"', 1)
+    src = src.replace("[sources]\n", '[sources]\n"load.rate" = "test"\n"load.tpot_ms" = "test"\n',
+                      1)
+    (cat_dir / "math500-load.toml").write_text(src + "\n[load]\nrate = 20.0\ntpot_ms = 5.0\n")
+    space = tmp_path / "space.toml"
+    space.write_text(Path(SPACE).read_text().replace("math500 = 1.0", "math500-load = 1.0"))
+    assert main(["sweep", "--catalog", str(cat_dir), "--space", str(space), "--objective",
+                 "cost", "--json", "--processes", "1"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["load"]["rate"] == 20 and js["load"]["tpot_ms"] == 5
+    assert js["load"]["source"] == "math500-load's [load]"
+    assert js["best"][0]["family"] == "token-speculative"
+    (cat_dir / "math500-load.toml").write_text(src.replace(
+        '"load.tpot_ms" = "test"\n', '"load.tpot_ms" = "test"\n"load.qps" = "test"\n')
+        + "\n[load]\nrate = 20.0\ntpot_ms = 5.0\nqps = 3.0\n")
+    assert main(["sweep", "--catalog", str(cat_dir), "--space", str(space), "--objective",
+                 "cost", "--processes", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "load.qps" in err[0]

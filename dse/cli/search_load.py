@@ -76,7 +76,8 @@ def load_text(res: Any, width: int | None, head: str) -> str:
            f"screened out by a bound on {res.objective}) in {res.seconds:.2f} s",
            LOAD_NOTE.format(u=ld.utilisation)]
     for k, v in sorted(res.infeasible.items()):
-        out.append(f"infeasible at load: {k}: {v} designs, e.g. {res.examples[k]}")
+        out.append(f"infeasible at load: {k}: {v} design{'s' if v != 1 else ''}, e.g. "
+                   f"{res.examples[k]}")
     rows = [[i + 1, s.family, *_served_row(s, metric), label(s)]
             for i, s in enumerate(res.ranked[:5])]
     out.append(table(["#", "family", unit, "replicas", "TTFT ms", "TPOT ms", "accuracy %",

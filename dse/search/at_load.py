@@ -9,7 +9,8 @@ replicas that hold it:
 
 - replicas: the smallest integer r with capacity x r >= rate / TARGET_UTILISATION (capacity:
   one replica's largest stable rate, the serving closed form's); if the mean TTFT, TPOT or
-  e2el then misses an SLO, r doubles (a replica's batch shrinks) up to MAX_DOUBLINGS times;
+  e2el then misses an SLO, r doubles (a replica's batch shrinks) up to MAX_DOUBLINGS times,
+  stopping when a doubling moves the latencies by under 1% (the batch-1 latency misses);
   throughput, power and capital cost scale with r (serve_system's `replicas`);
 - infeasible, with a counted reason: a design that cannot serve one request within its caps,
   misses an SLO at every replica count tried, or needs more than MAX_REPLICAS replicas;
@@ -61,6 +62,7 @@ LOAD_METRICS = {"cost": ("cost_usd_per_mtok", 1), "j_per_token": ("j_per_token",
                 "latency": ("latency_s_per_problem", 1)}
 SLO_KEYS = ("ttft", "tpot", "e2el")
 SECONDS_PER_YEAR = 365.25 * 86400  # as dse.serving's
+LOAD_KEYS = ("rate", "ttft_ms", "tpot_ms", "e2el_ms")  # a workload's [load] table
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,17 @@ def load_spec(rate: float | None, slo: Sequence[str] | None, workload: Any) -> L
     `ttft_ms`, `tpot_ms`, `e2el_ms`), else None (single stream); SLOs without a rate are a
     UsageError."""
     table = dict(getattr(workload, "load", None) or {})
+    for k in table:
+        if k not in LOAD_KEYS:
+            from dse.errors import SpecError
+
+            raise SpecError(workload.path, f"load.{k}", f"unknown key; valid: "
+                            f"{', '.join(LOAD_KEYS)}")
+    if table and "rate" not in table:
+        from dse.errors import SpecError
+
+        raise SpecError(workload.path, "load.rate", "a [load] table needs its rate "
+                        "(problems per second)")
     slos = parse_slo(slo) if slo else {}
     if rate is None and table.get("rate") is not None:
         rate = float(table["rate"])
@@ -311,6 +324,11 @@ def _speculations(cat: Catalog, space: Any, d: Any, workload: str
     return out
 
 
+def _slo_values(r: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(r[f"mean_{k}_ms"]) for k in SLO_KEYS
+            if r.get(f"mean_{k}_ms") is not None}
+
+
 def _slo_missed(r: Mapping[str, Any], load: LoadSpec) -> list[str]:
     return [f"{k} {r[f'mean_{k}_ms']:.4g} ms > {getattr(load, f'{k}_ms'):g}"
             for k in SLO_KEYS if getattr(load, f"{k}_ms") is not None
@@ -371,8 +389,11 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         missed = _slo_missed(r, load)
         if not missed:
             break
+        before = _slo_values(r)
         reps *= 2
         r = run(reps)
+        if all(abs(_slo_values(r)[k] - v) <= 0.01 * v for k, v in before.items()):
+            break  # fewer requests a replica no longer helps: the batch-1 latency misses
     missed = _slo_missed(r, load)
     if missed:
         return bad("misses the SLOs at every replica count tried",
