@@ -13,8 +13,9 @@ from dse.errors import UsageError
 LOAD_NOTE = ("each design served at the load by the serving closed form (as dse serve --system "
              "... --rate R) on the fewest replicas that hold it at <= {u:.0%} of their capacity "
              "(doubled while an SLO is missed); token-speculative: each target placement with "
-             "the default proposers (ngram, eagle, the space's draft models; k 4); accuracy "
-             "as single-stream; [low-high]: 90% intervals (docs/model.md, Serving at load)")
+             "the default proposers (ngram, eagle, the space's draft models smaller than the "
+             "target; k 4); accuracy as single-stream; [low-high]: 90% intervals "
+             "(docs/model.md, Serving at load)")
 
 
 def load_args(p: argparse.ArgumentParser) -> None:
@@ -71,9 +72,9 @@ def load_text(res: Any, width: int | None, head: str) -> str:
     ld = res.load
     metric, _ = LOAD_METRICS[res.objective]
     unit = dict(COLS)[metric]
-    out = [head, f"at load: {ld.rate:g} requests/s (Poisson, {ld.source}), SLOs: "
-           f"{ld.slo_text}; {res.n_pool} designs in the pool, {res.n_served} served (the rest "
-           f"screened out by a bound on {res.objective}) in {res.seconds:.2f} s",
+    out = [head, f"at load: {ld.rate:g} requests/s (Poisson, {ld.source}) in "
+           f"{res.seconds:.2f} s; SLOs: {ld.slo_text}; {res.n_pool} designs in the pool, "
+           f"{res.n_served} served (the rest screened out by a bound on {res.objective})",
            LOAD_NOTE.format(u=ld.utilisation)]
     for k, v in sorted(res.infeasible.items()):
         out.append(f"infeasible at load: {k}: {v} design{'s' if v != 1 else ''}, e.g. "
