@@ -170,3 +170,17 @@ def test_problem_solve_rates_use_the_width_models_spread():
     assert fitted
     exact = float(pass_at_n(w.accuracy[m] / 100, c, 8))
     assert float(np.mean(1 - (1 - p) ** 8)) == pytest.approx(exact, abs=0.02)
+
+
+def test_held_out_rsd_file_is_current():
+    """scripts/validate_accuracy.py --check (a few seconds): dse/data/accuracy_held_out.json
+    holds what the shipped model predicts for the held-out RSD rows, with their intervals."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "scripts" / "validate_accuracy.py"),
+                        "--check"], capture_output=True, text=True, cwd=root, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "current" in r.stdout
