@@ -1,8 +1,12 @@
 """The reasoning workflow's probabilities: accept, refine-fail, step quality, accuracy.
 
-Step-quality model (one assumption, stated): a step written by model m is bad with a per-step
-probability h_m, independent across steps, such that a solo greedy run is correct with the
-model's published accuracy A_m:  E_S[(1 - h_m)^S] = A_m over the workload's steps per problem.
+Step-quality model. The accuracy conditions every step on the problem's difficulty
+(`chain_accuracy_pct`): a model's per-problem solve rate p is a bin of the width model's Beta
+(the draft's and the target's bins at the same quantile), and on such a problem a step by model
+m is bad with the per-step probability h_m,i that gives E_S[(1 - h_m,i)^S] = p_m,i; every
+sample on the problem (draft step, rewrite, backtrack alternative) is drawn at those rates. The
+timing reads the dataset-average rates h_m instead (`step_probabilities`), the same for every
+problem: E_S[(1 - h_m)^S] = A_m, the model's published solo accuracy.
 A problem is solved when no bad step stays in the final reasoning chain. Errors are (partly,
 by the accuracy model's `error_nesting`) nested, a difficulty ordering: a step the stronger model
 gets wrong is one the weaker model gets wrong too. The PRM rejects mostly the draft's bad
