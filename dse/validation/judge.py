@@ -210,7 +210,8 @@ def thinking_workload(name: str, dataset: str, accuracy: Mapping[str, float], *,
         steps_mean=steps_mean, steps_cv=STEPS_CV, draft_step_tokens_mean=STEP_TOKENS,
         draft_step_tokens_cv=1.0, target_step_tokens_mean=STEP_TOKENS,
         target_step_tokens_cv=1.0, processbench_subset="omnimath", test_problems=30,
-        prm_concentration=None, max_context_tokens=budget_tokens, accuracy=dict(accuracy))
+        prm_concentration=None, max_context_tokens=budget_tokens, accuracy=dict(accuracy),
+        load=None)
 
 
 def judge_workflow_params() -> AccuracyParams:
