@@ -33,7 +33,7 @@ import numpy as np
 from dse.arrays import F64
 from dse.serving.designs import DesignLoad, RoleWork
 from dse.serving.load import Load
-from dse.serving.simulator import arrival_times
+from dse.serving.simulator import initial_arrivals
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,7 @@ def simulate_design(dl: DesignLoad, load: Load, rounds: int) -> DesignRun:
     kv_cap = min((dv.keeps_kv for dv in dl.devices), default=math.inf)
     kv_cap = max(math.floor(kv_cap), 1) if math.isfinite(kv_cap) else n
     closed = load.kind == "concurrency"
-    arrival = np.full(n, np.inf)
-    if closed:
-        arrival[:min(n, int(load.value))] = 0.0
-    else:
-        arrival = arrival_times(load, n)
-    issued = min(n, int(load.value)) if closed else n
+    arrival, issued = initial_arrivals(load, n)
     pending = deque(int(i) for i in np.argsort(arrival[:issued], kind="stable"))
     admit: deque[int] = deque()  # arrived, waiting for room in the KV caches
     queues: dict[str, deque[int]] = {dv.name: deque() for dv in dl.devices}

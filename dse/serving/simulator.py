@@ -58,6 +58,18 @@ def arrival_times(load: Load, n: int) -> F64:
     return np.cumsum(gaps)
 
 
+def initial_arrivals(load: Load, n: int) -> tuple[F64, int]:
+    """(arrival time of each of n requests, how many are issued at the start): a closed loop's
+    C clients send at 0 and the rest wait for a client (inf until then); an open loop's
+    arrivals are `arrival_times`, every one issued."""
+    if load.kind != "concurrency":
+        return arrival_times(load, n), n
+    issued = min(n, int(load.value))
+    arrival = np.full(n, np.inf)
+    arrival[:issued] = 0.0
+    return arrival, issued
+
+
 def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     """Serve `requests` (default load.requests; a batch serves its B) requests of the load on
     one replica."""
@@ -66,12 +78,7 @@ def simulate(engine: Engine, load: Load, requests: int | None = None) -> Run:
     caps = engine.caps
     capacity_blocks = engine.kv_capacity_tokens // caps.block_size
     closed = load.kind == "concurrency"
-    arrival = np.full(n, np.inf)
-    if closed:
-        arrival[:min(n, int(load.value))] = 0.0
-    else:
-        arrival = arrival_times(load, n)
-    issued = min(n, int(load.value)) if closed else n
+    arrival, issued = initial_arrivals(load, n)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     last_token = np.full(n, np.nan)
