@@ -331,7 +331,10 @@ def export(design: Design | str | PathLike | SystemSpec,
     directory (an existing bundle there is replaced only with force=True; anything else is
     never overwritten). Same inputs, byte-identical files. design: as `evaluate` (a Design, a
     system name, a system or design TOML path, or a SystemSpec)."""
+    from dse.design import Design
     from dse.exporters import render_bundle, write_bundle
+    from dse.resolve import read_source
+    from dse.scenario import SystemSpec
 
     ref = _design_ref(design)
     cat = _catalog(catalog)
@@ -342,6 +345,9 @@ def export(design: Design | str | PathLike | SystemSpec,
 
         check_output_dir("out", out_dir, force=force, whole_marker="manifest.json")
     w = load_workload(workload, catalog=cat)
-    files = render_bundle(cat, _design(ref, cat), w)
+    # a design file read once: its [serving] table (a design chosen at a load) travels along
+    src = None if isinstance(ref, Design | SystemSpec) else read_source(cat, ref)
+    files = render_bundle(cat, _design(src or ref, cat), w,
+                          serving=None if src is None else src.serving)
     path = write_bundle(files, out_dir, force) if out_dir is not None else None
     return Bundle(files, path)

@@ -6,6 +6,10 @@
 schedule flags `backtracking`, `step_ahead`, `shadow_sync`. Values are checked by the same strict
 loader as the catalog files.
 
+A design chosen at a load (`dse sweep/optimize --rate R --out DIR`) also carries how it is
+served, its [serving] table (ServingSettings, vLLM's names): `dse export` writes it into the vLLM
+files.
+
 These sit beside dse/design.py, not in dse/specs: a design file carries a schedule and `--set`
 takes the schedule flags, and dse/specs (the bottom of the flow) does not import the schedules.
 """
@@ -100,27 +104,124 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
     return sys_over, flag_over
 
 
+# the [serving] table's bounds, as dse serve's flags: --replicas, --max-num-seqs,
+# --max-num-batched-tokens, --num-speculative-tokens
+MAX_REPLICAS = 4096
+MAX_NUM_SEQS = 65_536
+MAX_NUM_BATCHED_TOKENS = 1_048_576
+MAX_SPECULATIVE_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """How a design chosen at a load is served: the [serving] table of its design file, in
+    vLLM's names (what `dse export` writes into the vLLM files).
+
+    rate: the requests (the workload's problems) per second it was chosen for, Poisson, with
+    its SLOs in ms (None: none); replicas: copies of the whole design, each taking rate /
+    replicas (one set of servers per replica); max_num_seqs, max_num_batched_tokens: the
+    scheduler's caps (vLLM's --max-num-seqs, --max-num-batched-tokens; None: vLLM's default for
+    each GPU, as the serving model took them); enable_chunked_prefill: True where the serving
+    model priced prompts in chunks (the one-model engine; None: not stated); a token-level
+    proposer for a target-only design (`ngram`, `eagle` or a catalog draft model) with its k
+    (vLLM's num_speculative_tokens) and the acceptance rate the model assumed."""
+
+    rate: float
+    replicas: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enable_chunked_prefill: bool | None = None
+    speculative_proposer: str | None = None
+    num_speculative_tokens: int | None = None
+    speculative_acceptance_rate: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+    def to_table(self) -> dict[str, Any]:
+        """The [serving] table (None values left out)."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+SERVING_KEYS = tuple(ServingSettings.__dataclass_fields__)
+# key -> (type, low, high); a float's bounds exclusive below (a positive number)
+_SERVING_RANGES: dict[str, tuple[type, float, float]] = {
+    "rate": (float, 0.0, math.inf), "replicas": (int, 1, MAX_REPLICAS),
+    "max_num_seqs": (int, 1, MAX_NUM_SEQS),
+    "max_num_batched_tokens": (int, 1, MAX_NUM_BATCHED_TOKENS),
+    "num_speculative_tokens": (int, 1, MAX_SPECULATIVE_TOKENS),
+    "ttft_ms": (float, 0.0, math.inf), "tpot_ms": (float, 0.0, math.inf),
+    "e2el_ms": (float, 0.0, math.inf)}
+
+
+def serving_settings(p: str | Path, table: Any) -> ServingSettings:
+    """A design file's [serving] table, strict: unknown keys, a wrong type or a value out of
+    range name the file and key; a proposer and its k come together."""
+    if not isinstance(table, Mapping):
+        raise SpecError(p, "serving", "expected a table")
+    check_keys(p, table, SERVING_KEYS, prefix="serving.")
+    if "rate" not in table:
+        raise SpecError(p, "serving.rate", "missing key (the requests/s the design serves)")
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"serving.{k}"
+        if k in _SERVING_RANGES:
+            kind, lo, hi = _SERVING_RANGES[k]
+            if isinstance(v, bool) or not isinstance(v, int | float) or (
+                    kind is int and not isinstance(v, int)):
+                raise SpecError(p, key, f"expected {'an integer' if kind is int else 'a number'}"
+                                f", got {v!r}"[:120])
+            if not (math.isfinite(v) and (lo <= v <= hi if kind is int else lo < v)):
+                raise SpecError(p, key, f"must be in {lo:g}..{hi:g}, got {v!r}" if kind is int
+                                else f"must be a positive number, got {v!r}")
+            out[k] = float(v) if kind is float else v
+        elif k == "enable_chunked_prefill":
+            if not isinstance(v, bool):
+                raise SpecError(p, key, "expected true or false")
+            out[k] = v
+        elif k == "speculative_proposer":
+            if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/-]*", v):
+                raise SpecError(p, key, "expected ngram, eagle or a catalog model name")
+            out[k] = v
+        else:  # speculative_acceptance_rate
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1:
+                raise SpecError(p, key, f"expected a number in [0, 1), got {v!r}"[:120])
+            out[k] = float(v)
+    if ("speculative_proposer" in out) != ("num_speculative_tokens" in out):
+        raise SpecError(p, "serving.num_speculative_tokens", "a speculative_proposer and its "
+                        "num_speculative_tokens come together")
+    if "speculative_acceptance_rate" in out and "speculative_proposer" not in out:
+        raise SpecError(p, "serving.speculative_acceptance_rate", "needs a "
+                        "speculative_proposer")
+    return ServingSettings(**out)
+
+
 @dataclass(frozen=True)
 class DesignFile:
     """A design as written by `dse optimize --out` and `dse export`: the system, the schedule
-    flags and the workload it was chosen for."""
+    flags and the workload it was chosen for; a design chosen at a load, how it is served."""
 
     system: SystemSpec
     schedule: Schedule | None
     workload: str | None
+    serving: ServingSettings | None = None
 
 
-DESIGN_KEYS = ("schema_version", "kind", "workload", "schedule", "system", "metrics")
+DESIGN_KEYS = ("schema_version", "kind", "workload", "schedule", "system", "serving",
+               "metrics")
 
 
 def design_file_text(s: SystemSpec, sched: Schedule, workload: str,
-                     metrics: Mapping[str, float] | None = None, header: str = "") -> str:
+                     metrics: Mapping[str, float] | None = None, header: str = "",
+                     serving: ServingSettings | None = None) -> str:
     """The TOML of a design file (`kind = "design"`); `read_design_file` reads it back."""
     data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "design",
                             "workload": workload,
                             "schedule": {"name": sched.name,
                                          **{f: getattr(sched, f) for f in FLAGS}},
                             "system": system_to_toml(s)}
+    if serving is not None:
+        data["serving"] = serving.to_table()
     if metrics:
         data["metrics"] = {k: float(v) for k, v in metrics.items()
                            if v is not None and math.isfinite(float(v))}
@@ -170,7 +271,8 @@ def parse_design_text(text: str, where: str | Path) -> DesignFile:
     spec = build_spec(p, data["system"])
     if not isinstance(spec, SystemSpec):
         raise SpecError(p, "system.kind", 'expected kind = "system"')
-    return DesignFile(spec, sched, wl)
+    serving = serving_settings(p, data["serving"]) if "serving" in data else None
+    return DesignFile(spec, sched, wl, serving)
 
 
 def load_system(cat: Catalog, system: str | None = None, design_file: str | None = None

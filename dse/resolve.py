@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.design import Design, budget_misfit, build_design, schedule_conflicts
-from dse.design_files import ALIASES, read_design_file
+from dse.design_files import ALIASES, ServingSettings, read_design_file
 from dse.engine.report import Report
 from dse.errors import FlagValueError, SpecError
 from dse.scenario import SystemSpec, WorkloadSpec
@@ -38,12 +38,13 @@ WorkloadRef = str | Path | WorkloadSpec
 
 @dataclass(frozen=True)
 class Source:
-    """A system as read (once): its spec, and a design file's schedule and workload (None for a
-    catalog name, a plain system file or a spec)."""
+    """A system as read (once): its spec, and a design file's schedule, workload and serving
+    settings (None for a catalog name, a plain system file or a spec)."""
 
     spec: SystemSpec
     schedule: Schedule | None = None
     workload: str | None = None
+    serving: ServingSettings | None = None
 
 
 def read_source(cat: Catalog, system: SystemRef) -> Source:
@@ -52,7 +53,7 @@ def read_source(cat: Catalog, system: SystemRef) -> Source:
         return Source(system)
     if isinstance(system, Path) or str(system).endswith(".toml"):
         df = read_design_file(system)
-        return Source(df.system, df.schedule, df.workload)
+        return Source(df.system, df.schedule, df.workload, df.serving)
     spec = cat.get("system", str(system))
     if not isinstance(spec, SystemSpec):  # a catalog lookup of kind "system" is one
         raise SpecError(getattr(spec, "path", ""), "kind", 'expected kind = "system"')

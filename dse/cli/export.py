@@ -87,7 +87,7 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         raise UsageError("--scenario: required (the design file names no workload)")
     design = resolve_design(cat, df, overrides={**sys_over, **flags}, schedule=a.schedule,
                             source="--set")
-    files = render_bundle(cat, design, read_workload(cat, wl_name))
+    files = render_bundle(cat, design, read_workload(cat, wl_name), serving=df.serving)
     out = write_bundle(files, a.out, a.force)
     manifest = json.loads(files["manifest.json"])
     # the path whole on a line of its own (never wrapped); the lines after it fit the width

@@ -267,7 +267,8 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if show:
         print(file=sys.stderr)
     title = f"dse sweep over {space.name}: {', '.join(objectives)}"
-    files = _search_files(a, objectives, r.pareto, r.points, title)
+    # at a load, --out gets the design the search at the load chose (_at_load)
+    files = _search_files(a, objectives, r.pareto, r.points, title) if ld is None else []
     payload = {"best": [c.to_dict() for c in r.best], "pareto": [c.to_dict() for c in r.pareto],
                "n_designs": r.n_designs, "n_feasible": r.n_feasible,
                "n_hardware": r.n_hardware, "seconds": r.seconds, "objectives": objectives,
@@ -288,23 +289,38 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload["ties"] = [t.to_dict() for t in r.ties]
     width = text_width(a)
     if ld is not None:
-        return _at_load(cat, space, objectives, r.pool, ld, payload, head, width, files)
+        return _at_load(cat, space, objectives, r.pool, ld, payload, head, width,
+                        (a, title, None))
     text = (head + "\n" + _best_table(cat, objectives, r.pareto, width) + _ties_text(r.ties)
             + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
     return payload, wrap(text, width) + _wrote_text(files)
 
 
 def _at_load(cat: Catalog, space: Any, objectives: list[str], pool: list[Any], ld: Any,
-             payload: dict[str, Any], head: str, width: int | None, files: list[str]
-             ) -> tuple[Any, str]:
+             payload: dict[str, Any], head: str, width: int | None,
+             out: tuple[argparse.Namespace, str, str | None]) -> tuple[Any, str]:
     """The search's answer at the load (dse.search.at_load): its payload replaces the
-    single-stream best and by_family (kept under single_stream_best)."""
+    single-stream best and by_family (kept under single_stream_best); `out` (the arguments,
+    the plot's title, a study's trials.csv): --out's files are the search at the load's
+    (dse.search.served_design.load_files: best.toml the design it chose, with its [serving]
+    table)."""
+    from dse import __version__
     from dse.cli.search_load import load_payload, load_text, no_design
     from dse.search.at_load import search_at_load
+    from dse.search.files import write_outputs
+    from dse.search.served_design import load_files
 
     res = search_at_load(cat, space, objectives[0], pool, ld)
     if not res.ranked:
         raise InfeasibleError(no_design(res))
+    a, title, trials_csv = out
+    files: list[str] = []
+    if a.out:
+        texts = load_files(res, title, __version__)
+        if trials_csv is not None:
+            texts["trials.csv"] = trials_csv
+        files = [str(p) for p in write_outputs(a.out, texts, a.force)]
+    payload["files"] = files
     payload["single_stream_best"] = payload.pop("best")
     payload.pop("pareto", None)
     payload.pop("ties", None)
@@ -364,7 +380,8 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             for k, v in t.user_attrs.get("metrics", {}).items():
                 cloud.setdefault(k, []).append(v)
     title = f"dse optimize {r.study_name}: {', '.join(objectives)}"
-    files = _search_files(a, objectives, r.best, cloud, title, csv_text(trials))
+    files = (_search_files(a, objectives, r.best, cloud, title, csv_text(trials))
+             if ld is None else [])
     n_feasible = sum(1 for t in trials if t["feasible"])
     payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
                "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
@@ -389,7 +406,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if ld is not None:
         return _at_load(cat, space, objectives, _study_pool(cat, space, objectives, cons, a,
                                                             study), ld, payload, head, width,
-                        files)
+                        (a, title, csv_text(trials)))
     text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
             + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
     return payload, wrap(text, width) + _wrote_text(files)

@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import cast
 
 from dse.design import Design
+from dse.design_files import ServingSettings
 from dse.devices.fpga import FpgaBuild, FpgaPlacement
 from dse.devices.gpu import GpuPlacement
 from dse.devices.protocol import Placement
@@ -72,6 +73,9 @@ class ExportContext:
     design: Design
     workload: WorkloadSpec
     version: str
+    # how a design chosen at a load is served (a design file's [serving] table); None: one
+    # set of servers with vLLM's defaults, the single-stream setting
+    serving: ServingSettings | None = None
 
     @cached_property
     def fpga_draft(self) -> FpgaDraft | None:

@@ -24,16 +24,26 @@ as dse.verifiers costs it). Roles that share one GPU (design.colocated) get one
 CUDA_VISIBLE_DEVICES and a static split of its memory, as SpecReason launches its two models
 on the same GPUs (`--gpu-memory-utilization` 0.8 and 0.1; build-and-host-formats.md 4.3);
 see memory_splits.
+
+A design chosen at a load (its design file's [serving] table, ctx.serving) is served as the
+search served it: each server's scheduler caps (`max-num-seqs`; the target's
+`max-num-batched-tokens` and `enable-chunked-prefill` where the one-model engine priced them),
+a target-only design's token-level proposer as vLLM 0.9.2's `speculative-config` JSON (its
+`--speculative-model`/`--num-speculative-tokens` flags are gone; serving_options), and one set
+of servers per replica, started by gpu/replicas.sh (dse.exporters.replicas).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from dse.design import Design
+from dse.design_files import ServingSettings
 from dse.devices.protocol import Placement
+from dse.errors import SpecError
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles, served_roles
 from dse.roles import Role
 from dse.specs import Catalog, ModelSpec
@@ -65,9 +75,16 @@ def render(ctx: ExportContext) -> Rendered:
     notes += [split_note(design, sp) for sp in splits]
     files = []
     for role, gpus in gpu_indices(design).items():
-        text, role_notes = vllm_yaml(ctx.cat, design, role.value, gpus, ctx.version, splits)
+        text, role_notes = vllm_yaml(ctx.cat, design, role.value, gpus, ctx.version, splits,
+                                     ctx.serving)
         files.append(ExportFile(f"gpu/vllm_{role.value}.yaml", text, PURPOSE[role]))
         notes += role_notes
+    if ctx.serving is not None:
+        from dse.exporters import replicas
+
+        more, more_notes = replicas.render(ctx, gpu_indices(design), PORTS)
+        files += more
+        notes += more_notes
     return Rendered(files=tuple(files), notes=tuple(notes))
 
 
@@ -191,10 +208,12 @@ def prm_head_note(cat: Catalog, model: ModelSpec) -> str | None:
 
 
 def serve_options(cat: Catalog, design: Design, role: str,
-                  splits: list[MemorySplit] | None = None
+                  splits: list[MemorySplit] | None = None,
+                  serving: ServingSettings | None = None
                   ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """(options, comments per key, notes for the manifest) of one role's server; `splits`
-    (memory_splits) sets the gpu-memory-utilization of a role that shares its GPU."""
+    (memory_splits) sets the gpu-memory-utilization of a role that shares its GPU; `serving`
+    (a design chosen at a load) its caps and token-level proposer (_load_options)."""
     p: Placement = getattr(design, role)
     split = next((sp for sp in splits or () if role in sp.roles), None)
     prof = cat.serving(p.serving)
@@ -238,6 +257,8 @@ def serve_options(cat: Catalog, design: Design, role: str,
         opts["max-num-seqs"] = max(design.samples, 1)
         comments["max-num-seqs"] = (f"the {design.width_label} design runs its "
                                     f"{design.samples} sequences as one batch")
+    if serving is not None:
+        _load_options(cat, design, role, p, serving, opts, comments, notes)
     if not prof.cuda_graphs:
         opts["enforce-eager"] = True
         comments["enforce-eager"] = f"serving profile {prof.name}: no CUDA graphs"
@@ -275,13 +296,77 @@ def _memory_options(design: Design, role: str, p: Placement, opts: dict[str, Any
                                       "streamed weights stays in host memory, GiB per GPU")
 
 
+def _load_options(cat: Catalog, design: Design, role: str, p: Placement,
+                  serving: ServingSettings, opts: dict[str, Any], comments: dict[str, str],
+                  notes: list[str]) -> None:
+    """A design at a load, as the search served it (dse.search.served_design):
+    - max-num-seqs on every server: the [serving] table's cap, else vLLM's default for the GPU
+      (dse.serving.load.vllm_caps: the design's servers each ran it); a width design's cap
+      holds its N samples at least;
+    - the target of a target-only design (the one-model engine): max-num-batched-tokens and
+      enable-chunked-prefill as the table states them (the engine prices prompt chunks);
+    - its token-level proposer: vLLM 0.9.2's speculative-config, a JSON object of its
+      SpeculativeConfig fields `method` (ngram, eagle; a draft model's is inferred from it),
+      `model` and `num_speculative_tokens`."""
+    from dse.serving.load import vllm_caps
+
+    caps = vllm_caps(p.memory_bytes, p.device.name, max_num_seqs=serving.max_num_seqs,
+                     max_num_batched_tokens=serving.max_num_batched_tokens)
+    seqs = max(caps.max_num_seqs, design.samples if design.is_width else 1)
+    opts["max-num-seqs"] = seqs
+    comments["max-num-seqs"] = (
+        f"the scheduler's cap at {serving.rate:g} requests/s" + (
+            "" if serving.max_num_seqs is not None
+            else f" (vLLM's default for a {p.device.name}, as the serving model took it)"))
+    one_model = role == "target" and design.workflow == "target-only"
+    if one_model and serving.max_num_batched_tokens is not None:
+        opts["max-num-batched-tokens"] = serving.max_num_batched_tokens
+        comments["max-num-batched-tokens"] = "new tokens an iteration, as the model priced"
+    if one_model and serving.enable_chunked_prefill is not None:
+        key = ("enable-chunked-prefill" if serving.enable_chunked_prefill
+               else "no-enable-chunked-prefill")
+        opts[key] = True
+        comments[key] = ("prompts in chunks beside the decodes, as the model priced them"
+                         if serving.enable_chunked_prefill else "whole prompts, as priced")
+    if serving.speculative_proposer is None or role != "target":
+        return
+    if not one_model:
+        raise SpecError("[serving]", "speculative_proposer",
+                        f"token-level speculation serves a target-only design, not a "
+                        f"{design.family} design")
+    name, k = serving.speculative_proposer, serving.num_speculative_tokens
+    spec: dict[str, Any]
+    if name == "ngram":
+        spec = {"method": "ngram", "num_speculative_tokens": k}
+    elif name == "eagle":
+        head = f"EAGLE-head-for-{p.model.hf_id}"
+        spec = {"method": "eagle", "model": head, "num_speculative_tokens": k}
+        notes.append(f"gpu/vllm_target.yaml: speculative-config's model {head} is a "
+                     f"placeholder: point it at an EAGLE head trained for {p.model.hf_id} "
+                     "(the design priced a one-layer head of the target's shape)")
+    else:
+        draft = cat.model(name)
+        spec = {"model": draft.hf_id, "num_speculative_tokens": k}
+        notes.append(f"gpu/vllm_target.yaml: vLLM 0.9.2's V1 engine proposes with ngram and "
+                     f"EAGLE; a draft model ({draft.hf_id}) falls back to its V0 engine, "
+                     "while the design priced the draft's passes inside one V1 step")
+    opts["speculative-config"] = json.dumps(spec, sort_keys=True)
+    acc = serving.speculative_acceptance_rate
+    comments["speculative-config"] = (
+        f"{name} proposes {k} tokens a pass" + (
+            "" if acc is None else f"; the design assumed acceptance {acc:g} a token"))
+
+
 def vllm_yaml(cat: Catalog, design: Design, role: str, gpus: str, version: str,
-              splits: list[MemorySplit] | None = None) -> tuple[str, list[str]]:
-    opts, comments, notes = serve_options(cat, design, role, splits)
+              splits: list[MemorySplit] | None = None,
+              serving: ServingSettings | None = None) -> tuple[str, list[str]]:
+    opts, comments, notes = serve_options(cat, design, role, splits, serving)
     p: Placement = getattr(design, role)
     header = "\n".join([
         f"vllm_{role}.yaml: generated by hetero-dse {version} for design {design.name}.",
         f"The {role} ({p.model.name}) on {p.device.name}; vLLM 0.9.2:",
         f"  CUDA_VISIBLE_DEVICES={gpus} vllm serve --config gpu/vllm_{role}.yaml",
+        *([] if serving is None else [
+            f"(replica 0 of {serving.replicas}: gpu/replicas.sh starts every replica)"]),
     ])
     return yaml_text(opts, header, comments), notes

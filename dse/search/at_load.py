@@ -409,6 +409,9 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         "mean_e2el_ms": r["mean_e2el_ms"], "avg_power_w": r["avg_power_w"],
         "request_throughput": r["request_throughput"],
         "capacity_request_rate": cap, "replicas": reps,
+        # the scheduler's caps the one-model engine ran (None: each GPU's vLLM default)
+        "max_num_seqs": r.get("max_num_seqs"),
+        "max_num_batched_tokens": r.get("max_num_batched_tokens"),
         "utilisation": load.rate / (reps * cap), "accuracy": r.get("accuracy"),
         "tokens_per_problem": tokens, "p_accept": c.metrics.get("p_accept"),
         "single_stream": {k: v for k, v in c.metrics.items()
