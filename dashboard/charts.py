@@ -22,8 +22,9 @@ LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"}
 
 
 def _total_bars(reports: dict[str, Any], metric: str, horizontal: bool) -> dict[str, Any]:
-    """Error bars of a total (`metric`'s 90% interval) where every report carries one."""
-    if not all(metric in r.intervals for r in reports.values()):
+    """Error bars of a total (`metric`'s 90% interval) of the reports given (each carries
+    one)."""
+    if not reports:
         return {}
     v = [float(getattr(r, metric)) for r in reports.values()]
     lo = [float(r.intervals[metric][0]) for r in reports.values()]
@@ -48,7 +49,10 @@ def _stack(fig: go.Figure, reports: dict[str, Any], roles: Sequence[str],
                     name=label + suffix, orientation="h" if horizontal else "v",
                     marker_color=ROLE_COLORS[role],
                     hovertemplate=fmt + unit + "<extra>" + label + "</extra>")
-    if bars := _total_bars(reports, total, horizontal=horizontal):
+    # the totals' markers and error bars for the designs that carry an interval (What-if
+    # leaves its GPU baselines' to the Uncertainty tab)
+    names = [n for n in names if total in reports[n].intervals]
+    if bars := _total_bars({n: reports[n] for n in names}, total, horizontal=horizontal):
         tot = [float(getattr(reports[n], total)) for n in names]
         fig.add_scatter(**({"y": names, "x": tot} if horizontal else {"x": names, "y": tot}),
                         mode="markers", marker={"color": "#264653", "size": 6},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -55,24 +56,37 @@ def test_whatif_energy_gains_intervals_and_why(cat):
 
 @pytest.fixture
 def downloads(monkeypatch) -> dict[str, bytes]:
-    """What the page's download buttons serve: file id -> bytes (AppTest keeps its media
-    store only during a run)."""
+    """What the page's download buttons serve: file id -> bytes, or the callable a deferred
+    download runs when clicked (AppTest keeps its media store only during a run)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-    files: dict[str, bytes] = {}
+    files: dict[str, Any] = {}
     orig = MemoryMediaFileStorage.load_and_get_id
+    orig_deferred = MediaFileManager.add_deferred
 
     def keep(self, path_or_data, mimetype, kind, filename=None):
         fid = orig(self, path_or_data, mimetype, kind, filename)
         files[fid] = path_or_data if isinstance(path_or_data, bytes) else b""
         return fid
 
+    def keep_deferred(self, data_callable, *args, **kwargs):
+        fid = orig_deferred(self, data_callable, *args, **kwargs)
+        files[fid] = data_callable
+        return fid
+
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_deferred)
     return files
 
 
-def served(at: AppTest, files: dict[str, bytes], label: str) -> bytes:
+def served(at: AppTest, files: dict[str, Any], label: str) -> bytes:
+    """The bytes a download button serves (a deferred one's callable run, as a click
+    would)."""
     (btn,) = [b for b in at.get("download_button") if b.proto.label == label]
+    if btn.proto.HasField("deferred_file_id"):
+        data = files[btn.proto.deferred_file_id]()
+        return data.encode() if isinstance(data, str) else bytes(data)
     return files[btn.proto.url.rsplit("/", 1)[1].split(".")[0]]
 
 
