@@ -78,6 +78,24 @@ def test_betainc_by_hand_and_at_the_edges():
     assert special.betainc(np.ones((2, 1)), np.ones(3), 0.5).shape == (2, 3)
 
 
+def test_betainc_memo_returns_what_it_computed(monkeypatch):
+    # a stored I_x(a, b) is the continued fraction's value bit for bit, asked again as a
+    # scalar or inside an array; the memo is cleared when full; -0.0 keeps its own answer
+    monkeypatch.setattr(special, "BETAINC_MEMO", 4)
+    special._BETAINC.clear()
+    a, b = RNG.uniform(0.5, 50.0, 6), RNG.uniform(0.5, 50.0, 6)
+    x = RNG.uniform(0.01, 0.99, 6)
+    first = special.betainc(a, b, x)
+    assert len(special._BETAINC) <= 4
+    direct = [special._betainc1(float(p), float(q), float(y))
+              for p, q, y in zip(a, b, x, strict=True)]
+    assert first.tolist() == direct
+    assert special.betainc(a, b, x).tolist() == direct == [
+        float(special.betainc(p, q, y)) for p, q, y in zip(a, b, x, strict=True)]
+    assert math.copysign(1.0, float(special.betainc(2.0, 3.0, -0.0))) == -1.0
+    special._BETAINC.clear()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(0.05, 100.0), st.floats(0.05, 100.0), st.floats(0.0, 1.0))
 def test_betainc_symmetry(a, b, x):
