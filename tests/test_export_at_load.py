@@ -123,6 +123,18 @@ def test_out_writes_the_design_chosen_at_the_load(optimized):
     assert csv[1].startswith(f"token-speculative,{s.replicas},ngram,4,")
 
 
+def test_sweep_out_at_a_load_is_the_same_choice(optimized, tmp_path, capsys):
+    """dse sweep --out at the same load writes the same design and serving settings (the
+    study's pool holds the sweep's target-only designs)."""
+    _, d = optimized
+    js = run_json(["sweep", "--space", SPACE, *LOAD, "--processes", "1", "--out",
+                   str(tmp_path)], capsys)
+    assert sorted(Path(f).name for f in js["files"]) == ["best.toml", "pareto.csv",
+                                                         "pareto.html"]
+    got, want = (read_design_file(p / "best.toml") for p in (tmp_path, d / "out"))
+    assert got.serving == want.serving and got.system.description == want.system.description
+
+
 def test_exported_target_carries_the_load_settings(optimized):
     js, d = optimized
     bundle = d / "bundle"
