@@ -317,7 +317,7 @@ def _load_options(cat: Catalog, design: Design, role: str, p: Placement,
     comments["max-num-seqs"] = (
         f"the scheduler's cap at {serving.rate:g} requests/s" + (
             "" if serving.max_num_seqs is not None
-            else f" (vLLM's default for a {p.device.name}, as the serving model took it)"))
+            else f" (vLLM's default on the {p.device.name}, as the serving model took it)"))
     one_model = role == "target" and design.workflow == "target-only"
     if one_model and serving.max_num_batched_tokens is not None:
         opts["max-num-batched-tokens"] = serving.max_num_batched_tokens
