@@ -339,11 +339,12 @@ def _slo_missed(r: Mapping[str, Any], load: LoadSpec) -> list[str]:
 def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family: str, *,
                   speculation: Any = None, extra: dict[str, Any] | None = None,
                   replicas: int = 1, intervals: bool = True,
-                  capacity: float | None = None) -> Served:
+                  capacity: float | None = None, rep: Any = None) -> Served:
     """One design served at the load on the fewest replicas that hold it (module docstring),
     trying `replicas` first (a lower bound: the caps' rate). intervals=False: the central
     figures only (a target-only design's 90% ends cost two more closed-form solutions).
-    capacity: one replica's capacity rate, known from an earlier run."""
+    capacity: one replica's capacity rate, known from an earlier run; rep: the design's
+    single-stream report with its intervals, if the caller has it."""
     from dse.serving import Load, Slo
     from dse.serving.designs import serve_system
 
@@ -362,7 +363,7 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
                            replicas=n, slo=slo, lifetime_years=space.lifetime_years,
                            usd_per_kwh=space.usd_per_kwh, speculation=speculation,
                            engine_extra=extra, intervals=intervals,
-                           capacity=known[0] if known else capacity)
+                           capacity=known[0] if known else capacity, rep=rep)
         known[:] = [got["capacity_request_rate"]]
         return got
 
@@ -459,12 +460,14 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         raise UsageError(f"--rate: space {space.name} weighs a mix of workloads; at a load a "
                          "search serves one workload's problems (a space with one workload)")
     from dse.resolve import report
+    from dse.uncertainty import attach
 
     t0 = time.perf_counter()
     metric, sign = LOAD_METRICS[objective]
     wl = space.workloads[0][0]
     jobs: list[_Job] = []
     seen: set[Any] = set()
+    reports: dict[int, list[Any]] = {}  # a pool design's [design, report, with intervals]
     for c in pool:
         key = identity(c)
         if key in seen:
@@ -473,6 +476,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         fam = _family(cat, c)
         d = _design(cat, c)
         rep = report(d, cat.workload(wl), intervals=False)
+        reports[id(c)] = [d, rep]
         jobs.append(_job(cat, space, c, fam, objective, load, rep=rep))
         if token_speculative and fam == "target-only":
             for spec, extra in _speculations(cat, space, d, wl):
@@ -487,6 +491,12 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
     n_served = 0
     origin: dict[int, _Job] = {}
 
+    def rep_iv(c: Candidate) -> Any:  # the report serve_system makes, once a design
+        got = reports[id(c)]
+        if len(got) == 2:
+            got.append(attach(got[1], got[0], cat.workload(wl)))
+        return got[2]
+
     def value(s: Served) -> float:
         v = s.candidate.metrics.get(metric)
         return math.inf if v is None else sign * float(v)
@@ -500,7 +510,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         n_served += 1
         s = serve_at_load(cat, space, j.candidate, load, j.family, speculation=j.speculation,
                           extra=j.extra, replicas=j.replicas, intervals=False,
-                          capacity=j.capacity)
+                          capacity=j.capacity, rep=rep_iv(j.candidate))
         if not s.feasible:
             assert s.reason is not None
             why = f"{j.family}: {s.reason}"
@@ -516,7 +526,8 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         j = origin[id(s)]
         full = serve_at_load(cat, space, j.candidate, load, fam, speculation=j.speculation,
                              extra=j.extra, replicas=s.replicas, intervals=True,
-                             capacity=s.candidate.metrics["capacity_request_rate"])
+                             capacity=s.candidate.metrics["capacity_request_rate"],
+                             rep=rep_iv(j.candidate))
         if full.feasible:
             feasible[next(i for i, x in enumerate(feasible) if x is s)] = full
             best[fam] = full

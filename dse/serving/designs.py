@@ -298,10 +298,11 @@ def design_load(d: Any, w: Any, rep: Any, *, max_num_seqs: int | None = None) ->
                       None if rep.accuracy is None else float(rep.accuracy), rounds)
 
 
-def metrics(dl: DesignLoad, load: Load) -> dict[str, Any]:
-    """One replica's figures at the load (closed form), vLLM's names (means)."""
+def metrics(dl: DesignLoad, load: Load, limit: float | None = None) -> dict[str, Any]:
+    """One replica's figures at the load (closed form), vLLM's names (means); limit: the
+    design's capacity (`capacity(dl)`) where the caller has it."""
     n = int(load.value) if load.kind == "batch" else load.requests
-    limit = capacity(dl)
+    limit = capacity(dl) if limit is None else limit
     saturated = False
     batches: dict[str, float] = {dv.name: 1.0 for dv in dl.devices}
     if load.kind == "batch":
@@ -382,11 +383,12 @@ def _init_slow(dl: DesignLoad, batches: dict[str, float]) -> float:
 
 def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | None = None,
                  lifetime_years: float, usd_per_kwh: float, evaluator: str = "closed-form",
-                 relative: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+                 relative: dict[str, tuple[float, float]] | None = None,
+                 capacity: float | None = None) -> dict[str, Any]:
     """The load's figures on `replicas` copies of the design (module docstring): throughput,
     power and cost add up; relative: the single-stream report's relative 90% ends of its
     latency ("time") and energy per token ("energy"), applied to the time and energy
-    figures."""
+    figures; capacity: one copy's capacity where the caller has it (the closed form's)."""
     slo = slo or Slo()
     share = load
     if replicas > 1:
@@ -396,7 +398,8 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
         share = (replace(load, value=load.value / replicas, requests=per)
                  if load.kind == "rate" else
                  replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per))
-    m = (metrics if evaluator == "closed-form" else sim_metrics)(dl, share)
+    m = (metrics(dl, share, capacity) if evaluator == "closed-form"
+         else sim_metrics(dl, share))
     rate = m["request_throughput"] * replicas
     power = m["avg_power_w"] * replicas
     out_tok = rate * dl.tokens_out
@@ -453,7 +456,7 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
                  lifetime_years: float, usd_per_kwh: float, speculation: Any = None,
                  engine_extra: dict[str, Any] | None = None, caps: Any = None,
                  max_num_seqs: int | None = None, intervals: bool = True,
-                 capacity: float | None = None) -> dict[str, Any]:
+                 capacity: float | None = None, rep: Any = None) -> dict[str, Any]:
     """A design at load: its family, accuracy (the single-stream closed form's, with its 90%
     interval) and the load's figures. `load` gives the kind, value, requests and seed; its
     lengths are replaced by the workload's prompt tokens and the design's tokens per problem
@@ -463,14 +466,15 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     simulator of dse.serving.design_sim; max_num_seqs: its GPUs' cap, default vLLM's).
     intervals=False: a target-only design's figures without their 90% ends (a third of the
     work: the ends are two more closed-form solutions; a search ranks by the central
-    figures); capacity: a target-only replica's capacity rate when the caller has it
-    (dse.serving.serve)."""
+    figures); capacity: one replica's capacity rate when the caller has it (a target-only
+    design's dse.serving.serve, the others' closed form); rep: the design's single-stream
+    report with its intervals (`dse.resolve.report(d, w)`) when the caller has it."""
     from dataclasses import replace
 
     from dse.resolve import report
     from dse.serving import serve
 
-    rep = report(d, w)
+    rep = report(d, w) if rep is None else rep
     lengths = replace(load, input_tokens=max(round(w.prompt_tokens), 1),
                       output_tokens=max(round(rep.tokens_per_problem), 1))
     head = {"system": d.name, "workload": w.name, "family": d.family,
@@ -516,7 +520,8 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     r = serve_design(dl, lengths, replicas=replicas, slo=slo, lifetime_years=lifetime_years,
                      usd_per_kwh=usd_per_kwh, evaluator=evaluator,
                      relative={"time": rel("latency_s_per_problem", rep.latency_s_per_problem),
-                               "energy": rel("j_per_token", rep.j_per_token)})
+                               "energy": rel("j_per_token", rep.j_per_token)},
+                     capacity=capacity)
     r["devices"] = {dv.name: {"roles": list(dv.roles), "batch_cap": dv.cap,
                               "batch": r["device_batches"].get(dv.name, float("nan"))}
                     for dv in dl.devices}
