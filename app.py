@@ -18,6 +18,7 @@ PAGES = [
     st.Page("dashboard/compare.py", title="Compare", url_path="compare"),
     st.Page("dashboard/design_space.py", title="Design space", url_path="design-space"),
     st.Page("dashboard/studies.py", title="Studies", url_path="studies"),
+    st.Page("dashboard/load.py", title="Load", url_path="load"),
     st.Page("dashboard/paper.py", title="Paper", url_path="paper"),
     st.Page("dashboard/export.py", title="Export", url_path="export"),
     st.Page("dashboard/glossary.py", title="Glossary", url_path="glossary"),

@@ -7,6 +7,7 @@ design and the URL can carry it. A new session reads it from the URL.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -17,6 +18,8 @@ from dse.engine.report import Report
 from dse.errors import DseError
 from dse.resolve import report as resolved_report
 from dse.specs import Catalog
+from dse.views.load import LOAD_PARAMS, Curve, LoadState
+from dse.views.load import load_state as load_state_of
 
 Params = tuple[tuple[str, str], ...]
 # Widget values that outlive a visit to another page (Streamlit drops the state of widgets a
@@ -172,6 +175,7 @@ def set_state(state: views.DesignState) -> None:
 def _url_params() -> dict[str, str | list[str]]:
     ss = st.session_state
     out: dict[str, str | list[str]] = dict(ss.get("design_params") or {})
+    out |= load_state().params()  # the load (dse.views.load), where not its defaults
     pins()  # a session's first run reads the pinned set from the URL before rewriting it
     if ss.get("pins"):
         out[views.PIN_PARAM] = list(ss["pins"])
@@ -186,6 +190,65 @@ def _sync_url() -> None:
         have[views.PIN_PARAM] = st.query_params.get_all(views.PIN_PARAM)
     if have != want:
         st.query_params.from_dict(want)
+
+
+# ------------------------------------------------------------------------------ the load
+
+def load_state() -> LoadState:
+    """The session's load (the Load page's controls, What-if's rate); on a session's first
+    run, the one in the URL."""
+    ss = st.session_state
+    if "load_params" not in ss:
+        state, warnings = load_state_of(
+            {k: st.query_params[k] for k in st.query_params if k in LOAD_PARAMS})
+        if warnings:
+            ss["design_params_warning"] = "The link: " + "; ".join(warnings)
+        ss["load_params"] = state.params()
+    return load_state_of(ss["load_params"])[0]
+
+
+def set_load_state(state: LoadState) -> None:
+    """Make `state` the session's load and mirror it in the URL."""
+    st.session_state["load_params"] = state.params()
+    _sync_url()
+
+
+LoadKey = tuple[tuple[str, str], ...]
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def load_curve(params: Params, load: LoadKey, name: str) -> Curve:
+    """A design at every rate of the load's grid below its capacity (dse.views.load, the
+    single-stream report with its intervals reused); `load`: LoadState.curve_params."""
+    from dse.views.load import serve_curve
+
+    s = state_of(params)
+    return serve_curve(name, design_of(s), catalog().get("workload", s.workload),
+                       load_state_of(dict(load))[0], rep=report_with_intervals(params))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def load_curve_at(params: Params, load: LoadKey, name: str, rate: float | None) -> Curve:
+    """load_curve with the chosen rate's point (dse.views.load.with_rate): a new rate serves
+    one more point, not the curve again."""
+    from dse.views.load import with_rate
+
+    s = state_of(params)
+    ls = replace(load_state_of(dict(load))[0], rate=rate)
+    return with_rate(load_curve(params, load, name), design_of(s),
+                     catalog().get("workload", s.workload), ls,
+                     rep=report_with_intervals(params))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def load_point(params: Params, rate: float) -> dict[str, Any]:
+    """A design at one rate, the closed form on the workload's lengths (What-if's load
+    control: `dse serve --system ... --rate R`)."""
+    from dse.views.load import serve_at
+
+    s = state_of(params)
+    return serve_at(design_of(s), catalog().get("workload", s.workload), rate,
+                    LoadState(rate=rate), rep=report_with_intervals(params))
 
 
 # ------------------------------------------------------------------------------ pinned designs

@@ -6,6 +6,7 @@ go."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import streamlit as st
 
@@ -15,6 +16,7 @@ from dashboard.whatif_figures import fig_roofline, fig_timeline, fig_tornado
 from dse import views
 from dse.engine.closed_form import closed_form_caveats
 from dse.errors import DseError
+from dse.views import load as vl
 
 cat = common.catalog()
 ss = st.session_state
@@ -22,6 +24,12 @@ ss = st.session_state
 state = common.current_state()
 load_widgets(state, force=False)
 state = widget_state(state)
+load = common.load_state()  # the load control's rate (none: single stream), as the Load page's
+if "wi_load_rate" not in ss:
+    ss["wi_load_rate"] = load.rate or 0.0
+if (float(ss.wi_load_rate) or None) != load.rate:
+    load = replace(load, rate=float(ss.wi_load_rate) or None)
+    common.set_load_state(load)
 
 st.title("What-if")
 common.show_warning()
@@ -172,6 +180,24 @@ csv_slot.download_button("Metrics (CSV)", functools.partial(metrics_csv, csv_des
                          mime="text/csv", key="wi_download_csv",
                          help="this design, its target alone and its GPU baselines, with "
                          "their 90% intervals")
+
+# ---- at a load: one replica at the load control's rate (dse serve, closed form, cached)
+if load.rate is None:
+    st.caption("Single stream: one problem at a time (the paper's setting). Set a request "
+               "rate under *Load* in the sidebar to see this design serving many, or open "
+               "the Load page for the rates around it.")
+else:
+    try:
+        at_load = common.load_point(params, load.rate)
+        st.markdown(f"**At {load.rate:g} requests/s** (one replica, the serving closed form: "
+                    f"`dse serve --system ... --rate {load.rate:g}`)")
+        if at_load["saturated"]:
+            st.warning(f"Past this design's capacity ({at_load['capacity_request_rate']:.3g} "
+                       "requests/s on one replica): the queue grows with the run, and these "
+                       "are a 1,000-request run's figures.")
+        st.table(vl.at_load_rows(at_load), hide_index=True)
+    except (DseError, ValueError) as e:
+        st.caption(f"No figures at {load.rate:g} requests/s: {e}")
 
 # A session's first run leaves the open tab's charts out, so that the browser shows the
 # numbers without waiting for the chart library (a 4.7 MB script, about a second to load on a

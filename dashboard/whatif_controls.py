@@ -268,6 +268,12 @@ def controls() -> None:
             role_controls(role, spec)
         number(st, "Max context (tokens)", wkey("max_context_tokens"), min_value=1, step=256)
     sb.button("Reset to preset", key="wi_reset", on_click=on_system)
+    sb.subheader("Load")
+    sb.number_input("Request rate (requests/s, 0 = single stream)", min_value=0.0,
+                    max_value=1000.0, step=0.05, format="%g", key="wi_load_rate",
+                    help="Poisson arrivals served by one replica of this design (dse serve "
+                    "--rate, closed form): its throughput, TTFT and cost per million tokens "
+                    "under the headline. The Load page plots them against the rate.")
 
 
 def width_controls(sb: Any) -> None:

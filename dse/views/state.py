@@ -20,6 +20,7 @@ from dse.scenario import PRM_KEYS, WIDTH_WORKFLOWS, SystemSpec
 from dse.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import SCHEMAS, Catalog
 from dse.specs.emit import toml_value
+from dse.views.load import LOAD_PARAMS
 
 # The view a fresh dashboard opens on: the README's first example.
 DEFAULT_SYSTEM = "paper-config1-u280"
@@ -171,7 +172,7 @@ def state_from_params(cat: Catalog, params: Mapping[str, str]) -> DesignState:
     if sched_name not in PRESETS:
         raise UnknownNameError("schedule", sched_name, list(PRESETS))
     rest = [f"{k}={v}" for k, v in params.items()
-            if k not in ("system", "workload", "schedule", PIN_PARAM)]
+            if k not in ("system", "workload", "schedule", PIN_PARAM, *LOAD_PARAMS)]
     overrides, flags = parse_set(rest)
     for key, value in overrides.items():
         _check_name(cat, key, value)
@@ -225,8 +226,8 @@ def url_state(cat: Catalog, params: Mapping[str, str]) -> tuple[DesignState, lis
     workload = pick("workload", d.workload, cat.names("workload"))
     sched_name = pick("schedule", d.schedule.name, list(PRESETS))
     known = {k.toml for k in SCHEMAS["system"].keys} | set(ALIASES) | set(FLAGS)
-    rest = {k: v for k, v in params.items()
-            if k not in ("system", "workload", "schedule", PIN_PARAM)}
+    rest = {k: v for k, v in params.items()  # the load's parameters: dse.views.load
+            if k not in ("system", "workload", "schedule", PIN_PARAM, *LOAD_PARAMS)}
     ignored = sorted(k for k in rest if k not in known)
     if ignored:
         warnings.append("ignored URL parameters that are no design key: "
