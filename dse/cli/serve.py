@@ -89,9 +89,11 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serving", default=None,
                    help="GPU serving profile (default vllm-v1: vLLM's V1 engine, whose "
                    "continuous batching and caps the scheduler follows)")
-    p.add_argument("--replicas", type=whole_number(1, MAX_REPLICAS), default=1,
-                   help="replicas the load is split over evenly (default 1)")
-    load = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--replicas", type=whole_number(1, MAX_REPLICAS),
+                   help="replicas the load is split over evenly (default 1, or a design "
+                   "file's [serving] replicas)")
+    # one of the three, or a design file whose [serving] table has the rate (_take_serving)
+    load = p.add_mutually_exclusive_group()
     load.add_argument("--batch", type=whole_number(1, MAX_REQUESTS),
                       help="B requests start together and run to completion (static "
                       "batching, vLLM's benchmark_latency)")
@@ -188,10 +190,60 @@ def _check_flags(a: argparse.Namespace) -> None:
                              "the workload and the placement from the design (--set)")
 
 
+LOAD_FLAGS = ("--batch", "--concurrency", "--rate")
+
+
+def _no_load(a: argparse.Namespace) -> bool:
+    return a.batch is None and a.concurrency is None and a.rate is None
+
+
+def _take_serving(a: argparse.Namespace, serving: Any, path: str) -> list[str]:
+    """A design file's [serving] table (dse.design_files.ServingSettings: what a search at a
+    load chose) as the defaults of the flags not given: the rate (when no --batch,
+    --concurrency or --rate), replicas, the scheduler's caps, the token-level proposer with its
+    K and acceptance rate, the SLOs as --goodput. Sets them on `a`; returns the flags taken,
+    for the answer's note."""
+    if serving is None:
+        if _no_load(a):
+            raise UsageError(f"give one of {', '.join(LOAD_FLAGS)} ({path} has no [serving] "
+                             "table with a rate)")
+        return []
+    taken = []
+    if _no_load(a):
+        a.rate = serving.rate
+        taken.append(f"--rate {serving.rate:g}")
+    pairs = (("replicas", "replicas", "--replicas"), ("max_num_seqs", "max_num_seqs",
+             "--max-num-seqs"), ("max_num_batched_tokens", "max_num_batched_tokens",
+             "--max-num-batched-tokens"))
+    for attr, key, flag in pairs:
+        value = getattr(serving, key)
+        if getattr(a, attr) is None and value is not None:
+            setattr(a, attr, value)
+            taken.append(f"{flag} {value}")
+    if a.speculative_model is None and serving.speculative_proposer is not None:
+        a.speculative_model = serving.speculative_proposer
+        a.num_speculative_tokens = a.num_speculative_tokens or serving.num_speculative_tokens
+        taken.append(f"--speculative-model {a.speculative_model} --num-speculative-tokens "
+                     f"{a.num_speculative_tokens}")
+        if a.acceptance_rate is None and serving.speculative_acceptance_rate is not None:
+            a.acceptance_rate = serving.speculative_acceptance_rate
+            a.acceptance_basis = f"{path} [serving] speculative_acceptance_rate"
+            taken.append(f"--acceptance-rate {a.acceptance_rate:.3g}")
+    slo = [(k, v) for k, v in (("ttft", serving.ttft_ms), ("tpot", serving.tpot_ms),
+                               ("e2el", serving.e2el_ms)) if v is not None]
+    if a.goodput is None and slo:
+        a.goodput = slo
+        taken.append("--goodput " + " ".join(f"{k}:{v:g}" for k, v in slo))
+    return [f"{path} [serving]: " + ", ".join(taken)] if taken else []
+
+
 def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     _check_flags(a)
     if a.model is None:
         return _run_design(a, cat)
+    if _no_load(a):
+        raise UsageError(f"give one of {', '.join(LOAD_FLAGS)}")
+    a.replicas = a.replicas or 1
     from dse.devices.registry import place, resolve
     from dse.serving import serve, vllm_caps
 
@@ -264,6 +316,8 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.serving.designs import serve_system
 
     src = read_source(cat, Path(a.design) if a.design is not None else a.system)
+    taken = _take_serving(a, src.serving, a.design or a.system)
+    a.replicas = a.replicas or 1
     w = read_workload(cat, a.scenario or src.workload or DEFAULT_WORKLOAD)
     sys_over, flags = parse_set(a.set)
     spec = override_spec(src.spec, sys_over, source="--set")
@@ -296,6 +350,8 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "precision": t.precision.name, "serving": t.serving, "replicas": a.replicas,
                "evaluator": a.evaluator, "speculative": _spec_payload(spec_tok, draft, apart),
                "load": _load_payload(load), **r}
+    if taken:
+        payload["from_design_file"] = taken[0]
     return payload, _text(a, payload)
 
 
@@ -376,6 +432,8 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
                  "replica"]
     if sp is not None:
         notes.append(f"acceptance {sp['acceptance_rate']:.3g}: {sp['basis']}")
+    if r.get("from_design_file"):
+        notes.append(f"from {r['from_design_file']} (a flag given overrides it)")
     cap = r.get("capacity_request_rate")
     if isinstance(cap, float) and math.isfinite(cap):
         notes.append(f"capacity about {cap * r['replicas']:.3g} requests/s"
@@ -464,7 +522,8 @@ def _speculation(a: argparse.Namespace, cat: Catalog, pl: Any, dataset: str | No
             raise InfeasibleError(f"--speculative-model {dm.name} on {draft.device.name}: "
                                   + "; ".join(why))
     if a.acceptance_rate is not None:
-        rate, basis = a.acceptance_rate, "--acceptance-rate (given)"
+        rate = a.acceptance_rate
+        basis = getattr(a, "acceptance_basis", None) or "--acceptance-rate (given)"
     else:
         try:
             got = default_rate(name, pl.model.name, dataset)
