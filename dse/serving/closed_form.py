@@ -210,20 +210,73 @@ def fixed_point_exists(e: Engine, load: Load, rates: np.ndarray) -> np.ndarray:
 GRID = 256  # rates a round of `capacity_rate_grid` tries at once
 
 
+def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> tuple[int, bool]:
+    """(the index of the first of `rates` without a fixed point, or its size; whether the
+    last `keep` rates all have one): `fixed_point_exists`'s per-rate steps, bounds and
+    tolerance (the same numbers, elementwise), with the work a bracket does not need left
+    out: a rate past one known to fail is dropped (unless among the kept), a decided rate
+    leaves the arrays, and an iteration's decode-only time (its new batch's) is the next
+    iteration's."""
+    inp, out = load.input_tokens, load.output_tokens
+    ctx = _decode_ctx(load)
+    cap = batch_cap(e, load)
+    passes = (out - 1) / e.tokens_per_pass
+    r = np.asarray(rates, dtype=float)
+    n = r.size
+    idx = np.arange(n)  # the live rates' indices
+    tau = np.full(n, float(e.iteration_s(1, ctx, 0, 0)))
+    b, u = np.ones(n), np.zeros(n)
+    t_dec = e.iteration_s(b, ctx, 0, 0)
+    first, ok = n - keep, np.zeros(n, dtype=bool)  # the first failure among the scanned
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(ITERATIONS):
+            m = r * tau
+            t_prompt = e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m)
+            mm, k = np.minimum(m, 1.0), np.maximum(m, 1.0)
+            t_pre = e.iteration_s(b, ctx, inp * k, 0, k)
+            resid = ((1.0 - mm) * t_dec ** 2 + mm * t_pre ** 2) / (
+                2.0 * ((1.0 - mm) * t_dec + mm * t_pre))
+            ttft = u * resid + t_prompt
+            e2el = ttft + passes * tau
+            u = -np.expm1(-r * e2el)
+            b = np.maximum(1.0, r * passes * tau / u) if out > 1 else np.zeros(r.shape)
+            dead = (b > cap) | (m * inp + b > e.caps.max_num_batched_tokens) | ~np.isfinite(tau)
+            one = e.iteration_s(b, ctx, inp, 0, 1)
+            t_dec = e.iteration_s(b, ctx, 0, 0)
+            new = np.where(m <= 1.0, (1.0 - m) * t_dec + m * one,
+                           e.iteration_s(b, ctx, m * inp, 0, np.maximum(m, 1.0)))
+            conv = ~dead & (np.abs(new - tau) <= TOLERANCE * tau)
+            ok[idx[conv]] = True
+            failed = idx[dead & (idx < first)]
+            if failed.size:
+                first = int(failed[0])
+            live = ~dead & ~conv & ((idx < first) | (idx >= n - keep))
+            if not live.any():
+                break
+            idx, r, tau, b, u, t_dec = (x[live] for x in (idx, r, new, b, u, t_dec))
+        else:  # not converged in ITERATIONS steps: no fixed point
+            scanned = idx[idx < first]
+            first = int(scanned[0]) if scanned.size else first
+            ok[idx] = False
+    return first, bool(ok[n - keep:].all())
+
+
 def capacity_rate_grid(e: Engine, load: Load, rounds: int = 2) -> float:
     """`capacity_rate` by rounds of GRID rates at once (numpy) instead of a bisection: each
     round narrows the bracket GRID-fold; two rounds try the same dyadic rates as the
     bisection's 16 steps (256^2 = 2^16), so the same capacity (tested) in about a third of
-    the time; for a search serving many designs."""
+    the time; for a search serving many designs. The caps' rate itself is tried with the
+    first round (`_first_failing` keeps it to its end)."""
     top = capacity(e, load).request_rate
-    if fixed_point_exists(e, load, np.array([top * (1 - 1e-6)]))[0]:
-        return top
     lo, hi = 0.0, top
-    for _ in range(rounds):
+    for i in range(rounds):
         rates = lo + (hi - lo) * np.arange(1, GRID + 1) / GRID
-        ok = fixed_point_exists(e, load, rates)
-        bad = np.flatnonzero(~ok)
-        first = int(bad[0]) if bad.size else GRID
+        if i == 0:
+            first, top_ok = _first_failing(e, load, np.append(rates, top * (1 - 1e-6)), 1)
+            if top_ok:
+                return top
+        else:
+            first, _ = _first_failing(e, load, rates)
         lo = float(rates[first - 1]) if first > 0 else lo
         hi = float(rates[first]) if first < GRID else hi
     return lo
