@@ -168,8 +168,9 @@ if curves:
     st.caption(("Lines: the closed form's means; bands: their 90% intervals (the single-"
                 "stream cost models' factors, widened by the batched terms' own error, as "
                 "`dse serve` gives them)." if ls.evaluator == "closed-form" else
-                "Solid: p50, dashed: p90, dotted: p99 of the simulated requests; bands: the "
-                "closed form's 90% interval of the mean.")
+                "Solid: p50, dashed: p90, dotted: p99 of the simulated requests (a run's "
+                "percentiles: no band); the goodput and cost bands are their 90% "
+                "intervals.")
                + " Each curve stops at the design's capacity on one replica (past it the "
                "queue grows with the run). Goodput: the requests per second that meet the "
                "SLOs" + (" (the closed form: all when the means do, else none)."
