@@ -76,7 +76,22 @@ def step_error_rate(accuracy_pct: float, s_vals: NDArray[np.int64], s_p: F64) ->
     a few microseconds each), the end with the smaller residual returned. Done here rather than
     by scipy.optimize.brentq (xtol 1e-12) because importing scipy.optimize costs every
     `dse evaluate` about 0.2 s; the two roots differ by < 3e-11 relative on the shipped
-    workloads."""
+    workloads. Each distinct question is answered once (`_STEP_ERRORS`: a search asks the
+    same few for every design and every factor its intervals move)."""
+    key = (accuracy_pct, s_vals.dtype.str, s_vals.tobytes(), s_p.dtype.str, s_p.tobytes())
+    got = _STEP_ERRORS.get(key)
+    if got is None:
+        got = _step_error_rate(accuracy_pct, s_vals, s_p)
+        if len(_STEP_ERRORS) >= 4096:
+            _STEP_ERRORS.clear()
+        _STEP_ERRORS[key] = got
+    return got
+
+
+_STEP_ERRORS: dict[tuple[float, str, bytes, str, bytes], float] = {}
+
+
+def _step_error_rate(accuracy_pct: float, s_vals: NDArray[np.int64], s_p: F64) -> float:
     a = min(max(accuracy_pct / 100.0, 1e-9), 1.0)
     if a >= 1.0:
         return 0.0
