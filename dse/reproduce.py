@@ -443,9 +443,10 @@ def cross_validation_lines(cat: Catalog) -> list[str]:
     """docs/validation.md's cost-model cross-validation: the GPU serving profiles (from
     dse/data/gpu_cv.json, written by scripts/calibrate_devices.py) and the FPGA designs."""
     from dse.validation import fpga as fpga_cv
-    from dse.validation import gpu_cv
+    from dse.validation import gpu_cv, serving_cv
 
-    return [*gpu_cv.markdown_section(gpu_cv.load()), "", *fpga_cv.markdown_section(cat)]
+    return [*gpu_cv.markdown_section(gpu_cv.load()), "", *fpga_cv.markdown_section(cat), "",
+            *serving_cv.markdown_section(serving_cv.load())]
 
 
 # ------------------------------------------------------------------------ target judge

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -42,9 +44,10 @@ def test_batched_decode_by_hand(qwen05):
     KV 8 x 12,582,912 B = 100,663,296 B at 0.5e12 B/s -> 0.201326592 ms
     FLOPs 8 x 1,076,058,112 = 8,608,464,896 at 1e14 -> 0.0861 ms (memory-bound)
     1.189392128 ms + 1 ms step overhead = 2.189392128 ms for 8 tokens (0.27 ms a token,
-    against 2.01 ms alone)
+    against 2.01 ms alone). The batch terms (dse.devices.gpu_batch) off: the physics alone.
     """
-    c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    c = replace(gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving()),
+                knee_exponent=np.inf, kv_bw_many_bytes_per_s=0.0, sequence_overhead_s=0.0)
     ft = gpu.forward(c, 1, 1023, batch=8)
     assert float(ft.memory_s) == pytest.approx(1.189392128e-3, rel=1e-9)
     assert float(ft.compute_s) == pytest.approx(8 * 1_076_058_112 / 1e14, rel=1e-9)
@@ -53,6 +56,44 @@ def test_batched_decode_by_hand(qwen05):
     # a batch's prefill: 4 prompts of 4096 tokens are 4 x the FLOPs of one, in one pass
     one = float(gpu.prefill_s(c, 4096)) - 1e-3
     assert float(gpu.prefill_s(c, 4096, batch=4)) == pytest.approx(4 * one + 1e-3, rel=1e-9)
+
+
+def test_batch_terms_by_hand(qwen05):
+    """test_batched_decode_by_hand's step with batch terms p = 2, a KV share of 1.0 for many
+    sequences (0.5 alone) and 10 us per further sequence:
+
+    KV bandwidth at 8 sequences: 0.5e12 + (1e12 - 0.5e12)(1 - 1/8) = 0.9375e12 B/s
+    memory 0.988065536 ms + 100,663,296 B / 0.9375e12 = 1.0954397184 ms
+    compute 0.08608464896 ms; knee sqrt(1.0954397184^2 + 0.08608464896^2) = 1.098816974 ms
+    + 1 ms step overhead + 7 x 10 us = 2.168816974 ms. One sequence: test_decode_by_hand's
+    2.013231360 ms exactly (no term applies)."""
+    base = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving())
+    c = replace(base, knee_exponent=2.0, kv_bw_many_bytes_per_s=1e12, sequence_overhead_s=1e-5)
+    assert float(gpu.forward(c, 1, 1023, batch=8).memory_s) == pytest.approx(1.0954397184e-3,
+                                                                             rel=1e-9)
+    assert float(gpu.decode_token_s(c, 1023, batch=8)) == pytest.approx(2.168816974493e-3,
+                                                                        rel=1e-9)
+    assert float(gpu.decode_token_s(c, 1023)) == float(gpu.decode_token_s(base, 1023))
+    # an iteration of 7 decodes and one prompt chunk is a pass of 8 sequences
+    it = gpu.iteration(c, 7, 1023, 64)
+    assert float(it.total_s) > float(gpu.iteration(replace(c, sequence_overhead_s=0.0), 7,
+                                                   1023, 64).total_s) + 7e-5 - 1e-12
+
+
+def test_shipped_batch_terms_vanish_at_batch_one(qwen05):
+    """Every shipped stack's batch terms leave a pass of one sequence unchanged, bit for bit."""
+    from dse.devices.gpu_batch import batch_terms
+
+    for name in ("vllm-cudagraph", "tensorrt-llm", "vllm-v1", "hf-eager"):
+        c = gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving(name=name))
+        off = replace(c, knee_exponent=np.inf, kv_bw_many_bytes_per_s=0.0,
+                      sequence_overhead_s=0.0)
+        for n in (1, 17, 300, 4096):
+            assert float(gpu.prefill_s(c, n, 500)) == float(gpu.prefill_s(off, n, 500))
+        assert float(gpu.decode_token_s(c, 700)) == float(gpu.decode_token_s(off, 700))
+        assert float(gpu.decode_token_s(c, 700, batch=32)) > float(
+            gpu.decode_token_s(off, 700, batch=32))
+        assert batch_terms(name).knee_exponent > 1
 
 
 def test_launch_bound_eager(qwen05):

@@ -43,15 +43,14 @@ prefill overhead) scale with the host's CPU speed (`host_cpu_slowdown`, 1 on the
 hosts; a system may name its own) times the stack's own factor on that board where its points
 there pin one (`host_stack_slowdown`: vLLM's Jetson builds). The two sides overlap (the max), so
 a slow host pushes a step above the GPU side only when its launches outlast the GPU's work.
-Small models at batch 1 are dominated by the overhead terms, which a
-pure roofline misses.
+Small models at batch 1 are dominated by the overhead terms, which a pure roofline misses.
 
 At batch B the per-pass terms (layer gaps, launches, the step overhead, the per-layer
-all-reduce latency) are paid once per pass and the per-token all-reduce bytes B times; the
-calibrated efficiencies are batch-1 values (every fitted point is batch 1), so a batch's time
-is the batch-1 model's physics, not yet fitted to batched measurements. A batch of sequences
-with different contexts costs what a batch at their mean context costs (KV bytes and attention
-FLOPs are linear in each sequence's context). `batch = 1` is the single-stream model exactly.
+all-reduce latency) are paid once per pass and the per-token all-reduce bytes B times; a pass
+of more than one sequence adds the batch terms of dse/devices/gpu_batch.py (the roofline's
+knee, the KV-read share of many sequences, the host's work per further sequence), fitted to
+batched measurements. A batch of sequences with different contexts costs what a batch at their
+mean context costs. `batch = 1` is the single-stream model exactly.
 
 Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
 (`stack`), so one code path serves a scalar query and a million-design sweep.
@@ -68,6 +67,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dse.arrays import F64, Num
 from dse.devices import shape
+from dse.devices.gpu_batch import batch_terms, kv_bandwidth, soft_max
 from dse.devices.power import gpu_power_w
 from dse.devices.protocol import (
     Bound,
@@ -123,6 +123,12 @@ class GpuCost:
     # An unfused attention (no flash-attention kernel) moves its score matrix through memory
     # between kernels: bytes per (query, key) pair, every layer and head (0: fused)
     scores_bytes_per_pair: Num = 0.0
+    # The batch terms of a pass of s > 1 sequences (dse.devices.gpu_batch): the roofline's
+    # knee exponent (inf: the hard max), the KV-read bandwidth many sequences reach (0: the
+    # batch-1 one) and the host time per further sequence
+    knee_exponent: Num = np.inf
+    kv_bw_many_bytes_per_s: Num = 0.0
+    sequence_overhead_s: Num = 0.0
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
@@ -199,6 +205,7 @@ def gpu_cost(
     copied = (copy_min is not None and p.weight_bits < 16 and p.activation_bits == 16)
     # the layers' matmul weights (the head's one position runs as a GEMV on the stored bytes)
     body = shape.linear_macs_per_token(model) * (1 - offload_fraction)
+    bt = batch_terms(serving.name)
     return GpuCost(
         layers=shape.layers_run(model),  # an implicit PRM runs its reference's layers too
         weight_bytes=streamed - host,
@@ -239,6 +246,10 @@ def gpu_cost(
             * compute_efficiency(serving, p) * tp if copied else 0.0),
         scores_bytes_per_pair=(shape.layers_run(model) * model.num_attention_heads
                                * (serving.unfused_attention_bytes_per_score or 0.0)),
+        knee_exponent=bt.knee_exponent,
+        kv_bw_many_bytes_per_s=(gpu.mem_bw_bytes_per_s * bt.attention_bw_efficiency_many * tp
+                                if bt.attention_bw_efficiency_many is not None else 0.0),
+        sequence_overhead_s=bt.sequence_overhead_s * cpu,
     )
 
 
@@ -295,20 +306,24 @@ class ForwardTime:
         return np.array(["memory", "compute", "overhead"])[np.argmax(parts, axis=0)]
 
 
-def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longest: F64
-          ) -> ForwardTime:
-    """One forward pass from its totals: new tokens (the GEMMs' rows), KV tokens read (each
-    sequence's context and new tokens), query-key pairs of attention, LM-head positions, and
-    the longest sequence (which decides whether the captured graphs cover it). Every pass,
-    a single sequence's, a batch's or a serving iteration's, is priced here."""
+def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longest: F64,
+          seqs: F64) -> ForwardTime:
+    """One forward pass from its totals: new tokens (the GEMMs' rows), KV tokens read, query-key
+    pairs of attention, LM-head positions, the longest sequence (whether the captured graphs
+    cover it) and the sequences in it (above 1: the batch terms). Every pass is priced here."""
     kv_bytes = c.kv_bytes_per_token * kv_tokens
     flops = (c.linear_flops_per_token * tokens + c.head_flops_per_position * heads
              + c.attn_flops_per_pair * pairs)
     copied = tokens >= c.prompt_copy_min_tokens  # dequantised to a 16-bit copy first
     weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
-    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / c.kv_bw_bytes_per_s
+    many = np.asarray(seqs) > 1
+    kv_bw = kv_bandwidth(c.kv_bw_bytes_per_s, c.kv_bw_many_bytes_per_s, seqs)
+    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / kv_bw
     comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
-    roof = np.maximum(mem, comp)
+    # the knee, no worse than the sequences one after another: max(mem + (s-1) w, comp)
+    cap = np.maximum(mem + (np.asarray(seqs) - 1.0) * weights / c.mem_bw_bytes_per_s, comp)
+    roof = np.where(many, np.minimum(soft_max(mem, comp, c.knee_exponent), cap),
+                    np.maximum(mem, comp))
     comm = c.layers * (c.allreduce_s_per_layer + c.allreduce_s_per_token_layer * tokens)
     copy_s = np.where(copied, c.prompt_copy_bytes / c.mem_bw_bytes_per_s, 0.0)
     # an unfused attention's score matrix: written, converted and soft-maxed by kernels of
@@ -318,7 +333,8 @@ def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longe
     eager = longest > c.graph_max_context_tokens  # beyond the captured graphs' context
     cpu_side = c.layers * np.where(eager, c.eager_launch_per_layer_s, c.launch_per_layer_s)
     offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))
-    total = np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
+    total = (np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
+             + c.sequence_overhead_s * np.maximum(np.asarray(seqs) - 1.0, 0.0))
     return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
                        np.asarray(gpu_side), np.asarray(total), offload)
 
@@ -333,7 +349,7 @@ def forward(
     k = np.asarray(ctx, dtype=float)
     b = np.asarray(batch, dtype=float)
     return _pass(c, n * b, b * (k + n), b * (n * k + n * (n + 1) / 2),
-                 b * np.asarray(head_positions, dtype=float), k + n)
+                 b * np.asarray(head_positions, dtype=float), k + n, b)
 
 
 def iteration(c: GpuCost, decodes: ArrayLike, decode_ctx: ArrayLike, prefill_tokens: ArrayLike,
@@ -354,7 +370,7 @@ def iteration(c: GpuCost, decodes: ArrayLike, decode_ctx: ArrayLike, prefill_tok
     per = np.where(n > 0, n / np.maximum(m, 1.0), 0.0)  # tokens of each chunk
     ft = _pass(c, b + n, b * (kd + 1) + m * kp + n,
                b * (kd + 1) + m * (per * kp + per * (per + 1) / 2), b + m,
-               np.maximum(np.where(b > 0, kd + 1, 0.0), np.where(n > 0, kp + per, 0.0)))
+               np.maximum(np.where(b > 0, kd + 1, 0.0), np.where(n > 0, kp + per, 0.0)), b + m)
     return replace(ft, total_s=np.asarray(ft.total_s + on * c.prefill_overhead_s))
 
 

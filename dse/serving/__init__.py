@@ -11,7 +11,8 @@ avg_power_w and cost_usd_per_mtok, each with a 90% interval. Two evaluators: `si
 The interval: the closed form at the ends of the placement's decode and prefill time factors
 (moved together) and its dynamic-power factor (dse.uncertainty.factors.placement_factors),
 applied to the evaluator's central figures as relative ends. The device factors rest on
-batch-1 evidence; batched iterations extrapolate the same physics (docs/model.md).
+batch-1 evidence; where the load batches, each time factor is widened in quadrature by the batch
+terms' own 90% error (`batched_half_width`: the batched cross-validation, docs/model.md).
 """
 
 from __future__ import annotations
@@ -175,8 +176,29 @@ INTERVAL_KEYS = ("request_throughput", "output_throughput", "total_token_through
                  "mean_in_system", "j_per_token", "avg_power_w", "cost_usd_per_mtok")
 
 
-def _ends(placement: Placement) -> list[tuple[float, float, float]]:
-    """(decode, prefill, power) multipliers at the interval's two ends."""
+def batched_half_width(placement: Placement) -> float:
+    """The 90% half-width (log) of the batch terms' error on a placement: the batched
+    cross-validation's (dse/data/serving_cv.json) slowdown residuals, leave one GPU out for a
+    stack with its own batched rows, else the worst leave-one-stack-out (a stack predicted by
+    the others' pooled fit); 0 for a kind without batch terms."""
+    import json
+    from importlib import resources
+
+    if placement.kind != "gpu":
+        return 0.0
+    cv = json.loads(resources.files("dse.data").joinpath("serving_cv.json")
+                    .read_text(encoding="utf-8"))["cv"]
+    own = cv["leave_one_gpu_out"].get(placement.serving)
+    if own is not None:
+        return float(own["slowdown"]["q90_abs_log_error"])
+    return max(float(e["slowdown"]["q90_abs_log_error"])
+               for e in cv["leave_one_stack_out"].values())
+
+
+def _ends(placement: Placement, batched: bool = True) -> list[tuple[float, float, float]]:
+    """(decode, prefill, power) multipliers at the interval's two ends: the placement's
+    batch-1 time factors, widened where the load batches (batched) by the batch terms' own
+    error in quadrature (log scale)."""
     from dse.uncertainty.factors import placement_factors
 
     time = {"decode": (1.0, 1.0), "prefill": (1.0, 1.0)}
@@ -188,6 +210,10 @@ def _ends(placement: Placement) -> list[tuple[float, float, float]]:
                 time[op] = (f.low, f.high)
         elif f.quantity == "power":
             power = (f.low, f.high)
+    h = batched_half_width(placement) if batched else 0.0
+    if h > 0:
+        time = {op: (math.exp(-math.hypot(math.log(lo), h)), math.exp(math.hypot(math.log(hi), h)))
+                for op, (lo, hi) in time.items()}
     return [(time["decode"][0], time["prefill"][0], power[0]),
             (time["decode"][1], time["prefill"][1], power[1])]
 
@@ -231,7 +257,8 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
     ends = [_finish(_closed_metrics(replace(e, decode_factor=d, prefill_factor=p,
                                             power_factor=w), share, limit_needed=False),
                     load, replicas,
-                    capex_usd, slo, lifetime_years, usd_per_kwh) for d, p, w in _ends(placement)]
+                    capex_usd, slo, lifetime_years, usd_per_kwh)
+            for d, p, w in _ends(placement, batched=load.kind == "rate" or load.value > 1)]
     iv: dict[str, list[float]] = {}
     for k in INTERVAL_KEYS:
         c = central[k]

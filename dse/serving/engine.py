@@ -197,9 +197,11 @@ def in_engine_step(p: Placement) -> Placement:
     """A proposer on the target's GPUs as it runs: its k passes inside the target's engine
     step (vLLM V1's proposer loop runs the draft's forward passes k times in one step, with
     CUDA graphs), so each pays its forward pass but not the step's scheduling, input
-    preparation and output processing (the GPU profile's step_overhead_s, charged once to the
-    step by the target's pass). Other kinds as they are."""
+    preparation and output processing (the GPU profile's step_overhead_s and its host work per
+    further sequence, sequence_overhead_s, charged once to the step by the target's pass).
+    Other kinds as they are."""
     cost = getattr(p, "cost", None)
     if p.kind != "gpu" or cost is None or not hasattr(cost, "step_overhead_s"):
         return p
-    return replace(cast(Any, p), cost=replace(cost, step_overhead_s=0.0))
+    return replace(cast(Any, p), cost=replace(cost, step_overhead_s=0.0,
+                                              sequence_overhead_s=0.0))

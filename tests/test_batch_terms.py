@@ -1,0 +1,50 @@
+"""The GPU model's batch terms (dse/devices/gpu_batch.py): the shipped values are the ones the
+calibration wrote (scripts/calibrate_serving.py --check refits them, about five minutes), and
+each rests on a batched source."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib import resources
+
+from dse.devices.gpu_batch import batch_terms, soft_max
+
+
+def _read(name: str) -> str:
+    return resources.files("dse.data").joinpath(name).read_text(encoding="utf-8")
+
+
+def test_shipped_values_are_the_cross_validated_ones() -> None:
+    costs = tomllib.loads(_read("batched_costs.toml"))
+    cv = json.loads(_read("serving_cv.json"))
+    assert abs(costs["gemm"]["knee_exponent"] - cv["knee_exponent"]) < 1e-3
+    for stack, v in cv["values"].items():
+        t = batch_terms(stack)
+        assert t.fitted
+        assert abs(t.sequence_overhead_s * 1e6 - v["sequence_overhead_us"]) < 1e-2
+        assert t.attention_bw_efficiency_many is not None
+        assert abs(t.attention_bw_efficiency_many - v["attention_bw_efficiency_many"]) < 1e-3
+    pooled = batch_terms("a-stack-without-batched-rows")
+    assert not pooled.fitted
+    assert abs(pooled.sequence_overhead_s * 1e6 - cv["pooled"]["sequence_overhead_us"]) < 1e-2
+    for table in (costs["pooled"], *costs["profiles"].values()):
+        assert table["source"].startswith("fitted: LLM-Inference-Bench")
+
+
+def test_the_knee_by_hand() -> None:
+    """(3^2 + 4^2)^(1/2) = 5; p = inf is the max; a zero side leaves the other."""
+    assert float(soft_max(3.0, 4.0, 2.0)) == 5.0
+    assert float(soft_max(3.0, 4.0, float("inf"))) == 4.0
+    assert float(soft_max(0.0, 4.0, 2.44)) == 4.0
+
+
+def test_the_batched_measurements_name_their_sources() -> None:
+    data = tomllib.loads(_read("batched_measurements.toml"))
+    assert data["vidur"] and data["lib"]
+    for b in data["vidur"]:
+        assert b["source"].startswith("microsoft/vidur ") and " @ " in b["source"]
+        assert len(b["tokens"]) == len(b["linear_ms_per_layer"])
+    for b in data["lib"]:
+        assert "LLM-Inference-Bench" in b["source"] and " @ " in b["source"]
+        assert len(b["batch"]) == len(b["latency_s"]) == len(b["input_output_tokens"])
