@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from dse import views
 from dse.engine.report import BREAKDOWN_KEYS, DEVICES
@@ -110,19 +109,31 @@ def fig_energy_designs(reports: dict[str, Any]) -> go.Figure:
 
 
 def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
-    """Designs side by side, each headline metric in its own panel with its 90% error bar."""
+    """Designs side by side, each headline metric in its own panel with its 90% error bar.
+    The panels' axes are laid out by hand (as make_subplots would, gap 0.2 of a panel):
+    make_subplots validates its whole layout again and took 30 ms of a 200 ms rerun."""
     panels = views.INTERVAL_PANELS
-    fig = make_subplots(rows=1, cols=len(panels),
-                        subplot_titles=[f"{label} ({unit})" for _, label, unit in panels])
-    for col, (m, _, unit) in enumerate(panels, start=1):
+    n, gap = len(panels), 0.2 / len(panels)
+    width = (1 - gap * (n - 1)) / n
+    traces, layout = [], {}
+    titles = []
+    for i, (m, label, unit) in enumerate(panels):
         rr = [r for r in rows if r["metric"] == m]
-        fig.add_scatter(
+        ax = "" if i == 0 else str(i + 1)
+        lo = i * (width + gap)
+        traces.append(go.Scatter(
             x=[r["design"] for r in rr], y=[r["value"] for r in rr], mode="markers",
-            marker={"size": 10, "color": "#264653"}, showlegend=False, row=1, col=col,
+            marker={"size": 10, "color": "#264653"}, showlegend=False,
+            xaxis=f"x{ax}", yaxis=f"y{ax}",
             error_y={"type": "data", "symmetric": False,
                      "array": [r["high"] - r["value"] for r in rr],
                      "arrayminus": [r["value"] - r["low"] for r in rr]},
-            hovertemplate="%{x}: %{y:.4g} " + unit + "<extra></extra>")
-        fig.update_yaxes(title_text=unit, row=1, col=col)
-    fig.update_layout(height=380, margin=MARGIN)
-    return fig
+            hovertemplate="%{x}: %{y:.4g} " + unit + "<extra></extra>"))
+        layout[f"xaxis{ax}"] = {"domain": [lo, lo + width], "anchor": f"y{ax}"}
+        layout[f"yaxis{ax}"] = {"domain": [0.0, 1.0], "anchor": f"x{ax}",
+                                "title": {"text": unit}}
+        titles.append({"text": f"{label} ({unit})", "x": lo + width / 2, "y": 1.0,
+                       "xref": "paper", "yref": "paper", "xanchor": "center",
+                       "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})
+    return go.Figure(data=traces, layout={**layout, "annotations": titles, "height": 380,
+                                          "margin": MARGIN})
