@@ -63,7 +63,10 @@ def streamlit_server() -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
+         "--browser.gatherUsageStats", "false",
+         # no reloading of modules edited while it runs (a shared working tree): a reloaded
+         # dse.scenario's classes no longer match the cached catalog's specs
+         "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
