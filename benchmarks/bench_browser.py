@@ -13,7 +13,7 @@ intervals chart, provenance table and joint intervals redrawn). Prints the media
 each, with the Dashboard issue's target for the new value and the Speed issue's for the page
 settled.
 
-    python benchmarks/bench_browser.py [--repeats 5]
+    python benchmarks/bench_browser.py [--repeats 5] [--query rate=0.3]
 
 Needs Chromium, chromedriver and selenium (as the browser test).
 """
@@ -194,13 +194,17 @@ SETTLED_TARGETS_S = {"fresh session": 2.0, "accept threshold, new value": 0.4,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--query", default="",
+                    help="query parameters every session opens with, e.g. rate=0.3 (What-if's "
+                    "load control at 0.3 requests/s)")
     a = ap.parse_args()
     server_fn, browser_fn = _tools()
     from dse.specs import Catalog
 
     cat = Catalog.load()
     results: dict[str, list[tuple[float, float, float]]] = {}
-    with server_fn() as url, browser_fn() as drv:
+    with server_fn() as server, browser_fn() as drv:
+        url = f"{server}/?{a.query}" if a.query else server
         drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE_JS})
         drv.get(url)  # warm the server once (first imports), then time fresh sessions
         WebDriverWait(drv, 120).until(lambda d: probe(d, "metric.length"))
