@@ -181,8 +181,12 @@ if curves:
     rates = " ".join(f"--rate {r:g}" for r in ([ls.rate] if ls.rate else [])) or "--rate R"
     slo = " ".join(f"{k}:{v:g}" for k, v in (("ttft", ls.ttft_ms), ("tpot", ls.tpot_ms)) if v)
     args = " ".join(f"--set {a}" for a in state.set_args())
-    st.code(f"dse serve --system {state.system} --scenario {state.workload} --schedule "
-            f"{state.params()['schedule']} {args} {rates}"
-            + (f" --goodput {slo}" if slo else "")
+    t = design.target
+    what = (f"--model {t.model.name} --device {t.device.name} --tp {t.tp} --precision "
+            f"{t.precision.name} --serving {t.serving} --dataset sharegpt"
+            if ls.lengths == "sharegpt" else
+            f"--system {state.system} --scenario {state.workload} --schedule "
+            f"{state.params()['schedule']} {args}".rstrip())
+    st.code(f"dse serve {what} {rates}" + (f" --goodput {slo}" if slo else "")
             + (" --evaluator simulator" if ls.evaluator == "simulator" else ""),
             language="bash")
