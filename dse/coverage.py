@@ -148,10 +148,18 @@ def device_coverage() -> list[Coverage]:
         all_in, all_w = all_in + n_in, all_w + w
     out.append(Coverage("GPU families with >= 9 points", len(all_w), all_in,
                         float(np.median(all_w)) if all_w else float("nan")))
-    fl = [r.log_error for r in ev.fpga_residuals() if r.source == "leave-one-out"]
+    fres = ev.fpga_residuals()
+    classes = sorted({r.engine for r in fres if r.source == "leave-one-source-out"})
+    fl = [r.log_error for r in fres if r.source == "leave-one-out" and r.engine not in classes]
     n_in, w = _jackknife(fl, s.level)
     out.append(Coverage("FPGA designs, leave-one-out", len(fl), n_in,
                         float(np.median(w)) if w else float("nan")))
+    for name in classes:  # an engine fitted to several documents: its own intervals' evidence
+        cl = [r.log_error for r in fres if r.engine == name
+              and r.source == "leave-one-source-out"]
+        n_in, w = _jackknife(cl, s.level)
+        out.append(Coverage(f"FPGA {name}, leave-one-source-out", len(cl), n_in,
+                            float(np.median(w)) if w else float("nan")))
     return out
 
 

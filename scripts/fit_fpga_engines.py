@@ -58,6 +58,11 @@ def fit_all(extra: list[str], write: bool) -> bool:
         for x in r.predictions:
             print(f"    pred {x.id:<44} measured {x.measured:>9.4g} predicted {x.predicted:>9.4g}"
                   f" {x.rel_error:+.1%}")
+        if r.loso:
+            print(f"    leave one source out ({r.loso_documents} documents fitted):")
+        for x in r.loso:
+            print(f"    loso {x.id:<44} measured {x.measured:>9.4g} predicted {x.predicted:>9.4g}"
+                  f" {x.rel_error:+.1%}")
         for s in r.skipped:
             print(f"    skipped {s} (board or model not in the catalog)")
     cv_path = ROOT / "dse" / "data" / v.CV_FILE

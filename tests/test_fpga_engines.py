@@ -191,33 +191,51 @@ def test_streamtensor_prefill_is_cross_validated(cat):
 
 def test_hls_stream_decode_by_hand(wide):
     """stories15M (6 layers, dim 288, FFN 768, 6 heads x 48, vocab 32,000, tied head) at fp32 on
-    a ZCU106 with the hls-stream engine (128 MAC lanes, the board's 300 MHz, KV 8 bit), ctx 0:
+    a ZCU106, the ZCU106 port's own build (published_fpga.toml: 1 FP32 MAC and one 32-bit word
+    per cycle, one channel, 150 MHz, FP32 KV), ctx 112:
       layer params = 4 x 288^2 + 3 x 288 x 768 + 2 x 288 = 995,904; body = 6 x 995,904 + 288
                    = 5,975,712; head = 32,000 x 288 = 9,216,000
-      weight bytes = (5,975,712 + 9,216,000) x 4 = 60,766,848; KV = 2 x 6 x 6 x 48 x 1 B = 3,456
-      bandwidth = min(19.2 GB/s x 0.923913, 1 port x 64 B x 300 MHz) = 17.739 GB/s (DDR: the
-                  engine's memory efficiency)
-      t_mem = 60,770,304 / 17.739e9 = 3.4258 ms; t_mac = (6 x 995,328 + 9,216,000 + 3,456) /
-              (128 x 300e6) = 0.396 ms -> memory-bound
-      t = t_mem / eta + (6 x 500 + 500) / 300e6; at the fitted eta this is the measured
-      8.71 tokens/s (the one point the engine rests on)."""
+      weight bytes = (5,975,712 + 9,216,000) x 4 = 60,766,848; KV = 2 x 6 x 6 x 48 x 4 B = 13,824
+                   a token, x 113 keys = 1,562,112
+      bandwidth = min(19.2 GB/s x 0.923913, 1 channel x 4 B x 150 MHz) = 0.6 GB/s: the port
+      t_mem = 62,328,960 / 0.6e9 = 103.9 ms; t_mac = (6 x 995,328 + 9,216,000 + 2 x 6 x 6 x 48 x
+              113) / (1 x 150e6) = 102.4 ms -> memory-bound (one word, one MAC a cycle)
+      t = t_mem / eta + (6 x 500 + 500) / 150e6; eta is the class's fit over both documents.
+    The engine's own defaults (a design that states no build) are one 128-bit port at 150 MHz on
+    one channel with 64 lanes."""
     m = wide.model("stories15m")
     e = wide.engine("hls-stream")
-    b = fpga.default_build(wide.fpga("zcu106"), e, weight_bits=32, activation_bits=32)
+    assert (e.axi_port_bits, e.memory_channels, e.mac_lanes, e.clock_hz) == (128, 1, 64, 150e6)
+    pt = next(p for p in v.points(v.load()) if p.engine == "hls-stream" and p.board == "zcu106")
+    assert dict(pt.build) == {"clock_MHz": 150.0, "mac_lanes": 1.0, "axi_port_bits": 32.0,
+                              "memory_channels": 1.0, "weight_bits": 32.0, "kv_bits": 32.0}
+    b = v.measured_build(wide, pt, e)
     c = fpga.fpga_cost(m, b)
     assert shape.layer_params(m) == 995_904 and shape.body_params(m) == 5_975_712
-    bw = 19.2e9 * 0.923913
-    t_mem = (60_766_848 + 3_456) / bw
-    t_mac = (6 * 995_328 + 9_216_000 + 3_456) / (128 * 300e6)
+    t_mem = (60_766_848 + 13_824 * 113) / 0.6e9
+    t_mac = (6 * 995_328 + 9_216_000 + 2 * 6 * 6 * 48 * 113) / 150e6
     assert t_mem > t_mac
-    expect = t_mem / e.achieved_efficiency + (6 * 500 + 500) / 300e6
-    assert float(fpga.decode_token_s(c, 0)) == pytest.approx(expect, rel=1e-12)
-    assert 1 / expect == pytest.approx(8.71, rel=1e-5)
-    # ~3% of the memory roofline: the default (FlexLLM) engine predicts this design 9x too fast
-    assert 0.02 < e.achieved_efficiency < 0.04
-    flex = fpga.fpga_cost(m, fpga.default_build(wide.fpga("zcu106"), wide.engine("flexllm"),
-                                                weight_bits=32, activation_bits=32))
-    assert 1 / float(fpga.decode_token_s(flex, 0)) / 8.71 > 5
+    expect = t_mem / e.achieved_efficiency + (6 * 500 + 500) / 150e6
+    assert float(fpga.decode_token_s(c, 112)) == pytest.approx(expect, rel=1e-12)
+    # at its own port and clock the design reaches most of its bound (the class fit)
+    assert 0.6 < e.achieved_efficiency < 0.95
+    assert v.predict(wide, pt, e) == pytest.approx(1 / expect, rel=1e-12)
+
+
+def test_hls_class_leave_one_source_out(wide):
+    """hls-stream is fitted to two documents; each is predicted by the other's fit within the
+    spread its intervals rest on, and the intervals read exactly those residuals."""
+    from dse.uncertainty import evidence as ev
+
+    pts = [p for p in v.points(v.load()) if p.engine == "hls-stream" and v.predictable(wide, p)]
+    n_docs, res = v.engine_loso(wide, pts, wide.engine("hls-stream"))
+    assert n_docs == 2
+    fitted = {p.id for p in pts if p.fittable}
+    errs = {r.id: r.rel_error for r in res}
+    assert all(abs(errs[i]) < 0.5 for i in fitted)  # the fitted designs: within 50%
+    rows = [r for r in ev.fpga_residuals() if r.engine == "hls-stream"
+            and r.source == "leave-one-source-out"]
+    assert len(rows) == len(res)
 
 
 def test_ternary_weights_stream_158_bits(wide):

@@ -111,8 +111,9 @@ def test_fpga_designs_are_predicted_by_the_default_engine_as_a_new_source(cat):
     rows = {name: (n, med, worst) for name, n, med, worst in fpga.default_engine_rows(cat)}
     assert "flexllm" not in rows and {"streamtensor", "hls-stream", "dfx"} <= set(rows)
     assert all(n >= 1 and 0.0 <= med <= worst for n, med, worst in rows.values())
-    # the HLS streaming decoder is what the default engine misses most (about 9x too fast)
-    assert rows["hls-stream"][1] == max(m for _, m, _ in rows.values())
+    # the HLS ports, even at their own ports and clocks, run at another share of their bound
+    # than FlexLLM's (0.27): the default engine misses them by more than half
+    assert rows["hls-stream"][1] > 0.5
 
 
 def test_each_fold_leaves_its_whole_source_out(cat, monkeypatch):

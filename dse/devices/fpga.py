@@ -90,13 +90,14 @@ URAM_BRAM36 = 8  # one 288 Kb UltraRAM holds what 8 BRAM36 hold (UG573)
 
 
 def default_build(board: FpgaSpec, engine: FpgaEngineSpec, **knobs: object) -> FpgaBuild:
-    """The engine's clock (else the board's default), every memory channel, the engine's decode
-    parallelism (else FlexLLM's)."""
+    """The engine's clock (else the board's default), the engine's memory channels (else every
+    channel of the board), the engine's decode parallelism (else FlexLLM's)."""
     build = FpgaBuild(
         board=board,
         engine=engine,
         clock_hz=engine.clock_hz if engine.clock_hz is not None else board.clock_default_hz,
-        memory_channels=board.memory_channels,
+        memory_channels=(board.memory_channels if engine.memory_channels is None
+                         else min(engine.memory_channels, board.memory_channels)),
         mac_lanes=engine.mac_lanes if engine.mac_lanes is not None else DEFAULT_MAC_LANES,
     )
     return build.with_knobs(**knobs) if knobs else build
@@ -121,6 +122,13 @@ def hbm_efficiency(board: FpgaSpec, engine: FpgaEngineSpec) -> float:
     return engine.hbm_efficiency
 
 
+def axi_port_bits(b: FpgaBuild) -> int:
+    """Data width of the port the decoder streams through, per channel: the engine's (an HLS
+    kernel's m_axi port) where it names one, else the board's."""
+    e = b.engine.axi_port_bits
+    return b.board.axi_port_bits if e is None else e
+
+
 def effective_bw_bytes_per_s(b: FpgaBuild) -> float:
     """Bandwidth the decoder can stream at: memory, per-channel and AXI-port bounds."""
     board = b.board
@@ -131,7 +139,7 @@ def effective_bw_bytes_per_s(b: FpgaBuild) -> float:
         peak = board.ddr_bytes_per_s
         ch_peak = board.ddr_bytes_per_s / max(board.ddr_channels, 1)
     ch = b.memory_channels
-    return min(peak * eff, ch * ch_peak * eff, ch * board.axi_port_bits / 8 * b.clock_hz)
+    return min(peak * eff, ch * ch_peak * eff, ch * axi_port_bits(b) / 8 * b.clock_hz)
 
 
 @dataclass(frozen=True)

@@ -236,6 +236,13 @@ class FpgaEngineSpec(Spec):
                                 "FlexLLM's 2048)")
     clock_hz: float | None = pos("clock_MHz", help="the design's kernel clock (absent: the "
                                  "board's default clock)")
+    axi_port_bits: int | None = pos(
+        help="data width of the memory port the design streams weights through, per memory "
+        "channel (an HLS kernel's m_axi port; absent: the board's axi_port_bits)")
+    memory_channels: int | None = pos(
+        help="memory channels (DDR banks, HBM pseudo-channels) the design streams from by "
+        "default (an HLS kernel whose one m_axi bundle maps to one bank: 1; absent: every "
+        "channel of the board)")
     prefill_efficiency: float | None = frac(
         help="achieved share of the prefill bound (MACs or bytes), fitted to the design's own "
         "prefill times; prefill is compute-bound where decode is memory-bound, so it need not "

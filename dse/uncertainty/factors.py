@@ -158,22 +158,37 @@ def _gpu_time_of(serving: str, device: str, model: str, precision: str, size: in
 
 
 def _fpga_time(p: Placement, op: str) -> tuple[float, Status, str]:
-    """A design measured on this board: the FPGA designs' leave-one-out residuals (a fit to a
-    design's other points predicting one: how a design's fit carries to another model or
-    context). A board the design never ran on: every residual, the predictions of other
-    boards and simulated figures included, widened."""
+    """An engine fitted to two or more documents (a class of designs, as hls-stream's HLS
+    ports): its own leave-one-source-out residuals, each document's points predicted by a fit
+    to the others (the spread the class's sources show). Another design measured on this
+    board: the single-design engines' leave-one-out residuals (a fit to a design's other
+    points predicting one: how a design's fit carries to another model or context). A board
+    the design never ran on: those engines' every residual, the predictions of other boards
+    and simulated figures included, widened."""
     s = ev.settings()
     res = ev.fpga_residuals()
+    own = [r for r in res if r.engine == p.serving and r.source == "leave-one-source-out"]
+    classes = {r.engine for r in res if r.source == "leave-one-source-out"}
+    res = tuple(r for r in res if r.engine not in classes)
     measured = ev.fpga_measured_settings()
     on_board = any(e == p.serving and b == p.device.name for e, b, _ in measured)
-    pool = [r for r in res if r.source == "leave-one-out"] if on_board else list(res)
+    if own:
+        pool = own
+        scope = (f"{len(own)} leave-one-source-out residuals of {p.serving}'s designs"
+                 f"{ev.coverage_note(len(own), s.level)}")
+    else:
+        pool = [r for r in res if r.source == "leave-one-out"] if on_board else list(res)
+        scope = (f"{len(pool)} leave-one-out residuals of the FPGA designs"
+                 f"{ev.coverage_note(len(pool), s.level)}")
     hw = ev.half_width([r.log_error for r in pool], s.level)
-    scope = (f"{len(pool)} leave-one-out residuals of the FPGA designs"
-             f"{ev.coverage_note(len(pool), s.level)}")
     if (p.serving, p.device.name, p.model.name) in measured:
         return hw, "calibrated", f"a measured setting; {scope}"
     if on_board:
         return hw, "cross-validated", f"{p.serving} measured on {p.device.name}; {scope}"
+    if own:
+        return (hw * s.extrapolation_factor, "extrapolated",
+                f"{p.serving} never measured on {p.device.name}: {scope}, widened "
+                f"x{s.extrapolation_factor:g}")
     return (hw * s.extrapolation_factor, "extrapolated",
             f"{p.serving} never measured on {p.device.name}: all {len(pool)} FPGA residuals "
             f"(other boards' predictions included), widened x{s.extrapolation_factor:g}")
@@ -182,7 +197,8 @@ def _fpga_time(p: Placement, op: str) -> tuple[float, Status, str]:
 def _unmeasured_kind(p: Placement, op: str) -> tuple[float, Status, str]:
     s = ev.settings()
     pool = [r.log_error for r in ev.gpu_residuals() if r.op == op] + [
-        r.log_error for r in ev.fpga_residuals() if r.op == op]
+        r.log_error for r in ev.fpga_residuals()
+        if r.op == op and r.source != "leave-one-source-out"]
     hw = ev.half_width(pool, s.level)
     return (hw * s.extrapolation_factor, "extrapolated",
             f"no measurement of a {p.kind} device: all {len(pool)} {op} residuals, widened "

@@ -58,10 +58,18 @@ class FpgaPoint:
     value: float
     unit: str
     simulated: bool
+    document: str = ""  # the source document; leave one source out drops all of one document
+    build: tuple[tuple[str, float], ...] = ()  # the measured design's own build (BUILD_KEYS)
+    not_fitted: bool = False  # a measured figure kept to judge the model, never fitted
 
     @property
     def fittable(self) -> bool:
-        return self.engine is not None and not self.simulated
+        return self.engine is not None and not self.simulated and not self.not_fitted
+
+    @property
+    def measured(self) -> bool:
+        """Measured on a board (fitted or kept to judge), not the authors' estimate."""
+        return not self.simulated
 
 
 def load() -> dict[str, Any]:
@@ -69,10 +77,27 @@ def load() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+# A measurement's [build] keys: what its source says of the design's own build. The build knobs
+# (clock, lanes, channels, bit widths) set the build; axi_port_bits sets the engine's port width.
+BUILD_KEYS = ("clock_MHz", "mac_lanes", "memory_channels", "axi_port_bits", "weight_bits",
+              "kv_bits")
+
+
+def _build(e: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    b = e.get("build", {})
+    unknown = set(b) - set(BUILD_KEYS) - {"build_source"}
+    if unknown:
+        raise ValueError(f"{DATA_FILE}: unknown build keys {sorted(unknown)}")
+    if b and "build_source" not in b:
+        raise ValueError(f"{DATA_FILE}: a [measurement.build] table needs its build_source")
+    return tuple((k, float(b[k])) for k in BUILD_KEYS if k in b)
+
+
 def points(data: Mapping[str, Any]) -> list[FpgaPoint]:
     """Every point of every entry, in file order."""
     out: list[FpgaPoint] = []
     for i, e in enumerate(data["measurement"]):
+        build = _build(e)
         for j, (x, v) in enumerate(e["points"]):
             out.append(FpgaPoint(
                 id=f"{e.get('catalog_engine') or e['framework']}.{e.get('catalog_device', '?')}."
@@ -80,7 +105,9 @@ def points(data: Mapping[str, Any]) -> list[FpgaPoint]:
                 engine=e.get("catalog_engine"), kind=e["kind"], board=e.get("catalog_device"),
                 model=e.get("catalog_model"),
                 precision=PRECISION_OF.get(e["precision"], DEFAULT_PRECISION), x=float(x),
-                value=float(v), unit=e["unit"], simulated=bool(e.get("simulated", False))))
+                value=float(v), unit=e["unit"], simulated=bool(e.get("simulated", False)),
+                document=e.get("document", e["framework"]), build=build,
+                not_fitted="not_fitted" in e))
     return out
 
 
@@ -91,12 +118,26 @@ def predictable(cat: Catalog, p: FpgaPoint) -> bool:
             and p.model in cat.names("model"))
 
 
+def measured_build(cat: Catalog, p: FpgaPoint, engine: FpgaEngineSpec) -> fpga_mod.FpgaBuild:
+    """The engine's default build on the point's board at its precision, with what the point's
+    source says of the design's own build (clock, MAC lanes, channels, port width, bits)."""
+    wb, ab = fpga_mod.FPGA_PRECISIONS[p.precision]
+    b = dict(p.build)
+    if "axi_port_bits" in b:
+        engine = replace(engine, axi_port_bits=int(b["axi_port_bits"]))
+    knobs: dict[str, object] = {"weight_bits": b.get("weight_bits", wb), "activation_bits": ab}
+    if "clock_MHz" in b:
+        knobs["clock_hz"] = b["clock_MHz"] * 1e6
+    for key in ("mac_lanes", "memory_channels", "kv_bits"):
+        if key in b:
+            knobs[key] = int(b[key])
+    return fpga_mod.default_build(cat.fpga(p.board or ""), engine, **knobs)
+
+
 def predict(cat: Catalog, p: FpgaPoint, engine: FpgaEngineSpec) -> float:
     """The tool's value for the point, in the point's unit."""
-    wb, ab = fpga_mod.FPGA_PRECISIONS[p.precision]
     model = cat.model(p.model or "")
-    build = fpga_mod.default_build(cat.fpga(p.board or ""), engine, weight_bits=wb,
-                                   activation_bits=ab)
+    build = measured_build(cat, p, engine)
     c = fpga_mod.fpga_cost(model, build)
     if p.kind == "fpga_decode":
         t = float(fpga_mod.decode_token_s(c, p.x))
@@ -253,6 +294,29 @@ def engine_cv(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
     return cv_row(engine.name, res, len(decode)), res
 
 
+def engine_loso(cat: Catalog, pts: Sequence[FpgaPoint], engine: FpgaEngineSpec
+                ) -> tuple[int, list[Residual]]:
+    """Leave one source out within an engine whose fitted decode points come from two or more
+    documents (a class of designs, as hls-stream's HLS ports): every measured decode point of
+    one document (fitted or kept to judge) predicted by achieved_efficiency fitted to the other
+    documents' points alone; a document with no fitted point is out of every fit already, so
+    the full fit predicts it. (documents fitted, residuals); no residual below two documents."""
+    decode = [p for p in pts if p.kind == "fpga_decode" and p.measured]
+    fitted = [p for p in decode if p.fittable]
+    docs = list(dict.fromkeys(p.document for p in fitted))
+    if len(docs) < 2:
+        return len(docs), []
+    out: list[Residual] = []
+    for doc in docs:
+        eta = fit_efficiency(cat, [p for p in fitted if p.document != doc], engine)
+        e = replace(engine, achieved_efficiency=eta)
+        out += [Residual(p.id, p.value, predict(cat, p, e)) for p in decode if p.document == doc]
+    full = replace(engine, achieved_efficiency=fit_efficiency(cat, fitted, engine))
+    out += [Residual(p.id, p.value, predict(cat, p, full)) for p in decode
+            if p.document not in docs]
+    return len(docs), out
+
+
 @dataclass(frozen=True)
 class EngineReport:
     engine: str
@@ -264,6 +328,8 @@ class EngineReport:
     in_sample: list[Residual]  # fitted points at the full fit
     predictions: list[Residual]  # the design's simulated / unfittable points at the full fit
     skipped: list[str]  # points whose board or model the catalog lacks
+    loso_documents: int = 1  # documents among the fitted points
+    loso: tuple[Residual, ...] = ()  # leave one source out (two or more documents)
 
 
 def engine_report(cat: Catalog, all_points: Sequence[FpgaPoint], name: str) -> EngineReport:
@@ -280,7 +346,9 @@ def engine_report(cat: Catalog, all_points: Sequence[FpgaPoint], name: str) -> E
                                                   .achieved_efficiency))
     in_sample = [Residual(p.id, p.value, predict(cat, p, engine)) for p in fit_pts]
     preds = [Residual(p.id, p.value, predict(cat, p, engine)) for p in ok if not p.fittable]
-    return EngineReport(name, fitted, cv, loo, pcv, ploo, in_sample, preds, skipped)
+    n_docs, loso = engine_loso(cat, ok, base)
+    return EngineReport(name, fitted, cv, loo, pcv, ploo, in_sample, preds, skipped, n_docs,
+                        tuple(loso))
 
 
 def fitted_engines(data: Mapping[str, Any]) -> list[str]:
@@ -327,7 +395,22 @@ def markdown_section(cat: Catalog) -> list[str]:
               "|---|---|---|---|"]
     for name, n, d_med, d_worst in default_engine_rows(cat):
         lines.append(f"| {name} | {n} | {d_med:.1%} | {d_worst:.1%} |")
-    lines += ["", "Predictions of points no fit used (the designs' simulated figures):", "",
+    by_id = {p.id: p for p in pts}
+    for r in reports:
+        if not r.loso:
+            continue
+        lines += ["", f"Leave one source out within `{r.engine}` ({r.loso_documents} documents "
+                  "fitted): each document's measured decode points (fitted, or kept to judge) "
+                  "predicted by the efficiency fitted to the other documents, each point at its "
+                  "own design's build; its intervals rest on these residuals.", "",
+                  "| point | document | fitted | measured | tool | error |",
+                  "|---|---|---|---|---|---|"]
+        for x in r.loso:
+            pt = by_id[x.id]
+            lines.append(f"| `{x.id}` | {pt.document} | {'yes' if pt.fittable else 'no'} | "
+                         f"{x.measured:.4g} | {x.predicted:.4g} | {x.rel_error:+.1%} |")
+    lines += ["", "Predictions of points no fit used (simulated figures, measured figures kept "
+              "to judge):", "",
               "| point | measured | tool | error |", "|---|---|---|---|"]
     for r in reports:
         for x in r.predictions:
@@ -359,8 +442,10 @@ CV_FILE = "fpga_cv.json"
 def cv_residuals(cat: Catalog) -> list[dict[str, Any]]:
     """Every FPGA residual the evidence offers, for the intervals (dse.uncertainty, which reads
     the file itself: this module loads scipy.optimize): each
-    design's leave-one-out decode and prefill predictions, and its predictions of the points it
-    was not fitted to (simulated figures, other boards). One row per point: the engine, the
+    design's leave-one-out decode and prefill predictions, its predictions of the points it
+    was not fitted to (simulated figures, other boards, measured figures kept to judge) and,
+    for an engine fitted to two or more documents, each document's points predicted by a fit
+    to the others (leave-one-source-out). One row per point: the engine, the
     operation (decode or prefill), where the residual comes from, the board, the model, and the
     relative error."""
     data = load()
@@ -372,7 +457,7 @@ def cv_residuals(cat: Catalog) -> list[dict[str, Any]]:
             continue  # fitted to one ratio by dse.calibrate: no residual exists
         r = engine_report(cat, pts, name)
         for source, res in (("leave-one-out", [*r.loo, *r.prefill_loo]),
-                            ("prediction", r.predictions)):
+                            ("prediction", r.predictions), ("leave-one-source-out", r.loso)):
             for x in res:
                 p = by_id[x.id]
                 out.append({"engine": name,
