@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import FlagValueError, SpecError
+from dse.limits import MAX_NUM_SEQS
 from dse.scenario import SystemSpec
 from dse.schedules.registry import FLAGS, Schedule, schedule_for
 from dse.specs import (
@@ -107,7 +108,6 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
 # the [serving] table's bounds, as dse serve's flags: --replicas, --max-num-seqs,
 # --max-num-batched-tokens, --num-speculative-tokens
 MAX_REPLICAS = 4096
-MAX_NUM_SEQS = 65_536
 MAX_NUM_BATCHED_TOKENS = 1_048_576
 MAX_SPECULATIVE_TOKENS = 64
 

@@ -63,3 +63,6 @@ MAX_TP = 64
 # pseudo-channels), so a typo is refused before any arithmetic.
 MAX_MAC_LANES = 1_000_000
 MAX_CHANNELS = 1024
+# The scheduler's cap on running sequences (vLLM's --max-num-seqs): dse serve, a design file's
+# [serving] table and a search's --max-num-seqs; 65,536 sequences is far past any GPU's KV cache.
+MAX_NUM_SEQS = 65_536

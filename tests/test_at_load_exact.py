@@ -16,13 +16,13 @@ from dse.devices.registry import place
 from dse.search import load_space, sweep
 from dse.search.at_load import (
     LOAD_METRICS,
-    LoadSpec,
     _family,
     _speculations,
     search_at_load,
     serve_at_load,
 )
 from dse.search.families import _design, identity
+from dse.search.loads import LoadSpec
 from dse.serving import Engine, Load, Speculation, vllm_caps
 from dse.serving.closed_form import _first_failing, capacity, fixed_point_exists
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import positive_float, table, with_interval
+from dse.cli.common import positive_float, table, whole_number, with_interval
 from dse.errors import UsageError
+from dse.limits import MAX_NUM_SEQS
 
 LOAD_NOTE = ("each design served at the load by the serving closed form (as dse serve --system "
              "... --rate R) on the fewest replicas that hold it at <= {u:.0%} of their capacity "
@@ -27,15 +28,21 @@ def load_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo", nargs="+", metavar="KEY:MS",
                    help="SLOs at --rate on the mean latencies, ttft:MS,tpot:MS (or vLLM's "
                    "ttft:MS tpot:MS e2el:MS): a design that misses one is infeasible")
+    p.add_argument("--max-num-seqs", type=whole_number(1, MAX_NUM_SEQS), nargs="+",
+                   metavar="N", help="at --rate: the scheduler's caps on running sequences "
+                   "to try for every design (vLLM's max_num_seqs; a lower cap shortens each "
+                   "step, a search dimension beside the replicas; default: each GPU's vLLM "
+                   "default only)")
 
 
 def load_of(a: argparse.Namespace, cat: Any, space: Any, objectives: list[str]) -> Any:
     """The search's load (dse.search.at_load.LoadSpec) or None; a bad combination is one
     UsageError line."""
-    from dse.search.at_load import LOAD_METRICS, load_spec
+    from dse.search.at_load import LOAD_METRICS
+    from dse.search.loads import load_spec
 
     w = cat.workload(space.workloads[0][0]) if len(space.workloads) == 1 else None
-    ld = load_spec(a.rate, a.slo, w)
+    ld = load_spec(a.rate, a.slo, w, a.max_num_seqs or ())
     if ld is None:
         return None
     if objectives[0] not in LOAD_METRICS:

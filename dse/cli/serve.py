@@ -11,7 +11,7 @@ from typing import Any
 from dse.cli.common import Once, add_wide, positive_float, table, text_width, whole_number
 from dse.cli.layout import wrap
 from dse.errors import UsageError
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_TP
+from dse.limits import MAX_CONTEXT_TOKENS, MAX_NUM_SEQS, MAX_TP
 from dse.specs import Catalog
 
 MAX_REPLICAS = 4096
@@ -132,7 +132,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speculative-device",
                    help="a board of its own for the draft model (an FPGA board, e.g. u280: its "
                    "engine's decode at the batch; default: the target's GPUs)")
-    p.add_argument("--max-num-seqs", type=whole_number(1, 65_536),
+    p.add_argument("--max-num-seqs", type=whole_number(1, MAX_NUM_SEQS),
                    help="scheduler cap on running sequences (default: vLLM's for the GPU)")
     p.add_argument("--max-num-batched-tokens", type=whole_number(1, 1_048_576),
                    help="scheduler cap on new tokens per iteration (default: vLLM's)")

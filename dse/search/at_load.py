@@ -46,10 +46,9 @@ from typing import Any
 from dse.errors import UsageError
 from dse.search.candidates import Candidate
 from dse.search.families import FamilyBest, _design, identity
+from dse.search.loads import SLO_KEYS, LoadSpec
 from dse.specs import Catalog
 
-TARGET_UTILISATION = 0.8  # a replica is sized to run at most 80% of its capacity: past it a
-# queue's wait grows as 1 / (1 - u) (tests/test_serving.py shows the knee)
 MAX_DOUBLINGS = 6  # SLO misses: replicas doubled at most 6 times (64x the first count)
 MAX_REPLICAS = 4096  # as dse serve's --replicas
 DEFAULT_K = 4  # proposed tokens a pass for the default proposers (vLLM's examples use 2-5)
@@ -60,100 +59,7 @@ LOAD_FAMILIES = ("target-only", "token-speculative", "gpu-speculative", "fpga-sp
 LOAD_METRICS = {"cost": ("cost_usd_per_mtok", 1), "j_per_token": ("j_per_token", 1),
                 "goodput": ("goodput_tokens_per_s", -1),
                 "latency": ("latency_s_per_problem", 1)}
-SLO_KEYS = ("ttft", "tpot", "e2el")
 SECONDS_PER_YEAR = 365.25 * 86400  # as dse.serving's
-LOAD_KEYS = ("rate", "ttft_ms", "tpot_ms", "e2el_ms")  # a workload's [load] table
-
-
-@dataclass(frozen=True)
-class LoadSpec:
-    """A search's load: Poisson arrivals at `rate` problems per second and SLOs (ms, None:
-    none), from `source` (a flag or a workload's [load] table)."""
-
-    rate: float
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2el_ms: float | None = None
-    utilisation: float = TARGET_UTILISATION
-    source: str = "--rate"
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.rate, int | float) and math.isfinite(self.rate)
-                and self.rate > 0):
-            raise UsageError(f"{self.source}: the rate must be a positive number of requests "
-                             f"per second, got {self.rate!r}")
-        for k in SLO_KEYS:
-            v = getattr(self, f"{k}_ms")
-            if v is not None and not (math.isfinite(v) and v > 0):
-                raise UsageError(f"{self.source}: the {k} SLO must be a positive number of "
-                                 f"milliseconds, got {v!r}")
-
-    @property
-    def slo_text(self) -> str:
-        got = [f"{k} {getattr(self, f'{k}_ms'):g} ms" for k in SLO_KEYS
-               if getattr(self, f"{k}_ms") is not None]
-        return ", ".join(got) or "none"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rate": self.rate, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms,
-                "e2el_ms": self.e2el_ms, "target_utilisation": self.utilisation,
-                "source": self.source}
-
-
-def parse_slo(items: Sequence[str], source: str = "--slo") -> dict[str, float]:
-    """SLOs as `ttft:MS,tpot:MS` or vLLM's `ttft:MS tpot:MS e2el:MS` (one item each);
-    a bad item is one UsageError line naming it."""
-    out: dict[str, float] = {}
-    for item in items:
-        for part in item.split(","):
-            key, sep, ms = part.strip().partition(":")
-            if not sep or key not in SLO_KEYS:
-                raise UsageError(f"{source} {part!r}: expected KEY:MS with KEY one of "
-                                 f"{', '.join(SLO_KEYS)} (e.g. ttft:500,tpot:50)")
-            try:
-                v = float(ms)
-            except ValueError:
-                raise UsageError(f"{source} {part!r}: {ms!r} is not a number of "
-                                 "milliseconds") from None
-            if not (math.isfinite(v) and v > 0):
-                raise UsageError(f"{source} {part!r}: the bound must be a positive number of "
-                                 "milliseconds")
-            if key in out:
-                raise UsageError(f"{source}: {key} given twice")
-            out[key] = v
-    return out
-
-
-def load_spec(rate: float | None, slo: Sequence[str] | None, workload: Any) -> LoadSpec | None:
-    """The search's load: the flags, else the workload's [load] table (its `rate` and
-    `ttft_ms`, `tpot_ms`, `e2el_ms`), else None (single stream); SLOs without a rate are a
-    UsageError."""
-    table = dict(getattr(workload, "load", None) or {})
-    for k in table:
-        if k not in LOAD_KEYS:
-            from dse.errors import SpecError
-
-            raise SpecError(workload.path, f"load.{k}", f"unknown key; valid: "
-                            f"{', '.join(LOAD_KEYS)}")
-    if table and "rate" not in table:
-        from dse.errors import SpecError
-
-        raise SpecError(workload.path, "load.rate", "a [load] table needs its rate "
-                        "(problems per second)")
-    slos = parse_slo(slo) if slo else {}
-    if rate is None and table.get("rate") is not None:
-        rate = float(table["rate"])
-        src = f"{workload.name}'s [load]"
-        if not slos:
-            slos = {k: float(table[f"{k}_ms"]) for k in SLO_KEYS
-                    if table.get(f"{k}_ms") is not None}
-        return LoadSpec(rate, slos.get("ttft"), slos.get("tpot"), slos.get("e2el"),
-                        source=src)
-    if rate is None:
-        if slos:
-            raise UsageError("--slo: SLOs bound a load; give --rate R (requests/s) too")
-        return None
-    return LoadSpec(rate, slos.get("ttft"), slos.get("tpot"), slos.get("e2el"))
 
 
 @dataclass(frozen=True)
@@ -167,6 +73,7 @@ class Served:
     proposer: dict[str, Any] | None = None
     reason: str | None = None  # infeasible: the reason's kind (counted)
     detail: str = ""  # the reason in full
+    max_num_seqs: int | None = None  # the cap it was served with (None: vLLM's default)
 
     @property
     def feasible(self) -> bool:
@@ -217,6 +124,7 @@ class _Job:
     lengths: Any = None
     usd_per_s: float = 0.0  # one replica's capital and idle power, $/s (the bound's)
     tokens_per_s: float = 1.0  # the rate's output tokens
+    max_num_seqs: int | None = None  # the scheduler's cap (None: the GPU's vLLM default)
 
     def tightened(self, objective: str, load: LoadSpec) -> _Job:
         """One model's job with its capacity solved (`capacity_rate_grid`), its replicas
@@ -240,7 +148,7 @@ class _Job:
 
 def _job(cat: Catalog, space: Any, c: Candidate, fam: str, objective: str, load: LoadSpec,
          speculation: Any = None, extra: dict[str, Any] | None = None,
-         rep: Any = None) -> _Job:
+         rep: Any = None, max_num_seqs: int | None = None) -> _Job:
     """The design's job with a lower bound on its objective at the load (direction-signed:
     lower is better; module docstring). One model: its replicas are at least the rate over
     the target-utilised capacity (`capacity_rate_grid`: the closed form's, all its trial
@@ -263,8 +171,8 @@ def _job(cat: Catalog, space: Any, c: Candidate, fam: str, objective: str, load:
         pl = d.target
         lengths = Load("rate", load.rate, max(round(w.prompt_tokens), 1), out_tokens,
                        REQUESTS, 0, None)
-        e = Engine(pl, vllm_caps(pl.memory_bytes, pl.device.name), speculation=speculation,
-                   **(extra or {}))
+        e = Engine(pl, vllm_caps(pl.memory_bytes, pl.device.name, max_num_seqs=max_num_seqs),
+                   speculation=speculation, **(extra or {}))
         try:
             top = capacity(e, lengths).request_rate
         except ValueError:
@@ -281,7 +189,8 @@ def _job(cat: Catalog, space: Any, c: Candidate, fam: str, objective: str, load:
         bound = reps * idle_w / tokens
     elif objective == "latency":
         bound = float(rep.latency_s_per_problem)
-    return _Job(bound, fam, c, speculation, extra, reps, None, e, lengths)
+    return _Job(bound, fam, c, speculation, extra, reps, None, e, lengths,
+                max_num_seqs=max_num_seqs)
 
 
 def _speculations(cat: Catalog, space: Any, d: Any, workload: str
@@ -339,13 +248,15 @@ def _slo_missed(r: Mapping[str, Any], load: LoadSpec) -> list[str]:
 def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family: str, *,
                   speculation: Any = None, extra: dict[str, Any] | None = None,
                   replicas: int = 1, intervals: bool = True,
-                  capacity: float | None = None, rep: Any = None) -> Served:
+                  capacity: float | None = None, rep: Any = None,
+                  max_num_seqs: int | None = None) -> Served:
     """One design served at the load on the fewest replicas that hold it (module docstring),
     trying `replicas` first (a lower bound: the caps' rate). intervals=False: the central
     figures only (a target-only design's 90% ends cost two more closed-form solutions).
     capacity: one replica's capacity rate, known from an earlier run; rep: the design's
-    single-stream report with its intervals, if the caller has it."""
-    from dse.serving import Load, Slo
+    single-stream report with its intervals, if the caller has it; max_num_seqs: the
+    scheduler's cap on its GPUs (None: each GPU's vLLM default)."""
+    from dse.serving import Load, Slo, vllm_caps
     from dse.serving.designs import serve_system
 
     d = _design(cat, c)
@@ -357,18 +268,21 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         "acceptance_rate": speculation.acceptance_rate, "basis": speculation.basis}
 
     known: list[float] = []  # one replica's capacity, once the first run found it
+    caps = None if max_num_seqs is None or d.workflow != "target-only" else vllm_caps(
+        d.target.memory_bytes, d.target.device.name, max_num_seqs=max_num_seqs)
 
     def run(n: int) -> dict[str, Any]:
         got = serve_system(d, w, Load("rate", load.rate, 1, 1, REQUESTS, 0, None),
                            replicas=n, slo=slo, lifetime_years=space.lifetime_years,
                            usd_per_kwh=space.usd_per_kwh, speculation=speculation,
                            engine_extra=extra, intervals=intervals,
-                           capacity=known[0] if known else capacity, rep=rep)
+                           capacity=known[0] if known else capacity, rep=rep, caps=caps,
+                           max_num_seqs=max_num_seqs)
         known[:] = [got["capacity_request_rate"]]
         return got
 
     def bad(reason: str, detail: str) -> Served:
-        return Served(family, c, 0, prop, reason, detail)
+        return Served(family, c, 0, prop, reason, detail, max_num_seqs)
 
     reps = max(1, replicas)
     try:
@@ -411,7 +325,7 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         "request_throughput": r["request_throughput"],
         "capacity_request_rate": cap, "replicas": reps,
         # the scheduler's caps the one-model engine ran (None: each GPU's vLLM default)
-        "max_num_seqs": r.get("max_num_seqs"),
+        "max_num_seqs": r.get("max_num_seqs") or max_num_seqs,
         "max_num_batched_tokens": r.get("max_num_batched_tokens"),
         "utilisation": load.rate / (reps * cap), "accuracy": r.get("accuracy"),
         "tokens_per_problem": tokens, "p_accept": c.metrics.get("p_accept"),
@@ -424,7 +338,8 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         iv["latency_s_per_problem"] = [x / 1e3 for x in iv["mean_e2el_ms"]]
     if r.get("accuracy_interval"):
         iv["accuracy"] = list(r["accuracy_interval"])
-    return Served(family, replace(c, metrics=m, intervals=iv), reps, prop)
+    return Served(family, replace(c, metrics=m, intervals=iv), reps, prop,
+                  max_num_seqs=max_num_seqs)
 
 
 def _diff(a: Served, b: Served, metric: str) -> tuple[float, list[float]] | None:
@@ -477,11 +392,12 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         d = _design(cat, c)
         rep = report(d, cat.workload(wl), intervals=False)
         reports[id(c)] = [d, rep]
-        jobs.append(_job(cat, space, c, fam, objective, load, rep=rep))
-        if token_speculative and fam == "target-only":
-            for spec, extra in _speculations(cat, space, d, wl):
-                jobs.append(_job(cat, space, c, "token-speculative", objective, load, spec,
-                                 extra, rep))
+        for cap in load.caps:
+            jobs.append(_job(cat, space, c, fam, objective, load, rep=rep, max_num_seqs=cap))
+            if token_speculative and fam == "target-only":
+                for spec, extra in _speculations(cat, space, d, wl):
+                    jobs.append(_job(cat, space, c, "token-speculative", objective, load,
+                                     spec, extra, rep, max_num_seqs=cap))
     jobs.sort(key=lambda j: j.bound)
     pooled = {j.family for j in jobs}
     best: dict[str, Served] = {}
@@ -510,7 +426,8 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         n_served += 1
         s = serve_at_load(cat, space, j.candidate, load, j.family, speculation=j.speculation,
                           extra=j.extra, replicas=j.replicas, intervals=False,
-                          capacity=j.capacity, rep=rep_iv(j.candidate))
+                          capacity=j.capacity, rep=rep_iv(j.candidate),
+                          max_num_seqs=j.max_num_seqs)
         if not s.feasible:
             assert s.reason is not None
             why = f"{j.family}: {s.reason}"
@@ -527,7 +444,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         full = serve_at_load(cat, space, j.candidate, load, fam, speculation=j.speculation,
                              extra=j.extra, replicas=s.replicas, intervals=True,
                              capacity=s.candidate.metrics["capacity_request_rate"],
-                             rep=rep_iv(j.candidate))
+                             rep=rep_iv(j.candidate), max_num_seqs=j.max_num_seqs)
         if full.feasible:
             feasible[next(i for i, x in enumerate(feasible) if x is s)] = full
             best[fam] = full
@@ -562,6 +479,8 @@ def _label(s: Served) -> str:
     lab = s.candidate.label
     if s.proposer is not None:
         lab += f" + {s.proposer['proposer']} k={s.proposer['num_speculative_tokens']}"
+    if s.max_num_seqs is not None:
+        lab += f" max_num_seqs={s.max_num_seqs}"
     return lab
 
 

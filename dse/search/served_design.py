@@ -17,7 +17,8 @@ import math
 from typing import Any
 
 from dse.design_files import ServingSettings, design_file_text, parse_design_text
-from dse.search.at_load import LoadResult, LoadSpec, Served
+from dse.search.at_load import LoadResult, Served
+from dse.search.loads import LoadSpec
 
 # the figures at the load a best.toml's [metrics] table keeps (informational, as the
 # single-stream design file's)
