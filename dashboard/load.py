@@ -138,7 +138,8 @@ except DseError as e:
     st.stop()
 alts = vl.alternatives(cat, state, design)
 if ls.lengths == "sharegpt":
-    alts = {n: s for n, s in alts.items() if common.design_of(s).workflow == "target-only"}
+    alts = {n: s for n, s in alts.items()  # n-gram's acceptance is the workload's
+            if common.design_of(s).workflow == "target-only" and n != vl.NGRAM}
 load_key = tuple(sorted(ls.curve_params().items()))
 # the header names the state whose numbers follow (the URL carries the same one)
 st.caption(views.design_label(design.system, design.schedule) + f" | {state.workload} | "

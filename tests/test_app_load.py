@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dse import views
 from dse.cli import main
+from dse.views import load as vl
 from tests.test_app import APP, ok, run_app
 
 DEFAULT = {"system": views.DEFAULT_SYSTEM, "workload": views.DEFAULT_WORKLOAD,
@@ -40,7 +41,7 @@ def test_load_page_serves_the_links_design_and_names_it(capsys):
     cli = cli_serve(capsys, "--rate", "0.3", "--set", "accept_threshold=0.8", "--goodput",
                     "ttft:500", "tpot:100")
     (table,) = [t.value for t in at.table if "design" in t.value.columns]
-    assert list(table["design"]) == ["this design", "target alone",
+    assert list(table["design"]) == ["this design", "target alone", vl.NGRAM,
                                      "brsd_stepahead (GPU draft)"]
     assert table["cost"][0].startswith(f"{cli['cost_usd_per_mtok']:.3g} $/Mtok")
     said = " ".join(m.value for m in at.markdown)

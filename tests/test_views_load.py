@@ -50,11 +50,30 @@ def test_rate_grid_spans_the_axis_evenly():
 def test_alternatives_of_an_fpga_design_name_each_family(cat):
     s = views.default_state()
     alts = vl.alternatives(cat, s, s.design(cat))
-    assert list(alts) == ["this design", "target alone", "brsd_stepahead (GPU draft)"]
+    assert list(alts) == ["this design", "target alone", vl.NGRAM,
+                          "brsd_stepahead (GPU draft)"]
     fams = [a.design(cat).family for a in alts.values()]
-    assert fams == ["fpga-speculative", "target-only", "gpu-speculative"]
+    assert fams == ["fpga-speculative", "target-only", "target-only", "gpu-speculative"]
     alone = s.target_alone()
-    assert list(vl.alternatives(cat, alone, alone.design(cat))) == ["this design"]
+    assert list(vl.alternatives(cat, alone, alone.design(cat))) == ["this design", vl.NGRAM]
+
+
+def test_the_ngram_alternative_is_dse_serves_token_speculation(cat, capsys):
+    """The token-speculative family's representative: the target alone with n-gram lookup,
+    k = 4, the default acceptance: `dse serve --set workflow=target-only --speculative-model
+    ngram --num-speculative-tokens 4`, figure for figure."""
+    s = views.default_state()
+    d, w = s.target_alone().design(cat), cat.get("workload", s.workload)
+    ls = vl.LoadState(rate=1.0)
+    c = vl.with_rate(vl.serve_curve(vl.NGRAM, d, w, ls), d, w, ls)
+    assert c.family == "token-speculative" and "ngram" in c.note
+    capsys.readouterr()
+    assert main(["serve", "--system", views.DEFAULT_SYSTEM, "--set", "workflow=target-only",
+                 "--speculative-model", "ngram", "--num-speculative-tokens", "4", "--rate",
+                 "1", "--goodput", "ttft:1000", "tpot:100", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    for k in ("cost_usd_per_mtok", "mean_tpot_ms", "mean_ttft_ms", "request_goodput"):
+        assert c.points[1.0][k] == pytest.approx(cli[k], rel=1e-12), k
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,10 @@ evaluator. It rides in the URL beside the design's keys (`LOAD_PARAMS`), each on
 differs from its default.
 
 Alternatives (`alternatives`): the design itself, its target alone (`workflow = target-only`
-on the same target placement) and, for a design whose draft is not on a GPU, the paper's
-strong GPU baseline (brsd with step-ahead, the draft moved to the PRM's GPU): one design of
-each family the search at load weighs that the current design names (dse.search.at_load).
+on the same target placement), the target alone with n-gram token speculation and, for a
+design whose draft is not on a GPU, the paper's strong GPU baseline (brsd with step-ahead,
+the draft moved to the PRM's GPU): one design of each family the search at load weighs that
+the current design names (dse.search.at_load).
 
 Each curve stops at the design's capacity (one replica's largest stable rate): past it the
 queue grows with the run's length and the figures describe the run, not a steady state.
@@ -43,6 +44,10 @@ DEFAULT_TPOT_MS = 100.0
 POINTS = {"closed-form": 16, "simulator": 6}  # rates per curve
 REQUESTS = {"closed-form": 1000, "simulator": 300}  # a run's requests (vLLM's --num-prompts)
 MAX_RATE = 1000.0
+# the token-speculative family's representative: the target alone with n-gram lookup, k
+# proposed tokens a pass, the closest published acceptance (dse.search.at_load's defaults)
+NGRAM_K = 4
+NGRAM = f"target alone + n-gram (k={NGRAM_K})"
 # URL parameter -> LoadState field
 LOAD_PARAMS = {"rate": "rate", "rate_max": "rate_max", "slo_ttft": "ttft_ms",
                "slo_tpot": "tpot_ms", "lengths": "lengths", "evaluator": "evaluator"}
@@ -119,11 +124,13 @@ def rate_grid(state: LoadState) -> list[float]:
 
 
 def alternatives(cat: Catalog, state: DesignState, design: Design) -> dict[str, DesignState]:
-    """Name -> state: this design, its target alone and (a draft off the GPUs) the strong
-    GPU baseline, each that resolves."""
+    """Name -> state: this design, its target alone, the target alone with token-level
+    speculation by n-gram lookup (`NGRAM`: the cheapest proposer, no device of its own) and
+    (a draft off the GPUs) the strong GPU baseline, each that resolves."""
     out: dict[str, DesignState] = {"this design": state}
     if design.workflow != "target-only":
         out["target alone"] = state.target_alone()
+    out[NGRAM] = state.target_alone()
     if design.is_speculative and design.family == "fpga-speculative":
         try:
             b = state.gpu_baseline(cat, "brsd_stepahead")
@@ -158,8 +165,21 @@ def _keep(r: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def proposer(name: str, d: Design, w: WorkloadSpec) -> Any:
+    """The token-level speculation a curve's name asks for (None: none): n-gram lookup at
+    NGRAM_K with its default acceptance for the target on the workload (ValueError without
+    one)."""
+    if name != NGRAM:
+        return None
+    from dse.serving import Speculation
+    from dse.serving.acceptance import default_rate
+
+    got = default_rate("ngram", d.target.model.name, w.name)
+    return Speculation("ngram", NGRAM_K, got.acceptance_rate, got.basis)
+
+
 def serve_at(d: Design, w: WorkloadSpec, rate: float, state: LoadState, *, rep: Any = None,
-             capacity: float | None = None) -> dict[str, Any]:
+             capacity: float | None = None, speculation: Any = None) -> dict[str, Any]:
     """One design at one rate (one replica; `dse serve --system/--design ... --rate R --goodput
     ttft:MS tpot:MS`): the figures dse serve prints, their 90% intervals under "intervals".
     ShareGPT lengths serve the target alone through the one-model engine (`dse serve --model
@@ -180,14 +200,16 @@ def serve_at(d: Design, w: WorkloadSpec, rate: float, state: LoadState, *, rep: 
         t = d.target
         price = getattr(t.device, "list_price_usd", None)
         r = serve(t, load, evaluator=state.evaluator, slo=_slo(state),
-                  capex_usd=(price or 0.0) * t.tp, capacity=capacity)
+                  capex_usd=(price or 0.0) * t.tp, capacity=capacity,
+                  speculation=speculation)
         if price is None:
             r["cost_usd_per_mtok"] = None
             r["intervals"].pop("cost_usd_per_mtok", None)
         return _keep(r)
     r = serve_system(d, w, Load("rate", rate, 1, 1, requests), evaluator=state.evaluator,
                      slo=_slo(state), lifetime_years=LIFETIME_YEARS, usd_per_kwh=USD_PER_KWH,
-                     capacity=capacity, rep=rep)
+                     capacity=capacity, rep=rep, speculation=speculation,
+                     engine_extra={} if speculation is not None else None)
     return _keep(r)
 
 
@@ -198,16 +220,19 @@ def serve_curve(name: str, d: Design, w: WorkloadSpec, state: LoadState, *,
     from dse.resolve import report
 
     rep = rep if rep is not None else report(d, w)
+    spec = proposer(name, d, w)
     rates = rate_grid(state)
-    first = serve_at(d, w, rates[0], replace(state, evaluator="closed-form"), rep=rep)
+    first = serve_at(d, w, rates[0], replace(state, evaluator="closed-form"), rep=rep,
+                     speculation=spec)
     cap = float(first["capacity_request_rate"])
     pts: dict[float, dict[str, Any]] = {}
     for rate in rates:
         if not rate < cap * (1 - 1e-6):
             break
         pts[rate] = (first if rate == rates[0] and state.evaluator == "closed-form" else
-                     serve_at(d, w, rate, state, rep=rep, capacity=cap))
-    return Curve(name, d.family, cap, pts)
+                     serve_at(d, w, rate, state, rep=rep, capacity=cap, speculation=spec))
+    return Curve(name, "token-speculative" if spec is not None else d.family, cap, pts,
+                 note="" if spec is None else spec.basis)
 
 
 def with_rate(c: Curve, d: Design, w: WorkloadSpec, state: LoadState, *, rep: Any = None
@@ -216,7 +241,8 @@ def with_rate(c: Curve, d: Design, w: WorkloadSpec, state: LoadState, *, rep: An
     rate = state.rate
     if rate is None or rate in c.points or not rate < c.capacity * (1 - 1e-6):
         return c
-    p = serve_at(d, w, rate, state, rep=rep, capacity=c.capacity)
+    p = serve_at(d, w, rate, state, rep=rep, capacity=c.capacity,
+                 speculation=proposer(c.name, d, w))
     return replace(c, points=dict(sorted({**c.points, rate: p}.items())))
 
 
