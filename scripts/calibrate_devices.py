@@ -106,6 +106,11 @@ def serving_text(path: Path, pf: gpu_fit.ProfileFit, cv: list[gpu_fit.CvPoint]) 
         source = f"fitted: the {n} {gen} points of this profile, scripts/calibrate_devices.py"
         lines += ["", f"[by_generation.{gen}]", f"source = {_toml_str(source)}"]
         lines += [f"{k} = {v:.6g}" for k, v in over.items()]
+    for gen, over in sorted(pf.derived_by_generation.items()):  # a profile built on a stack's fit
+        source = (f"derived: {gpu_fit.ON_TOP_OF[pf.spec.profile]}'s {gen} values, "
+                  "scripts/calibrate_devices.py")
+        lines += ["", f"[by_generation.{gen}]", f"source = {_toml_str(source)}"]
+        lines += [f"{k} = {v:.6g}" for k, v in over.items()]
     return head + "\n" + "\n".join(lines) + "\n"
 
 

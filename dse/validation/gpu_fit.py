@@ -181,6 +181,13 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("autoawq-gemv", (E_MEM, LAUNCH, COMPUTE, PREFILL),
             "AutoAWQ 0.1.6 fused modules with its GEMV-format kernels (its README's benchmark): "
             "Vicuna 7B and Mistral 7B on an RTX 4090, decode and prefill at 64 and 2048 tokens"),
+    # Ollama: llama.cpp's kernels (ON_TOP_OF) under its Go runner, which samples each token on
+    # the CPU over the whole vocabulary (llama-bench, most of llama.cpp's points, samples none)
+    FitSpec("ollama", (STEP,),
+            "Ollama's eval rate (ollama run --verbose, the library's Q4_K_M and Q4_0 GGUFs, its "
+            "default sampler): geerlingguy/ai-benchmarks' obench.sh rows (Llama 3.2 3B and 3.1 "
+            "8B on RTX 4070, 4070 Ti SUPER, 4080, 4090 and 5090) and ollama/ollama issue #9415 "
+            "(0.5.12, Gemma 2 9B on an RTX 5090); every other value is llama.cpp's fit"),
     FitSpec("lmdeploy-turbomind", (E_MEM, STEP, COMPUTE, PREFILL, ALLREDUCE),
             "LMDeploy 0.1.0a1 TurboMind FP16 (docs/en/benchmark/a100_fp16.md): Llama-2 7B/13B "
             "(TP 1) and 70B (TP 4) on A100-80G, end-to-end throughput at prompts 1-2048 and "
@@ -234,7 +241,13 @@ DERIVED: dict[tuple[str, str], str] = {
 FIT_ORDER = ("vllm-cudagraph", "vllm-v1", "vllm-0.4", "vllm-eager", "hf-eager", "hf-4.38",
              "hf-4.51", "torch-compile", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm",
              "mlc-llm-2023-08", "mlc-llm-jetson", "exllamav2", "tinychat", "autoawq",
-             "autoawq-gemv", "lmdeploy-turbomind", "fastertransformer")
+             "autoawq-gemv", "lmdeploy-turbomind", "fastertransformer", "ollama")
+
+# A profile built on another stack's fit: it takes every value that fit wrote (fitted or derived,
+# per GPU generation too) and fits only its own FitSpec's terms on top (its file says
+# "derived: <stack>'s fitted value"). Ollama runs llama.cpp's ggml CUDA kernels (its
+# repository vendors llama.cpp; CUDA graphs compiled in, flash attention off by default).
+ON_TOP_OF: dict[str, str] = {"ollama": "llama.cpp"}
 
 
 # ------------------------------------------------------------------------------ fitting
@@ -399,6 +412,8 @@ class ProfileFit:
     fit: Fit
     serving: GpuServingSpec  # the fitted profile
     points: list[GpuMeasurement]
+    # generation -> TOML key -> value taken from another profile's fit (ON_TOP_OF)
+    derived_by_generation: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _file_value(serving: GpuServingSpec, key: str) -> float:
@@ -424,13 +439,31 @@ def fit_all(cat: Catalog, pts: Sequence[GpuMeasurement]) -> dict[str, ProfileFit
         for (p, k), src in DERIVED.items():
             if p == name and src in done:
                 derived[k] = _file_value(done[src].serving, k)
-        base = apply(cat.serving(name), derived)
+        derived_gen: dict[str, dict[str, float]] = {}
+        if name in ON_TOP_OF and ON_TOP_OF[name] in done:
+            derived, derived_gen = _stack_values(done[ON_TOP_OF[name]], spec)
+        base = apply(cat.serving(name), derived, derived_gen)
         if not mine:
             continue
         f = fit_profile(cat, spec, mine, base=base)
         done[name] = ProfileFit(spec, base, derived, f, fitted_serving(base, f),
-                                points_for(spec, pts))
+                                points_for(spec, pts), derived_gen)
     return done
+
+
+def _stack_values(stack: ProfileFit, spec: FitSpec
+                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The values a profile built on `stack` takes from its fit (ON_TOP_OF): every key the
+    stack's fit wrote, less the profile's own fitted ones; (base values, per generation)."""
+    own = {p.key for p in spec.params}
+    keys = sorted(({p.key for p in stack.spec.params} | set(stack.derived)) - own)
+    values = {k: _file_value(stack.serving, k) for k in keys}
+    per_gen: dict[str, dict[str, float]] = {}
+    for g, over in sorted(stack.serving.variants.items()):
+        for k in keys:
+            if _key(k).attr in over:
+                per_gen.setdefault(g, {})[k] = float(over[_key(k).attr]) / _key(k).scale
+    return values, per_gen
 
 
 def points_for(spec: FitSpec, pts: Sequence[GpuMeasurement]) -> list[GpuMeasurement]:

@@ -77,9 +77,9 @@ FRAMEWORK_PROFILES: tuple[tuple[str, str], ...] = (
     (r"^autoawq", "autoawq"),  # the GEMM format's kernels
     (r"^lmdeploy", "lmdeploy-turbomind"),  # LMDeploy's TurboMind C++ engine
     (r"^fastertransformer", "fastertransformer"),
-    # Ollama runs llama.cpp's ggml CUDA backend as its model runner (its repository vendors
-    # llama.cpp under llama/), so its decode is llama.cpp's
-    (r"^ollama", "llama.cpp"),
+    # Ollama runs llama.cpp's ggml CUDA backend under its own Go runner, which samples every
+    # token on the CPU over the whole vocabulary (boards/serving/ollama.toml)
+    (r"^ollama", "ollama"),
 )
 
 # Builds of a fitted stack whose prompt path differs: each is a catalog profile that shares the
@@ -110,7 +110,9 @@ BUILDS: tuple[Build, ...] = (
 # Precision as the source names it -> the catalog precision.
 PRECISIONS = {"bf16": "bf16", "fp16": "fp16", "f16": "fp16", "w8a16": "w8a16",
               "w4a16": "w4a16", "int4": "w4a16", "q4_0": "q4_0", "q8_0": "q8_0", "fp8": "fp8",
-              "w8a8": "w8a8"}
+              "w8a8": "w8a8",
+              # llama.cpp's k-quant mix as llama-quantize names it (Ollama's library default)
+              "q4_k_m": "q4_k_m"}
 
 # Output lengths and timing conventions written in the sources' settings.
 _GENERATED: tuple[tuple[re.Pattern[str], Timed | None], ...] = (
