@@ -7,6 +7,9 @@ are the serving model's at that load (dse.serving: a target-only design on the o
 engine, a speculative or width design as batching servers, `serve_system`), on the fewest
 replicas that hold it:
 
+- a service at its steady state: below capacity its throughput is the rate (dse.serving.serve's
+  steady=True; `dse serve` reports a benchmark's run of --requests, whose last requests drain
+  with no new arrivals, so its cost per token is a little higher);
 - replicas: the smallest integer r with capacity x r >= rate / TARGET_UTILISATION (capacity:
   one replica's largest stable rate, the serving closed form's); if the mean TTFT, TPOT or
   e2el then misses an SLO, r doubles (a replica's batch shrinks) up to MAX_DOUBLINGS times,
@@ -277,7 +280,7 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
                            usd_per_kwh=space.usd_per_kwh, speculation=speculation,
                            engine_extra=extra, intervals=intervals,
                            capacity=known[0] if known else capacity, rep=rep, caps=caps,
-                           max_num_seqs=max_num_seqs)
+                           max_num_seqs=max_num_seqs, steady=True)
         known[:] = [got["capacity_request_rate"]]
         return got
 

@@ -57,21 +57,26 @@ def _share(load: Load, replicas: int) -> Load:
     return replace(load, value=max(1.0, math.ceil(load.value / replicas)), requests=per)
 
 
-def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: bool = True
-            ) -> tuple[Steady, float, float, float]:
+def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: bool = True,
+            steady: bool = False) -> tuple[Steady, float, float, float]:
     """The replica's steady state, the mean queue wait before a request starts, the run's
     duration from the first arrival to the last completion, and the capacity rate
     (requests/s; nan where the load is not a rate; known: the caller's, not recomputed).
     limit_needed=False (an interval's end, whose figures do not include the capacity): a
-    rate with a fixed point is served by it without the capacity's bisection (nan)."""
+    rate with a fixed point is served by it without the capacity's bisection (nan).
+    steady=True: a rate below capacity runs for ever (a service, not a benchmark run), so the
+    duration is n / rate, without the last requests' drain: the throughput is the rate."""
     n = requests_for(load)
+
+    def run_s(s: Steady) -> float:
+        return n / load.value if steady else (n - 1) / load.value + s.e2el_s
     if load.kind == "batch":
         s = static_batch(e, load)
         return s, 0.0, s.e2el_s, float("nan")
     if not limit_needed and known is None and load.kind == "rate" and math.isfinite(load.value):
         fixed = open_loop(e, load, load.value)
         if fixed is not None:
-            return fixed, 0.0, (n - 1) / load.value + fixed.e2el_s, float("nan")
+            return fixed, 0.0, run_s(fixed), float("nan")
     limit = float("nan") if load.kind != "rate" else (
         known if known is not None else capacity_rate(e, load))
     if load.kind == "concurrency":
@@ -83,15 +88,16 @@ def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: 
         return st, 0.0, n / st.request_rate, limit
     below = None if rate > limit else open_loop(e, load, rate)
     if below is not None:
-        return below, 0.0, (n - 1) / rate + below.e2el_s, limit
+        return below, 0.0, run_s(below), limit
     # past capacity the queue builds: the cohort recurrence with the arrivals spread evenly
     st = replace(cohorts(e, load, 1, n, resend=False, rate=rate), saturated=True)
     return st, 0.0, n / st.request_rate, limit
 
 
 def _closed_metrics(e: Engine, load: Load, known: float | None = None, *,
-                    limit_needed: bool = True) -> dict[str, Any]:
-    s, wait, duration, limit = _steady(e, load, known, limit_needed=limit_needed)
+                    limit_needed: bool = True, steady: bool = False) -> dict[str, Any]:
+    s, wait, duration, limit = _steady(e, load, known, limit_needed=limit_needed,
+                                       steady=steady)
     n = requests_for(load)
     ttft = s.ttft_s + wait
     e2el = s.e2el_s + wait
@@ -224,13 +230,15 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
           intervals: bool = True, speculation: Speculation | None = None,
           draft: Placement | None = None, draft_apart: bool = False,
           draft_prompt: Placement | None = None, draft_link: Any = None,
-          capacity: float | None = None) -> dict[str, Any]:
+          capacity: float | None = None, steady: bool = False) -> dict[str, Any]:
     """The load's figures on `replicas` replicas of the placement (module docstring);
     speculation: token-level speculative decoding, its draft model's placement where the
     proposer is a model (on the same GPUs, or on a device of its own: draft_apart, its prompts
     prefilled by draft_prompt on the GPUs and sent over draft_link). capacity: one replica's
     capacity rate at these lengths when the caller has it (dse.search.at_load serves a design
-    at several replica counts; the closed form's, else its bisection runs again)."""
+    at several replica counts; the closed form's, else its bisection runs again). steady:
+    the closed form's steady state below capacity (a service's throughput is its rate; the
+    search at a load), not a run of `load.requests` with its drain (vLLM's benchmark)."""
     if evaluator not in EVALUATORS:
         raise ValueError(f"unknown evaluator {evaluator!r}; valid: {', '.join(EVALUATORS)}")
     if replicas < 1:
@@ -244,8 +252,8 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
         raise ValueError(f"a request of {load.input_tokens} + {load.output_tokens} tokens does "
                          f"not fit {placement.model.name}'s KV cache on {placement.device.name}"
                          f" ({e.kv_capacity_tokens} tokens beside the weights)")
-    metrics = (_closed_metrics(e, share, capacity) if evaluator == "closed-form"
-               else _sim_metrics(e, share))
+    metrics = (_closed_metrics(e, share, capacity, steady=steady)
+               if evaluator == "closed-form" else _sim_metrics(e, share))
     res = _finish(metrics, load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
     res["kv_capacity_tokens"] = e.kv_capacity_tokens
     res["max_num_seqs"], res["max_num_batched_tokens"] = caps.max_num_seqs, \
@@ -253,9 +261,11 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
     if not intervals:
         return res
     central = res if evaluator == "closed-form" else _finish(
-        _closed_metrics(e, share), load, replicas, capex_usd, slo, lifetime_years, usd_per_kwh)
+        _closed_metrics(e, share, steady=steady), load, replicas, capex_usd, slo,
+        lifetime_years, usd_per_kwh)
     ends = [_finish(_closed_metrics(replace(e, decode_factor=d, prefill_factor=p,
-                                            power_factor=w), share, limit_needed=False),
+                                            power_factor=w), share, limit_needed=False,
+                                    steady=steady),
                     load, replicas,
                     capex_usd, slo, lifetime_years, usd_per_kwh)
             for d, p, w in _ends(placement, batched=load.kind == "rate" or load.value > 1)]

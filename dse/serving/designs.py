@@ -456,7 +456,8 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
                  lifetime_years: float, usd_per_kwh: float, speculation: Any = None,
                  engine_extra: dict[str, Any] | None = None, caps: Any = None,
                  max_num_seqs: int | None = None, intervals: bool = True,
-                 capacity: float | None = None, rep: Any = None) -> dict[str, Any]:
+                 capacity: float | None = None, rep: Any = None,
+                 steady: bool = False) -> dict[str, Any]:
     """A design at load: its family, accuracy (the single-stream closed form's, with its 90%
     interval) and the load's figures. `load` gives the kind, value, requests and seed; its
     lengths are replaced by the workload's prompt tokens and the design's tokens per problem
@@ -468,7 +469,9 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     work: the ends are two more closed-form solutions; a search ranks by the central
     figures); capacity: one replica's capacity rate when the caller has it (a target-only
     design's dse.serving.serve, the others' closed form); rep: the design's single-stream
-    report with its intervals (`dse.resolve.report(d, w)`) when the caller has it."""
+    report with its intervals (`dse.resolve.report(d, w)`) when the caller has it; steady:
+    a target-only design's closed form at its steady state (dse.serving.serve; the design
+    servers' closed form is a steady state already)."""
     from dataclasses import replace
 
     from dse.resolve import report
@@ -491,7 +494,8 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
         r = serve(d.target, lengths, caps=caps, replicas=replicas, evaluator=evaluator,
                   slo=slo, capex_usd=(price or 0.0) * d.target.tp + (d_price or 0.0),
                   lifetime_years=lifetime_years, usd_per_kwh=usd_per_kwh,
-                  speculation=speculation, intervals=intervals, capacity=capacity, **extra)
+                  speculation=speculation, intervals=intervals, capacity=capacity,
+                  steady=steady, **extra)
         if price is None or d_price is None:
             r["cost_usd_per_mtok"] = None
             r.get("intervals", {}).pop("cost_usd_per_mtok", None)
