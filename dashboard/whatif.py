@@ -69,7 +69,14 @@ for col, (m, label, _unit, fmt) in zip(c, HEADLINE_METRICS, strict=False):
 c[4].metric("Accept probability", f"{rep.p_accept:.3f}",
             help=common.tip("p_accept") + (" The target alone keeps no draft step: 0."
                                            if not design.is_speculative else ""))
-controls()  # after the headline numbers, which the browser shows first
+# A session's first run leaves out what the browser need not render before the numbers: the
+# open tab's charts (the chart library, a 4.7 MB script, about a second to load on a 2-core
+# machine, during which the browser draws nothing of the page) and the collapsed Hardware
+# and models expander's widgets (a fresh session's metrics 2.4-3.8 s -> 1.3-2.2 s in
+# headless Chromium, load 6); a fragment reruns the page a moment later to draw them, and
+# declares no timer on that run, so it stops.
+first_run = not ss.get("wi_charts_ready")
+controls(defer_hidden=first_run)  # after the headline numbers, which the browser shows first
 
 # ---- against the target alone: the same target placement with workflow = target-only
 alone_state = state.target_alone()
@@ -199,11 +206,7 @@ else:
     except (DseError, ValueError) as e:
         st.caption(f"No figures at {load.rate:g} requests/s: {e}")
 
-# A session's first run leaves the open tab's charts out, so that the browser shows the
-# numbers without waiting for the chart library (a 4.7 MB script, about a second to load on a
-# 2-core machine, during which the browser draws nothing of the page); a fragment reruns the
-# page a moment later to draw them, and declares no timer on that run, so it stops.
-defer_charts = not ss.get("wi_charts_ready")
+defer_charts = first_run
 ss["wi_charts_ready"] = True
 
 
@@ -219,8 +222,8 @@ def charts_follow() -> None:
 t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
     ["Latency and energy", "Uncertainty", "Timeline", "Roofline", "Sensitivity",
      "Command line"], key="wi_tab", on_change="rerun")
-if t_lat.open and defer_charts:
-    with t_lat:
+if defer_charts:  # the follow-up run draws the charts and the deferred controls
+    with t_lat if t_lat.open else st.container():
         charts_follow()
 elif t_lat.open:
     with t_lat:

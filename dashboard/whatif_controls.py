@@ -210,12 +210,14 @@ def number(box: Any, label: str, key: str, *, min_value: float, step: float, **k
 
 # ------------------------------------------------------------------------------ the sidebar
 
-def controls() -> None:
+def controls(*, defer_hidden: bool = False) -> None:
     """The sidebar's widgets (their values are in the session state already, so the page
     draws them after its headline numbers). Controls that do not apply are drawn disabled,
     so that they keep their values: a target-only design's verifier, placement, schedule,
     thresholds, draft and PRM; the PRM when the target judges; a flag or schedule the
-    placement forbids (with the reason)."""
+    placement forbids (with the reason). defer_hidden: leave out the collapsed *Hardware and
+    models* expander's 26 widgets (a session's first run, which the page follows at once with
+    another that draws them: the browser then paints the numbers without rendering them)."""
     cat = common.catalog()
     sb = st.sidebar
     select(sb, "System preset", cat.names("system"), "wi_system", on_change=on_system,
@@ -264,9 +266,13 @@ def controls() -> None:
     number(sb, "Backtrack window (steps)", wkey("backtrack_window"), min_value=1, step=1,
            disabled=alone, help=common.tip("backtrack window"))
     with sb.expander("Hardware and models", expanded=False):
-        for role in DEVICE_ROLES:
-            role_controls(role, spec)
-        number(st, "Max context (tokens)", wkey("max_context_tokens"), min_value=1, step=256)
+        if defer_hidden:
+            st.caption("Each role's device, model and precision follow in a moment.")
+        else:
+            for role in DEVICE_ROLES:
+                role_controls(role, spec)
+            number(st, "Max context (tokens)", wkey("max_context_tokens"), min_value=1,
+                   step=256)
     sb.button("Reset to preset", key="wi_reset", on_click=on_system)
     sb.subheader("Load")
     sb.number_input("Request rate (requests/s, 0 = single stream)", min_value=0.0,
