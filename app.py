@@ -9,9 +9,9 @@ URL's query parameters.
 import streamlit as st
 
 from dashboard import common
-from dse.process import retain_freed_memory
+from dse.core.process import retain_freed_memory
 
-retain_freed_memory()  # the closed form's grids reuse freed memory (dse/process.py)
+retain_freed_memory()  # the closed form's grids reuse freed memory (dse/core/process.py)
 st.set_page_config(page_title="hetero-dse", layout="wide")
 PAGES = [
     st.Page("dashboard/whatif.py", title="What-if", default=True),

@@ -44,8 +44,8 @@ def evaluate_s() -> float:
     from _timing import best_of
 
     from dse import views
-    from dse.design import build_design
     from dse.engine.evaluate import evaluate
+    from dse.model.design import build_design
     from dse.specs import Catalog
 
     cat = Catalog.load()

@@ -4,7 +4,7 @@ simulated problems per second.
     python benchmarks/bench_engine.py [--designs 1000000] [--problems 5000]
                                       [--accurate-only] [--retain-freed-memory]
 
-Batch: the mean-value closed form (dse.symbolic) over 1,000,000 designs drawn from every
+Batch: the mean-value closed form (dse.model.symbolic) over 1,000,000 designs drawn from every
 shipped system x workload (their mean-step components computed once) with random accept and
 backtrack thresholds (on the 0.05 grid, PRM score CDFs tabulated once), backtrack budgets and
 windows; probabilities, expected counts, latency, energy and J/token are computed per design
@@ -18,7 +18,7 @@ metrics alone, as the intervals do), and one report's 90% intervals
 (dse.uncertainty.attach: every factor end, closed-form moves). Targets: >= 1,000 accurate
 designs/s on one core and one report's intervals in <= 50 ms. Times are this process's CPU
 seconds, medians of `--repeats` runs (the machine is shared). --retain-freed-memory first
-applies what the `dse` command and the dashboard apply at start (dse/process.py: glibc keeps
+applies what the `dse` command and the dashboard apply at start (dse/core/process.py: glibc keeps
 freed memory, so the grid arrays are not faulted in again on every evaluation).
 """
 
@@ -32,19 +32,19 @@ from collections.abc import Callable
 import numpy as np
 from _timing import best_of
 
-from dse.design import build_design
-from dse.design_files import load_system
-from dse.discrimination import prm_scores
 from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 from dse.engine.simulator import replay, synthetic_trace
-from dse.scenario import WorkloadSpec
-from dse.schedules import PRESETS, Costs
+from dse.io.design_files import load_system
+from dse.model.design import build_design
+from dse.model.discrimination import prm_scores
+from dse.model.schedules import PRESETS, Costs
+from dse.model.symbolic import COMPONENTS, batch_metrics, components
+from dse.model.workflow import beta_cdf, step_error_rate, steps_distribution
 from dse.specs import Catalog
-from dse.symbolic import COMPONENTS, batch_metrics, components
+from dse.specs.scenario import WorkloadSpec
 from dse.uncertainty import attach, batch_size, design_factors
 from dse.uncertainty.perturb import batches, scale_design
 from dse.uncertainty.propagate import points
-from dse.workflow import beta_cdf, step_error_rate, steps_distribution
 
 
 def median_s(fn: Callable[[], object], repeats: int) -> float:
@@ -91,10 +91,10 @@ def main() -> None:
     ap.add_argument("--accurate-only", action="store_true",
                     help="only the accurate closed form's figures")
     ap.add_argument("--retain-freed-memory", action="store_true",
-                    help="glibc keeps freed memory, as the dse command does (dse/process.py)")
+                    help="glibc keeps freed memory, as the dse command does (dse/core/process.py)")
     args = ap.parse_args()
     if args.retain_freed_memory:
-        from dse.process import retain_freed_memory
+        from dse.core.process import retain_freed_memory
 
         print(f"retain freed memory: {retain_freed_memory()}")
     cat = Catalog.load()
@@ -112,7 +112,7 @@ def main() -> None:
             s_vals, s_p = steps_distribution(w, 64)
             comp["_hd"] = step_error_rate(w.accuracy[d.draft.model.name], s_vals, s_p)
             comp["_ht"] = step_error_rate(w.accuracy[d.target.model.name], s_vals, s_p)
-            # the design's own PRM scoring its own draft's steps (dse.discrimination)
+            # the design's own PRM scoring its own draft's steps (dse.model.discrimination)
             sc = prm_scores(w, d.draft.model.name, d.prm.model if d.prm else None)
             comp["_beta"] = (sc.good_alpha, sc.good_beta, sc.bad_alpha, sc.bad_beta)
             combos.append(comp)

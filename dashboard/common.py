@@ -13,10 +13,10 @@ from typing import Any
 import streamlit as st
 
 from dse import views
-from dse.design import Design
 from dse.engine.report import Report
 from dse.errors import DseError
-from dse.resolve import report as resolved_report
+from dse.io.resolve import report as resolved_report
+from dse.model.design import Design
 from dse.specs import Catalog
 from dse.views.load import LOAD_PARAMS, Curve, LoadState
 from dse.views.load import load_state as load_state_of
@@ -93,8 +93,8 @@ def report_with_intervals(params: Params) -> Report:
 @st.cache_data(max_entries=1024, show_spinner=False)
 def paper_j_per_token(params: Params) -> float:
     """Energy per token in the paper's accounting (each device's operating power over the
-    whole latency; dse.reproduce.paper_energy), which its energy gains use."""
-    from dse.reproduce import paper_energy
+    whole latency; dse.paper.reproduce.paper_energy), which its energy gains use."""
+    from dse.paper.reproduce import paper_energy
 
     s = state_of(params)
     return paper_energy(design_of(s), catalog().get("workload", s.workload),
@@ -347,6 +347,6 @@ def show_warning() -> None:
 @st.cache_data(show_spinner=False)
 def paper_rows() -> list[Any]:
     """`dse reproduce`'s rows (slow: evaluated once per server)."""
-    from dse import reproduce
+    from dse.paper import reproduce
 
     return reproduce.rows(catalog())

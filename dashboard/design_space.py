@@ -241,7 +241,7 @@ st.caption(rows[pick_i]["design"])
 st.dataframe([vs.closed_form_row("accurate closed form, the space's workloads",
                                  pick.metrics, pick.intervals)],
              key="ds_models", hide_index=True)
-st.caption("The search screened the grid with the mean-value model (dse.symbolic) and "
+st.caption("The search screened the grid with the mean-value model (dse.model.symbolic) and "
            "re-evaluated every design it shows with the accurate closed form, as `dse "
            "evaluate` and What-if do; `--json` keeps the screen's figures as "
            "mean_value_diagnostic.")

@@ -31,7 +31,7 @@ else:
     def wait_for_intervals() -> None:
         if fut.done():
             st.rerun()
-        st.info("Computing the tool's 90% intervals (dse.coverage, once per "
+        st.info("Computing the tool's 90% intervals (dse.paper.coverage, once per "
                 "server, about a minute); the error bars appear when they are ready.")
 
     wait_for_intervals()
@@ -113,4 +113,4 @@ if misses:
     st.subheader("Why rows miss")
     for reason, ids in misses:
         st.markdown(f"- **{', '.join(f'`{i}`' for i in ids)}**: "
-                    f"{reason or 'no reason recorded in dse.reproduce.MISS_REASONS'}")
+                    f"{reason or 'no reason recorded in dse.paper.reproduce.MISS_REASONS'}")

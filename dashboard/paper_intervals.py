@@ -1,7 +1,7 @@
 """The paper rows' 90% intervals for the Paper page, computed once per server in the
 background.
 
-`dse.coverage.paper_rows` re-evaluates every `dse reproduce` row once per
+`dse.paper.coverage.paper_rows` re-evaluates every `dse reproduce` row once per
 uncertainty factor (about a minute on a laptop core), so the page shows the central rows
 (`common.paper_rows`, seconds) at once and merges these in when the future is done.
 """
@@ -14,14 +14,14 @@ from concurrent.futures import Future
 import streamlit as st
 
 from dashboard import common
-from dse.reproduce import Row
+from dse.paper.reproduce import Row
 
 
 @st.cache_resource(show_spinner=False)
 def interval_rows() -> Future[list[Row]]:
     """A future of the rows with their intervals; started on the first call of a server (a
     daemon thread, so a stopping server does not wait for it)."""
-    from dse import coverage
+    from dse.paper import coverage
 
     fut: Future[list[Row]] = Future()
     cat = common.catalog()

@@ -304,7 +304,7 @@ if t_sens.open:
     with t_sens:
         if design.is_speculative:
             common.chart(fig_tornado(common.tornado(params)), key="wi_fig_tornado")
-            st.caption("Mean-value model (dse.symbolic, the search's model, within about 15% "
+            st.caption("Mean-value model (dse.model.symbolic, the search's model, within about 15% "
                        "of the closed form above): each term scaled by -10% / +10%, the "
                        "others held.")
         else:

@@ -12,11 +12,11 @@ import streamlit as st
 
 from dashboard import common
 from dse import views
-from dse.design_files import system_to_toml
-from dse.limits import MAX_SAMPLES
-from dse.scenario import SystemSpec
-from dse.schedules import DEVICE_ROLES, FLAGS, PRESETS
+from dse.core.limits import MAX_SAMPLES
+from dse.io.design_files import system_to_toml
+from dse.model.schedules import DEVICE_ROLES, FLAGS, PRESETS
 from dse.specs import SCHEMAS
+from dse.specs.scenario import SystemSpec
 
 ss = st.session_state
 SYSTEM_KEYS = [k.toml for k in SCHEMAS["system"].keys]

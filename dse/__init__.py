@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dse import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
+from dse.core.lazy import lazy_names
 from dse.errors import (
     ArgumentError,
     DseError,
@@ -26,8 +26,8 @@ from dse.errors import (
     UnknownNameError,
     UsageError,
 )
-from dse.lazy import lazy_names
 from dse.specs import Catalog, load_spec, model_from_hf_config
+from dse.specs import scenario as _scenario  # noqa: F401  (registers the workload and system kinds)
 
 __version__ = "0.1.0"
 
@@ -38,10 +38,10 @@ _LAZY = {
     "load_space": "dse.api", "evaluate": "dse.api", "simulate": "dse.api", "sweep": "dse.api",
     "optimize": "dse.api", "export": "dse.api", "Simulation": "dse.api", "Bundle": "dse.api",
     "EvaluatorName": "dse.api", "Objective": "dse.api",
-    "Design": "dse.design", "Schedule": "dse.schedules",
+    "Design": "dse.model.design", "Schedule": "dse.model.schedules",
     "Report": "dse.engine.closed_form", "Trace": "dse.engine.simulator",
     "SweepResult": "dse.search", "OptimizeResult": "dse.search", "Candidate": "dse.search",
-    "Space": "dse.search", "SystemSpec": "dse.scenario", "WorkloadSpec": "dse.scenario",
+    "Space": "dse.search", "SystemSpec": "dse.specs.scenario", "WorkloadSpec": "dse.specs.scenario",
 }
 
 if TYPE_CHECKING:
@@ -60,12 +60,12 @@ if TYPE_CHECKING:
         simulate,
         sweep,
     )
-    from dse.design import Design
     from dse.engine.report import Report
     from dse.engine.simulator import Trace
-    from dse.scenario import SystemSpec, WorkloadSpec
-    from dse.schedules import Schedule
+    from dse.model.design import Design
+    from dse.model.schedules import Schedule
     from dse.search import Candidate, OptimizeResult, Space, SweepResult
+    from dse.specs.scenario import SystemSpec, WorkloadSpec
 
 
 __getattr__ = lazy_names(__name__, _LAZY)[0]

@@ -22,18 +22,18 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dse import arguments as arg
+from dse.core import arguments as arg
+from dse.core.limits import MAX_INT, MAX_PROBLEMS, MAX_SEED
 from dse.errors import ArgumentError
-from dse.limits import MAX_INT, MAX_PROBLEMS, MAX_SEED
 from dse.specs import Catalog
 
 if TYPE_CHECKING:  # the heavy modules load when a function needs them
-    from dse.design import Design
     from dse.engine.report import Report
     from dse.engine.simulator import Trace
-    from dse.scenario import SystemSpec, WorkloadSpec
-    from dse.schedules import Schedule
+    from dse.model.design import Design
+    from dse.model.schedules import Schedule
     from dse.search import OptimizeResult, Space, SweepResult
+    from dse.specs.scenario import SystemSpec, WorkloadSpec
 
 EvaluatorName = Literal["closed-form", "simulator"]
 Objective = Literal["j_per_token", "latency", "goodput", "accuracy", "cost"]
@@ -66,7 +66,7 @@ def _catalog(catalog: Catalog | None) -> Catalog:
 
 
 def _workload_ref(workload: Any) -> Any:
-    from dse.scenario import WorkloadSpec
+    from dse.specs.scenario import WorkloadSpec
 
     return arg.name_or_path("workload", workload, WorkloadSpec,
                             "a workload name, a workload TOML path or a WorkloadSpec")
@@ -75,8 +75,8 @@ def _workload_ref(workload: Any) -> Any:
 def _design_ref(design: Any) -> Any:
     """A `design` argument, checked: a Design as is, else what the command line takes (a
     system name, a system or design TOML path) or a SystemSpec, resolved by `_design`."""
-    from dse.design import Design
-    from dse.scenario import SystemSpec
+    from dse.model.design import Design
+    from dse.specs.scenario import SystemSpec
 
     if isinstance(design, Design):
         return design
@@ -86,10 +86,10 @@ def _design_ref(design: Any) -> Any:
 
 
 def _design(ref: Any, catalog: Catalog | None) -> Design:
-    """The Design of a checked `design` argument (dse.resolve, as `load_design` with its
+    """The Design of a checked `design` argument (dse.io.resolve, as `load_design` with its
     defaults: the design file's schedule, else heteroreason)."""
-    from dse.design import Design
-    from dse.resolve import resolve_design
+    from dse.io.resolve import resolve_design
+    from dse.model.design import Design
 
     if isinstance(ref, Design):
         return ref
@@ -100,7 +100,7 @@ def load_workload(workload: str | PathLike | WorkloadSpec, *,
                   catalog: Catalog | None = None) -> WorkloadSpec:
     """A workload by catalog name (gsm8k, math500, gaokao2023en, olympiadbench), a workload
     TOML file, or a WorkloadSpec (returned as is)."""
-    from dse.resolve import resolve_workload
+    from dse.io.resolve import resolve_workload
 
     cat = _catalog(catalog)
     return resolve_workload(cat, _workload_ref(workload))
@@ -123,9 +123,9 @@ def load_design(system: str | PathLike | SystemSpec, *, catalog: Catalog | None 
     checked by the same strict loader as the catalog files.
     check: raise InfeasibleError (with every reason) when the design cannot run.
     """
-    from dse.resolve import resolve_design
-    from dse.scenario import SystemSpec
-    from dse.schedules import Schedule
+    from dse.io.resolve import resolve_design
+    from dse.model.schedules import Schedule
+    from dse.specs.scenario import SystemSpec
 
     cat = _catalog(catalog)
     ref = arg.name_or_path("system", system, SystemSpec,
@@ -162,7 +162,7 @@ def evaluate(design: Design | str | PathLike | SystemSpec,
     arg.choice("evaluator", evaluator, ("closed-form", "simulator"))
     _check_problems(problems, seed)
     arg.flag("intervals", intervals)
-    from dse.resolve import report
+    from dse.io.resolve import report
 
     w = load_workload(workload, catalog=catalog)
     return report(_design(ref, catalog), w, evaluator=evaluator, problems=problems, seed=seed,
@@ -194,7 +194,7 @@ def simulate(design: Design | str | PathLike | SystemSpec,
     intervals: add the closed form's relative 90% intervals around the simulated means and
     the provenance (as `evaluate`)."""
     from dse.engine.simulator import Trace, read_jsonl
-    from dse.resolve import simulate as _simulate
+    from dse.io.resolve import simulate as _simulate
 
     ref = _design_ref(design)
     _check_problems(problems, seed)
@@ -299,7 +299,7 @@ def optimize(space: PathLike | Space | None = None, *,
     timeout = arg.optional_real("timeout_s", timeout_s, positive=True)
     arg.whole("seed", seed, 0, MAX_SEED)
     if storage is not None:
-        from dse.outputs import check_storage
+        from dse.io.outputs import check_storage
 
         check_storage("storage", arg.text("storage", storage))
     if study_name is not None:
@@ -331,17 +331,17 @@ def export(design: Design | str | PathLike | SystemSpec,
     directory (an existing bundle there is replaced only with force=True; anything else is
     never overwritten). Same inputs, byte-identical files. design: as `evaluate` (a Design, a
     system name, a system or design TOML path, or a SystemSpec)."""
-    from dse.design import Design
     from dse.exporters import render_bundle, write_bundle
-    from dse.resolve import read_source
-    from dse.scenario import SystemSpec
+    from dse.io.resolve import read_source
+    from dse.model.design import Design
+    from dse.specs.scenario import SystemSpec
 
     ref = _design_ref(design)
     cat = _catalog(catalog)
     out_dir = arg.optional_path("out", out)
     arg.flag("force", force)
     if out_dir is not None:  # refused before rendering, with the writer's own rules
-        from dse.outputs import check_output_dir
+        from dse.io.outputs import check_output_dir
 
         check_output_dir("out", out_dir, force=force, whole_marker="manifest.json")
     w = load_workload(workload, catalog=cat)

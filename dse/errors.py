@@ -64,3 +64,9 @@ class ArgumentError(UsageError):
     def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {message}")
+
+
+# exit code and line of a command stopped by Ctrl-C, as a shell reports a process killed by
+# SIGINT (the `dse` entry point's, dse.launch, and dse.cli.main's)
+EXIT_SIGINT = 130
+INTERRUPTED = "interrupted (Ctrl-C); nothing more was written"

@@ -14,10 +14,7 @@ import signal
 import sys
 from types import FrameType
 
-# exit code and line of a command stopped by Ctrl-C, as a shell reports a process killed by
-# SIGINT (dse.cli.main's too)
-EXIT_SIGINT = 130
-INTERRUPTED = "interrupted (Ctrl-C); nothing more was written"
+from dse.errors import EXIT_SIGINT, INTERRUPTED
 
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:

@@ -11,7 +11,7 @@ slowdown and the MLC profile's Jetson points depend on each other):
    another profile copied first (gpu_fit.DERIVED); a profile of another build of a fitted
    stack (measurements.BUILDS: llama.cpp-cublas) takes that stack's fit whole;
 2. the vLLM Jetson builds' host factor (the Orin boards' host_stack_slowdown) and FlexLLM's
-   efficiency and power (dse/calibrate.py);
+   efficiency and power (dse/validation/calibrate.py);
 3. the GPUs' launch-bound power state (wait_power_fraction, dse.validation.gpu_power), to the
    published batch-1 power of published.toml, one value per GPU generation with rows (a
    generation without rows takes the A100's, gpu_power.DEFAULT_GENERATION), written on every GPU
@@ -32,10 +32,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from dse import calibrate
 from dse.specs import Catalog
 from dse.specs.schema import build_spec, parse_toml
-from dse.validation import gpu_cv, gpu_fit, gpu_power
+from dse.validation import calibrate, gpu_cv, gpu_fit, gpu_power
 from dse.validation.measurements import BUILDS, load_gpu_measurements
 
 ROOT = Path(__file__).resolve().parents[1]

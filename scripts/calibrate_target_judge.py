@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dse.model.verifiers import GOOD_MEAN_RANGE, JUDGE_SCHEMA_VERSION, parse_judge
 from dse.specs import Catalog
 from dse.validation import judge
 from dse.validation.current import close
-from dse.verifiers import GOOD_MEAN_RANGE, JUDGE_SCHEMA_VERSION, parse_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "dse" / "data"
@@ -33,9 +33,9 @@ CV_PATH = DATA / judge.CV_FILE
 PARAM_KEYS = ("kappa", "good_mean", "bad_mean", "shift")
 FIT = "fitted: scripts/calibrate_target_judge.py (dse/validation/judge.py)"
 HEADER = """\
-# The target judge (verifier = "target", dse/verifiers.py): the scoring instruction it prefills
-# after each draft step, and the latent 0-1 score distributions of good and bad steps (the 0-9
-# token is floor(10 u)): u ~ Beta(mu kappa, (1 - mu) kappa), mu = good_mean or bad_mean minus
+# The target judge (verifier = "target", dse/model/verifiers.py): the scoring instruction it
+# prefills after each draft step, and the latent 0-1 score distributions of good and bad steps (the
+# 0-9 token is floor(10 u)): u ~ Beta(mu kappa, (1 - mu) kappa), mu = good_mean or bad_mean minus
 # shift x (1 - A_draft / A_target) (solo accuracies on the workload, x clipped at 0, mu clipped
 # to its declared range). Fitted by scripts/calibrate_target_judge.py (model and assumptions:
 # dse/validation/judge.py) to published SpecReason rows; the fit's cross-validation is in

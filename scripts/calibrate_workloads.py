@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import dse.discrimination as discrimination
-from dse.discrimination import DATA as MODEL_PATH
-from dse.discrimination import SCHEMA_VERSION as MODEL_SCHEMA
-from dse.reproduce import reported
+import dse.model.discrimination as discrimination
+from dse.model.discrimination import DATA as MODEL_PATH
+from dse.model.discrimination import SCHEMA_VERSION as MODEL_SCHEMA
+from dse.paper.reproduce import reported
 from dse.specs import Catalog
 from dse.validation import accuracy as acc
 from dse.validation.current import close
@@ -72,7 +72,8 @@ def sources(doc: Mapping[str, Any]) -> dict[str, str]:
 
 def render(doc: Mapping[str, Any]) -> str:
     p = doc["fit"]["parameters"]
-    lines = ["# The accuracy model's shared parameters (dse/discrimination.py, dse/workflow.py).",
+    lines = ["# The accuracy model's shared parameters (dse/model/discrimination.py, "
+             "dse/model/workflow.py).",
              "# Written by scripts/calibrate_workloads.py; do not edit by hand.",
              f"schema_version = {MODEL_SCHEMA}", "", "[parameters]"]
     for k in ("kappa", "good_mean", "bad_mean_c0", "bad_mean_draft", "bad_mean_prm",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from dse.reproduce import reported
+from dse.paper.reproduce import reported
 from dse.specs import Catalog
 from dse.validation.declared import v80_implied_factors
 

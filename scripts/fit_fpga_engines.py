@@ -33,7 +33,7 @@ def fit_all(extra: list[str], write: bool) -> bool:
     print(f"{'design':<14} {'n':>3} {'median':>8} {'worst':>8}  fitted / note")
     for name in v.fitted_engines(data):
         if name == "flexllm":
-            continue  # dse.calibrate owns it
+            continue  # dse.validation.calibrate owns it
         r = v.engine_report(cat, pts, name)
         if not r.fitted:
             print(f"{name:<14} skipped: no point the catalog can place ({', '.join(r.skipped)})")

@@ -1,8 +1,9 @@
-"""Write dse/mean_value_forms.py from the schedule rules (dse.symbolic.generated_source).
+"""Write dse/model/mean_value_forms.py from the schedule rules
+(dse.model.symbolic.generated_source).
 
     python scripts/generate_mean_value_forms.py [--check]
 
-Run it after changing dse/schedules/rules.py or dse/symbolic.step_expressions; --check exits 1
+Run it after changing dse/model/schedules/rules.py or dse/symbolic.step_expressions; --check exits 1
 (and writes nothing) when the file is not current. tests/test_symbolic.py runs the check.
 """
 
@@ -12,9 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from dse.symbolic import generated_source
+from dse.model.symbolic import generated_source
 
-TARGET = Path(__file__).resolve().parent.parent / "dse" / "mean_value_forms.py"
+TARGET = Path(__file__).resolve().parent.parent / "dse" / "model" / "mean_value_forms.py"
 
 
 def main() -> int:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from dse import __version__  # noqa: E402
 from dse.engine.evaluate import evaluate  # noqa: E402
-from dse.schedules import PRESETS  # noqa: E402
+from dse.model.schedules import PRESETS  # noqa: E402
 from dse.specs import Catalog  # noqa: E402
 from tests.faults import (  # noqa: E402
     export_kill_campaign,

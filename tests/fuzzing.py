@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.design import Design, build_design, infeasibility
 from dse.engine.closed_form import BUSY_RTOL
 from dse.engine.report import Report
-from dse.resolve import override_spec as with_overrides
-from dse.scenario import WorkloadSpec
-from dse.schedules import PRESETS, Schedule
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import Design, build_design, infeasibility
+from dse.model.schedules import PRESETS, Schedule
 from dse.specs import Catalog, FpgaSpec
+from dse.specs.scenario import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,7 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
             if "prm" in group:
                 over["prm_device"] = gpu if "target" in group else over["draft_device"]
             over["colocate"] = group
-        # the schedules a shared device can run (dse.design.schedule_conflicts; a target
+        # the schedules a shared device can run (dse.model.design.schedule_conflicts; a target
         # verifier shares the target's device)
         roles = set(over.get("colocate", "").split("+")) | (
             {"prm", "target"} if over.get("verifier") == "target" else set())
@@ -162,7 +162,7 @@ def feasible(d: Design) -> bool:
 SUM_RTOL = 1e-9
 # Step-ahead vs its sequential twin: the closed form takes expectations over the same
 # quadrature grids, and the step-ahead attempt is never longer than the sequential one point
-# by point (dse.schedules: it only moves the draft's next step into the verification window),
+# by point (dse.model.schedules: it only moves the draft's next step into the verification window),
 # so the only slack is float rounding.
 TWIN_RTOL = 1e-9
 

@@ -17,11 +17,11 @@ SCHEDULES = ("rsd", "brsd", "brsd_stepahead", "heteroreason")
 def golden_reports() -> dict[str, dict[str, Any]]:
     """{"<system>__<workload>__<schedule>": {"report": the closed-form report as a plain dict,
     "mean_value": the mean-value metrics the sweep screens with}}."""
-    from dse.design import build_design
     from dse.engine.evaluate import evaluate
-    from dse.schedules import schedule
+    from dse.model.design import build_design
+    from dse.model.schedules import schedule
+    from dse.model.symbolic import mean_value
     from dse.specs import Catalog
-    from dse.symbolic import mean_value
 
     cat = Catalog.load()
     out: dict[str, dict[str, Any]] = {}

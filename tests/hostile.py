@@ -330,7 +330,7 @@ def _special_file(rng: Any, d: Path, cap: int) -> tuple[str, Path]:
 
 def special_input_files(rng: Any, d: Path) -> Case:
     """Every option that reads a file, given one that is no regular file or is too big."""
-    from dse.limits import MAX_SPEC_FILE_BYTES, MAX_TRACE_FILE_BYTES
+    from dse.core.limits import MAX_SPEC_FILE_BYTES, MAX_TRACE_FILE_BYTES
 
     option = rng.choice(["--design", "--trace", "--space", "--scenario", "config.json",
                          "catalog member"])

@@ -170,12 +170,12 @@ CASES = _cases()
 def no_compute() -> Iterator[None]:
     """Every compute function behind the API raises Reached while inside."""
     import dse.exporters
-    import dse.resolve
+    import dse.io.resolve
     import dse.search
 
     base_design()
-    targets = ((dse.resolve, "report"), (dse.resolve, "simulate"),
-               (dse.resolve, "resolve_design"), (dse.search, "sweep"),
+    targets = ((dse.io.resolve, "report"), (dse.io.resolve, "simulate"),
+               (dse.io.resolve, "resolve_design"), (dse.search, "sweep"),
                (dse.search, "optimize"), (dse.exporters, "render_bundle"))
     for mod, name in targets:  # load every lazy name first: a module imported while the
         getattr(mod, name)     # patches are in place would keep the patched function

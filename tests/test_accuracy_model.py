@@ -15,9 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.design import build_design
-from dse.design_files import load_system
-from dse.discrimination import (
+from dse.engine.closed_form import accuracy_only
+from dse.errors import SpecError
+from dse.io.design_files import load_system
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.discrimination import (
     AccuracyParams,
     beta_mean_at_cdf,
     prm_f1_pct,
@@ -25,15 +28,8 @@ from dse.discrimination import (
     prm_scores,
     shipped,
 )
-from dse.engine.closed_form import accuracy_only
-from dse.errors import SpecError
-from dse.reproduce import reported
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import PRESETS
-from dse.search.grid import KnobGrid, pair_tables
-from dse.specs import build_spec
-from dse.validation import accuracy as acc
-from dse.workflow import (
+from dse.model.schedules import PRESETS
+from dse.model.workflow import (
     accuracy_provenance,
     beta_cdf,
     design_scores,
@@ -42,6 +38,10 @@ from dse.workflow import (
     pair_key,
     step_probabilities,
 )
+from dse.paper.reproduce import reported
+from dse.search.grid import KnobGrid, pair_tables
+from dse.specs import build_spec
+from dse.validation import accuracy as acc
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAFT = "qwen2.5-0.5b-instruct"

@@ -82,7 +82,7 @@ def test_defaults_and_overrides() -> None:
 
 
 def test_design_file_round_trip(tmp_path: Path) -> None:
-    from dse.design_files import design_file_text
+    from dse.io.design_files import design_file_text
 
     d = dse.load_design("paper-config2-v80", schedule="brsd")
     f = tmp_path / "d.toml"

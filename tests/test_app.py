@@ -13,12 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import build_design
 from dse.devices.registry import KINDS
 from dse.engine.evaluate import evaluate
-from dse.reproduce import _row
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import PRESETS
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
+from dse.paper.reproduce import _row
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -231,8 +231,8 @@ def test_paper_page(monkeypatch):
 
     fake = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "ratio"),
             _row("accuracy.config1.rsd.math500", "d", 60.0, 60.0, 70.0, "accuracy")]
-    monkeypatch.setattr("dse.reproduce.rows", lambda cat: fake)
-    monkeypatch.setattr("dse.coverage.paper_rows", lambda cat: fake)
+    monkeypatch.setattr("dse.paper.reproduce.rows", lambda cat: fake)
+    monkeypatch.setattr("dse.paper.coverage.paper_rows", lambda cat: fake)
     common.paper_rows.clear()
     paper_intervals.interval_rows.clear()
     try:

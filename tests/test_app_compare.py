@@ -12,9 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
-from dse.schedules import PRESETS
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from dse.uncertainty import attach
 from tests.test_app import APP, expected, metric, ok, run_app
 

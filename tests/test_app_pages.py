@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.reproduce import _row
+from dse.paper.reproduce import _row
 from dse.views import glossary
 from tests.test_app import metric, ok
 
@@ -38,8 +38,8 @@ def paper_app(monkeypatch):
     from dashboard import common, paper_intervals
 
     with_iv = [replace(r, tool_low=r.tool * 0.9, tool_high=r.tool * 1.1) for r in FAKE[:3]]
-    monkeypatch.setattr("dse.reproduce.rows", lambda cat: list(FAKE))
-    monkeypatch.setattr("dse.coverage.paper_rows", lambda cat: with_iv)
+    monkeypatch.setattr("dse.paper.reproduce.rows", lambda cat: list(FAKE))
+    monkeypatch.setattr("dse.paper.coverage.paper_rows", lambda cat: with_iv)
     common.paper_rows.clear()
     paper_intervals.interval_rows.clear()
     try:
@@ -111,7 +111,7 @@ def test_export_shows_purposes_and_next_steps(cat, system, tmp_path):
     ok(at.run())
     ok(at.switch_page("dashboard/export.py").run())
     state = views.state_from_params(cat, at.session_state["design_params"])
-    from dse.design import build_design
+    from dse.model.design import build_design
 
     files = render_bundle(cat, build_design(cat, state.spec(cat), state.schedule),
                           cat.get("workload", state.workload))

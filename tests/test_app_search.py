@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
+from dse.model.design import build_design
 from dse.specs import Catalog
 from dse.views import search as vs
 

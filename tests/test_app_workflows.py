@@ -16,8 +16,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dse import views
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
+from dse.model.design import build_design
 from tests.test_app import APP, metric, ok, run_app
 from tests.test_app_compare import downloads, pins_in, served  # noqa: F401 (a fixture)
 from tests.test_views_workflows import SPACE

@@ -1,4 +1,4 @@
-"""dse.atomic: the one writer of output files and bundle directories.
+"""dse.io.atomic: the one writer of output files and bundle directories.
 
 Each test states a guarantee and checks both the destination and that no temporary is left."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dse import atomic
-from dse.atomic import write_new, write_new_dir
 from dse.errors import UsageError
+from dse.io import atomic
+from dse.io.atomic import write_new, write_new_dir
 
 
 def names(d: Path) -> list[str]:

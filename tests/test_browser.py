@@ -65,7 +65,7 @@ def streamlit_server() -> Iterator[str]:
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--browser.gatherUsageStats", "false",
          # no reloading of modules edited while it runs (a shared working tree): a reloaded
-         # dse.scenario's classes no longer match the cached catalog's specs
+         # dse.specs.scenario's classes no longer match the cached catalog's specs
          "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -156,8 +156,8 @@ def expected(cat: object, url: str) -> object:
     from urllib.parse import parse_qsl, urlsplit
 
     from dse import views
-    from dse.design import build_design
     from dse.engine.evaluate import evaluate
+    from dse.model.design import build_design
 
     st = views.state_from_params(cat, dict(parse_qsl(urlsplit(url).query)))
     return evaluate(build_design(cat, st.spec(cat), st.schedule),
@@ -339,7 +339,7 @@ def shows_one_state(cat: object, drv: object) -> bool:
     from urllib.parse import parse_qsl, urlsplit
 
     from dse import views
-    from dse.design import build_design
+    from dse.model.design import build_design
 
     url = drv.current_url
     st = views.state_from_params(cat, dict(parse_qsl(urlsplit(url).query)))

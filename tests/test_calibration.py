@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dse import calibrate
+from dse.validation import calibrate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,11 +10,11 @@ import pytest
 
 import dse
 from dse.cli import main
-from dse.design_files import design_file_text
+from dse.core.limits import MAX_BACKTRACK_WINDOW, MAX_BACKTRACKS, MAX_PROBLEMS
 from dse.engine.simulator import synthetic_trace
 from dse.errors import SpecError, UsageError
-from dse.limits import MAX_BACKTRACK_WINDOW, MAX_BACKTRACKS, MAX_PROBLEMS
-from dse.schedules import Costs
+from dse.io.design_files import design_file_text
+from dse.model.schedules import Costs
 
 SYSTEM = "paper-config1-u280"
 CAPS = {"max_backtracks": MAX_BACKTRACKS, "backtrack_window": MAX_BACKTRACK_WINDOW}

@@ -21,10 +21,10 @@ def run(capsys, *argv):
 
 
 def test_roofline_every_board_model_pair(cat, capsys):
-    """Every board x model pair through dse.roofline (what `dse roofline` prints), and the
+    """Every board x model pair through dse.io.roofline (what `dse roofline` prints), and the
     command itself on every board (each call reloads the catalog, so one model per board: the
     JSON is the library's dict)."""
-    from dse.roofline import roofline
+    from dse.io.roofline import roofline
 
     devices = cat.names("gpu") + cat.names("fpga")
     models = cat.names("model")
@@ -161,8 +161,8 @@ def test_evaluate_set_matches_design_file(tmp_path, capsys):
                        "--set", "fpga.clock_mhz=250", "--json")
     assert code == 0
     a = json.loads(out)["schedules"]["heteroreason"]
-    from dse.design_files import load_system, system_to_toml
-    from dse.resolve import override_spec as with_overrides
+    from dse.io.design_files import load_system, system_to_toml
+    from dse.io.resolve import override_spec as with_overrides
     from dse.specs import Catalog
 
     spec = with_overrides(load_system(Catalog.load(), "paper-config1-u280"),

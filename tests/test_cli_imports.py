@@ -54,7 +54,7 @@ def test_parser_catalog_and_roofline_import_no_scipy(argv):
 
 
 def test_evaluate_imports_no_scipy_sympy_optuna_plotly_or_streamlit():
-    """Not even scipy.special: the closed form's special functions are dse/special.py's."""
+    """Not even scipy.special: the closed form's special functions are dse/core/special.py's."""
     rc, mods = loaded(EVALUATE)
     assert rc == 0
     assert "dse.engine.closed_form" in mods  # it did evaluate
@@ -74,16 +74,16 @@ def test_search_vocabulary_imports_no_numpy():
 
 
 def test_library_leaves_process_settings_to_the_entry_points():
-    """The library never loads dse.process (glibc's malloc thresholds: the `dse` command and
+    """The library never loads dse.core.process (glibc's malloc thresholds: the `dse` command and
     the dashboard set them at start); the `dse` command does."""
-    code = ("import json, sys; from dse.design import build_design; "
-            "from dse.design_files import load_system; from dse.engine.evaluate import evaluate; "
-            "from dse.schedules import PRESETS; from dse.specs import Catalog; "
+    code = ("import json, sys; from dse.model.design import build_design; "
+            "from dse.io.design_files import load_system; from dse.engine.evaluate import "
+            "evaluate; from dse.model.schedules import PRESETS; from dse.specs import Catalog; "
             "from dse.uncertainty import attach; cat = Catalog.load(); "
             "d = build_design(cat, load_system(cat, 'paper-config1-u280'), PRESETS['rsd']); "
             "w = cat.workload('math500'); attach(evaluate(d, w), d, w); "
             "print(json.dumps(sorted(sys.modules)))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        check=True, timeout=120)
-    assert "dse.process" not in json.loads(p.stdout.strip().splitlines()[-1])
-    assert "dse.process" in loaded(EVALUATE)[1]
+    assert "dse.core.process" not in json.loads(p.stdout.strip().splitlines()[-1])
+    assert "dse.core.process" in loaded(EVALUATE)[1]

@@ -239,7 +239,7 @@ def reproduced() -> dict[str, str]:
     """`dse reproduce` at 100 and 80 columns, with --wide, and --json at 40 and 300 columns.
     Its paper rows (the 20-60 s of intervals, which no width reads) are computed by the first
     run and handed to the others."""
-    from dse import coverage
+    from dse.paper import coverage
 
     real = coverage.paper_rows
     computed: list[Any] = []

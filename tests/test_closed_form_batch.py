@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.design import build_design
-from dse.design_files import load_system
 from dse.engine.closed_form import HEADLINE_METRICS, headline_of
 from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
-from dse.schedules import PRESETS
+from dse.io.design_files import load_system
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from dse.specs import Catalog
 from dse.uncertainty import design_factors, evaluate_at
 from dse.uncertainty.perturb import batches, scale_design, scale_design_batch

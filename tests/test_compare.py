@@ -84,7 +84,7 @@ def test_text_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_design_files_and_their_workload(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from dse.design_files import design_file_text
+    from dse.io.design_files import design_file_text
 
     d = dse.load_design("paper-config2-v80", schedule="brsd")
     f = tmp_path / "my:design.toml"  # a colon in the path, no settings: the path stays whole

@@ -329,7 +329,7 @@ def test_set_gives_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_roofline_with_the_new_options(cat: Catalog) -> None:
-    from dse.roofline import roofline
+    from dse.io.roofline import roofline
 
     r = roofline(cat, model=str(HF / "mixtral-8x7b-v0.1" / "config.json"), device="h100-sxm",
                  precision_name="q4_k_m", serving="llama.cpp", kv_precision="q8_0",

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dse.core.roles import DEVICE_ROLES as ROLES
 from dse.devices import shape
 from dse.devices.protocol import POWER_STATES, Placement
 from dse.devices.registry import (
@@ -31,7 +32,6 @@ from dse.devices.registry import (
     resolve,
 )
 from dse.errors import SpecError, UnknownNameError
-from dse.roles import DEVICE_ROLES as ROLES
 from dse.specs import Catalog
 
 CAT = Catalog.load()

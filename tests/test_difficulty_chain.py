@@ -1,6 +1,7 @@
-"""The speculative chain's accuracy over the problems' difficulty (dse.workflow.chain_accuracy_pct,
-dse.width.difficulty.solve_rate_bins): its limits and the laws that keep a PRM-checked rewrite
-from gaining what sampling cannot reach (issue 38, section 1)."""
+"""The speculative chain's accuracy over the problems' difficulty
+(dse.model.workflow.chain_accuracy_pct, dse.width.difficulty.solve_rate_bins): its limits and the
+laws that keep a PRM-checked rewrite from gaining what sampling cannot reach (issue 38, section
+1)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.discrimination import ScoreStats, shipped
-from dse.specs import Catalog
-from dse.width.difficulty import beta_quantile, solve_rate_bins
-from dse.workflow import (
+from dse.model.discrimination import ScoreStats, shipped
+from dse.model.workflow import (
     beta_cdf,
     chain_accuracy_pct,
     problem_solve_rates,
     quality_max_steps,
     steps_distribution,
 )
+from dse.specs import Catalog
+from dse.width.difficulty import beta_quantile, solve_rate_bins
 
 DATASETS = ("gaokao2023en", "gsm8k", "math500", "olympiadbench")
 
@@ -75,10 +76,10 @@ def _chain(w, draft, target, ta, tb, scores, beta, params=None):
 
 def _step_search_pct(w, model: str, scores: ScoreStats, candidates: int) -> float:
     """Step-level search under the same verifier: each step keeps the best-scored of N
-    candidates of the policy, drawn at the problem's own rate (dse.workflow's bins and steps);
+    candidates of the policy, drawn at the problem's own rate (dse.model.workflow's bins and steps);
     P(best is good) = N r int f_g(z) F(z)^(N - 1) dz with F = r F_g + (1 - r) F_b, by the
     midpoint rule on 20,000 cells of the score range. The reference the laws compare with."""
-    from dse.workflow import problem_step_error_rates
+    from dse.model.workflow import problem_step_error_rates
 
     s_vals, s_p = steps_distribution(w, quality_max_steps(w))
     r = 1 - problem_step_error_rates(w, model)  # per bin

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
 from dse.errors import InfeasibleError
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import PRESETS
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from tests.fuzzing import ROOT, _set_key, one_error_line, run_cli, write_small_space
 
 EVAL = ["evaluate", "--system", "paper-config1-u280", "--scenario", "math500", "--schedule",

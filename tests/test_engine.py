@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.design import build_design
-from dse.design_files import load_system
 from dse.engine.evaluate import evaluate
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import ACCEPT, PRESETS, REFINE, attempt
+from dse.io.design_files import load_system
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.schedules import ACCEPT, PRESETS, REFINE, attempt
 
 
 class FakeCosts:

@@ -22,10 +22,7 @@ from pathlib import Path
 import pytest
 
 import dse
-from dse import atomic
 from dse.cli import main
-from dse.design import build_design
-from dse.design_files import DesignFile, read_design_file
 from dse.engine.evaluate import evaluate
 from dse.errors import DseError, InfeasibleError, SpecError, UnknownNameError, UsageError
 from dse.exporters import (
@@ -41,7 +38,10 @@ from dse.exporters import (
     write_bundle,
 )
 from dse.exporters.memory import MAX_PORTS_PER_BANK, TOP
-from dse.schedules import PRESETS
+from dse.io import atomic
+from dse.io.design_files import DesignFile, read_design_file
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 
 SYSTEMS = ("paper-config1-u280", "paper-config1-v80", "paper-config2-3090")
 FPGA_SYSTEMS = {"paper-config1-u280": "u280", "paper-config1-v80": "v80"}
@@ -621,7 +621,7 @@ def test_a_draft_layer_flexllm_does_not_implement_is_projection_only(cat):
     holds its geometry, and the build directory is marked projection-only with the reason."""
     from dse.exporters import hls
     from dse.exporters.exporter import ExportContext
-    from dse.resolve import override_spec as with_overrides
+    from dse.io.resolve import override_spec as with_overrides
 
     assert hls.unsupported_layer(cat.model("qwen2.5-0.5b-instruct")) == []
     assert "a plain (2-matrix) MLP" in hls.unsupported_layer(cat.model("gpt2-medium"))

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.design import build_design
-from dse.design_files import ServingSettings, parse_design_text, read_design_file
 from dse.errors import SpecError
 from dse.exporters import render_bundle
-from dse.resolve import resolve_design
-from dse.schedules import PRESETS
+from dse.io.design_files import ServingSettings, parse_design_text, read_design_file
+from dse.io.resolve import resolve_design
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from tests.test_export import text, vllm_options, yaml_pairs
 
 SPACE = str(Path(__file__).parent / "data" / "load-space.toml")

@@ -14,12 +14,12 @@ import pytest
 
 import dse
 from dse.cli import main
-from dse.design import build_design
-from dse.design_files import read_design_file
 from dse.engine.evaluate import evaluate
 from dse.exporters import render_bundle
 from dse.exporters.host import judge_k
-from dse.verifiers import VERIFIERS
+from dse.io.design_files import read_design_file
+from dse.model.design import build_design
+from dse.model.verifiers import VERIFIERS
 from tests.test_export import text, vllm_options, yaml_pairs
 
 BASE = "paper-config1-3090"  # draft, PRM and target each on an RTX 3090 (24 GB)
@@ -159,7 +159,7 @@ def test_judge_threshold_is_ten_times_the_accept_threshold(cat, threshold, k, no
 
 def test_target_verifier_forces_prefix_caching_on(cat):
     """A target profile without prefix caching (hf-eager) still judges after its cached prefix,
-    as dse.verifiers costs it; the PRM design under the same profile keeps it off."""
+    as dse.model.verifiers costs it; the PRM design under the same profile keeps it off."""
     over = {"target_serving": "hf-eager"}
     _, prm_files = bundle(cat, over)
     assert vllm_file(text(prm_files, "gpu/vllm_target.yaml"))["no-enable-prefix-caching"] == "true"

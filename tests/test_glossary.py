@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dse.schedules import FLAGS, PRESETS
+from dse.model.schedules import FLAGS, PRESETS
 from dse.views import glossary
 
 REQUIRED = ("goodput", "p_accept", "accept threshold", "backtrack threshold", "backtracking",

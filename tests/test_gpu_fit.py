@@ -93,7 +93,7 @@ def test_joint_host_fit_recovers_the_launch_and_keeps_the_host_point(cat):
     """Eager vLLM's launch is fitted jointly with vLLM's Jetson-build factor: points generated
     by a profile (on its own host and on an AGX Orin, whose factor follows from the Orin Nano's
     point) give that profile back, and every candidate reproduces the Orin Nano's point."""
-    from dse import calibrate
+    from dse.validation import calibrate
     truth = gpu_fit.apply(cat.serving("vllm-eager"), {"launch_per_layer_us": 200.0})
     truth_cat = calibrate.with_jetson_hosts(cat, truth)
     pts = []

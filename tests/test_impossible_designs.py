@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.cli import main
-from dse.design import budget_misfit
 from dse.errors import FlagValueError, SpecError
-from dse.resolve import report, resolve_design, resolve_workload, simulate
+from dse.io.resolve import report, resolve_design, resolve_workload, simulate
+from dse.model.design import budget_misfit
 from dse.specs import model_from_hf_config
 
 QWEN05_CONFIG = {

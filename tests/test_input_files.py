@@ -18,7 +18,7 @@ import pytest
 
 import dse
 from dse.cli import main
-from dse.limits import MAX_SPEC_FILE_BYTES, MAX_TRACE_FILE_BYTES
+from dse.core.limits import MAX_SPEC_FILE_BYTES, MAX_TRACE_FILE_BYTES
 from dse.specs.files import read_text
 from tests.fuzzing import HF_CONFIG, ROOT, write_small_space
 

@@ -1,6 +1,6 @@
 """Stopping and hostile streams: Ctrl-C (SIGINT) and SIGTERM end a running command with one
 line and exit 130 / 143, no traceback; multi-file outputs appear whole or not at all
-(dse.atomic.write_files); a closed or full stdout, a path that is not UTF-8 and a read-only
+(dse.io.atomic.write_files); a closed or full stdout, a path that is not UTF-8 and a read-only
 study database are each one line."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import dse
-from dse.atomic import write_files
 from dse.cli import main
+from dse.io.atomic import write_files
 from tests.fuzzing import ROOT
 
 DSE = [sys.executable, "-m", "dse.launch"]  # as the `dse` console script starts
@@ -232,7 +232,7 @@ def test_a_read_only_study_database(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Refused before the search (root ignores the mode bits: then the refusal of the open is
     injected)."""
-    import dse.outputs
+    import dse.io.outputs
 
     db = tmp_path / "s.db"
     url = f"sqlite:///{db}"
@@ -244,7 +244,7 @@ def test_a_read_only_study_database(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         def refuse(_p: Path) -> None:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(dse.outputs, "_open_for_writing", refuse)
+        monkeypatch.setattr(dse.io.outputs, "_open_for_writing", refuse)
     assert main(["optimize", "--trials", "4", "--storage", url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "a read-only database cannot record trials" in err, err

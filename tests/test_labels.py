@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dse import calibrate, coverage, reproduce
-from dse.reproduce import reported
+from dse.paper import coverage, reproduce
+from dse.paper.reproduce import reported
 from dse.specs import Catalog
 from dse.validation import accuracy as acc
-from dse.validation import declared, gpu_fit, labels, sources
+from dse.validation import calibrate, declared, gpu_fit, labels, sources
 from dse.validation.measurements import load_gpu_measurements
 
 
@@ -93,7 +93,7 @@ def test_the_accuracy_fit_reads_its_reader(cat: Catalog, monkeypatch: pytest.Mon
 
     def fake_fit(c: Catalog, rows: Any, cap: float) -> tuple[Any, float, float]:
         calls.append(([r.id for r in rows], cap))
-        from dse.discrimination import shipped
+        from dse.model.discrimination import shipped
 
         return shipped(), 0.0, 0.0
 

@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.design import build_design
-from dse.design_files import (
+from dse.errors import FlagValueError, SpecError
+from dse.io.design_files import (
     design_file_text,
     parse_design_text,
     parse_set,
     read_design_file,
     system_to_toml,
 )
-from dse.errors import FlagValueError, SpecError
-from dse.scenario import SystemSpec
-from dse.schedules import PRESETS
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from dse.specs import MAX_DEPTH, SCHEMAS, build_spec, schema_of
 from dse.specs.emit import json_text, toml_text, value_text, yaml_text
 from dse.specs.hardware import LinkSpec
+from dse.specs.scenario import SystemSpec
 
 SYSTEM = Path(__file__).resolve().parent.parent / "scenarios" / "systems"
 

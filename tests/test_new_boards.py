@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from dse import calibrate
 from dse.devices import fpga, shape
 from dse.devices.registry import place
 from dse.specs import Catalog
 from dse.specs.hardware import NEAREST_FITTED_GENERATION
+from dse.validation import calibrate
 
 NEW_GPUS = ("rtx-5090", "rtx-4080", "rtx-4070", "rtx-4070-ti-super", "jetson-orin-nx-16gb")
 NEW_FPGAS = ("u250", "zcu104", "vck190")

@@ -1,7 +1,7 @@
 """No command writes over one of its own inputs: an output file or directory that is an input
 (a trace, a design file, a workload file, a space file, a catalog directory), or holds one, is
 refused with one line and exit 2 before anything is written; so are two outputs on one path and
-a bundle or search result inside a catalog directory. Numeric flags are capped (dse.limits)."""
+a bundle or search result inside a catalog directory. Numeric flags are capped (dse.core.limits)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS
+from dse.core.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS
 
 SIM = ["simulate", "--system", "paper-config1-u280", "--scenario", "gsm8k", "--problems", "20"]
 

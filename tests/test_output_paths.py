@@ -1,4 +1,4 @@
-"""Every output path of every command is checked before any computing (dse/outputs.py): a file
+"""Every output path of every command is checked before any computing (dse/io/outputs.py): a file
 where a directory is needed (or the other way round), a path under a regular file, a directory
 this process cannot create files in, a missing directory, a device, files already there without
 --force, a read-only or misplaced study database. Each is one stderr line naming the flag, a
@@ -54,16 +54,16 @@ SYS = ["--system", "paper-config1-u280", "--scenario", "gsm8k"]
 
 
 def _compute(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dse.coverage
     import dse.exporters
-    import dse.resolve
+    import dse.io.resolve
+    import dse.paper.coverage
     import dse.search
 
     def computed(*_: object, **__: object) -> None:
         raise Computed
 
-    targets = ((dse.search, "sweep"), (dse.search, "optimize"), (dse.resolve, "simulate"),
-               (dse.exporters, "render_bundle"), (dse.coverage, "paper_rows"))
+    targets = ((dse.search, "sweep"), (dse.search, "optimize"), (dse.io.resolve, "simulate"),
+               (dse.exporters, "render_bundle"), (dse.paper.coverage, "paper_rows"))
     for mod, name in targets:  # load lazy names first: a module imported while patched
         getattr(mod, name)     # would keep the patched function
     for mod, name in targets:

@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from dse.design import build_design
 from dse.devices import shape
 from dse.devices.gpu import gpu_cost
 from dse.devices.shape import PRECISIONS
 from dse.errors import SpecError
 from dse.exporters.vllm import endpoint, prm_head_note, serve_options
-from dse.schedules import PRESETS
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from dse.specs import Catalog, model_from_hf_config
 from dse.specs.catalog import spec_fields
 from dse.specs.model import check_reference

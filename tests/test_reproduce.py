@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse import reproduce
-from dse.design import build_design
-from dse.design_files import load_system
 from dse.engine.closed_form import accuracy_only
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import PRESETS
+from dse.io.design_files import load_system
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
+from dse.paper import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,7 +157,7 @@ def test_reproduce_shows_progress_on_a_terminal(monkeypatch):
 
     err = Tty()
     monkeypatch.setattr("sys.stderr", err)
-    monkeypatch.setattr("dse.coverage.paper_rows", fake_rows)
+    monkeypatch.setattr("dse.paper.coverage.paper_rows", fake_rows)
     import argparse
 
     with pytest.raises(SystemExit):

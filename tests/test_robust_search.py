@@ -104,7 +104,7 @@ def test_evaluate_and_roofline_json_keys(capsys):
 
 def test_declared_v80_range_is_what_the_script_computes(cat):
     """The v80-draft range's high end is the median factor scripts/declared_ranges.py finds."""
-    from dse.reproduce import reported
+    from dse.paper.reproduce import reported
     from dse.validation.declared import v80_implied_factors
 
     (d,) = [d for d in ev.settings().declared if d.name == "v80-draft"]

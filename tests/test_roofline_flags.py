@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dse.cli import main
-from dse.roofline import roofline
+from dse.io.roofline import roofline
 
 M = "qwen2.5-0.5b-instruct"
 

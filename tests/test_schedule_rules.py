@@ -1,6 +1,6 @@
 """The two forms of the schedule timing agree: for every flag combination (2^3), identical
-deterministic inputs fed to the numpy composition (dse.schedules.compose, used by the closed
-form and the simulator) and to the sympy mean-value form (dse.symbolic.step_expressions) give
+deterministic inputs fed to the numpy composition (dse.model.schedules.compose, used by the closed
+form and the simulator) and to the sympy mean-value form (dse.model.symbolic.step_expressions) give
 the same per-attempt times (accept, reject, backtrack) and busy times.
 
 Compared: the commit time of each outcome, each device's busy time, the speculation a reject
@@ -8,7 +8,7 @@ discards and the draft's head start handed to the next attempt. The inputs are a
 step: the next step costs what this one does (d_next = D), the rewrite and the alternative have
 the same length and links, a next step exists (spec_ok). The numpy composition is run at the
 mean-value form's head start. The differences the two forms are built with
-(dse.schedules.rules) are added back explicitly and nowhere else:
+(dse.model.schedules.rules) are added back explicitly and nowhere else:
 - the mean-value form books each step's decode in full to its attempt: numpy's head start
   used (max(ahead, 0)) and speculation run (`speculated_s`) are taken out of its draft busy;
 - it ingests a rewrite a backtrack discards in full: numpy's `sync_cut_s` is added back;
@@ -24,7 +24,7 @@ import pytest
 import sympy as sp
 
 from dse.errors import UnknownNameError
-from dse.schedules import (
+from dse.model.schedules import (
     ACCEPT,
     BACKTRACK,
     DEVICE_ROLES,
@@ -40,7 +40,7 @@ from dse.schedules import (
     schedule,
     schedule_for,
 )
-from dse.symbolic import COMPONENTS, PROBS, step_expressions
+from dse.model.symbolic import COMPONENTS, PROBS, step_expressions
 
 N_DRAWS = 400
 
@@ -72,7 +72,7 @@ def _step_costs(v: dict[str, np.ndarray], backtracking: bool) -> StepCosts:
 
 def _components(v: dict[str, np.ndarray], backtracking: bool, pa: np.ndarray
                 ) -> dict[str, np.ndarray]:
-    """The mean-value components of the same inputs (as dse.symbolic.components_grid)."""
+    """The mean-value components of the same inputs (as dse.model.symbolic.components_grid)."""
     p2 = v["p2"] if backtracking else np.zeros(N_DRAWS)
     zero = np.zeros(N_DRAWS)
     return {"D": v["D"], "W": v["lk1"] + v["p1"] + v["lkv"], "Tf": v["t_pre"] + v["t_dec"],

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dse.cli import main
-from dse.design import build_design
-from dse.design_files import design_file_text, read_design_file
 from dse.engine.closed_form import accuracy_only
 from dse.errors import SpecError, UnknownNameError, UsageError
-from dse.schedules import PRESETS
+from dse.io.design_files import design_file_text, read_design_file
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
+from dse.model.symbolic import mean_value
 from dse.search import (
     Constraints,
     list_studies,
@@ -46,7 +47,6 @@ from dse.search.objectives import (
 )
 from dse.search.parameters import sample, study_distributions, study_knobs
 from dse.search.space import hardware, load_space, n_designs
-from dse.symbolic import mean_value
 
 TINY = str(Path(__file__).parent / "data" / "tiny-space.toml")
 
@@ -103,7 +103,7 @@ def test_space_unknown_workload(cat, tmp_path):
 
 def test_grid_equals_mean_value_model(cat, tiny):
     """Every design of the tiny space: the grid's latency and J/token are the mean-value
-    model's (dse.symbolic) to rounding; its accuracy is within 1 point of the accurate
+    model's (dse.model.symbolic) to rounding; its accuracy is within 1 point of the accurate
     propagation (the grid uses the mean-value backtrack share)."""
     ev = Evaluator(cat, tiny)
     w = cat.get("workload", "math500")

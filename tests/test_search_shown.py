@@ -11,7 +11,7 @@ import pytest
 
 from dse.cli import main
 from dse.engine.evaluate import evaluate
-from dse.resolve import resolve_design
+from dse.io.resolve import resolve_design
 from dse.search import load_space, sweep
 from dse.search.shown import DIAGNOSTIC, shown
 from dse.uncertainty import attach

@@ -28,7 +28,7 @@ def cat() -> Catalog:
 def _system(ref: str, schedule: str | None = None, **overrides: object):
     """(design, workload, batch-1 report)."""
     import dse
-    from dse.resolve import report
+    from dse.io.resolve import report
 
     d = dse.load_design(ref, schedule=schedule, overrides=overrides or None)
     w = dse.load_workload("math500")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dse.resolve import resolve_design, simulate
+from dse.io.resolve import resolve_design, simulate
 
 
 @pytest.mark.parametrize("problems, seed", [(3, 0), (7, 2), (400, 1)])

@@ -1,5 +1,5 @@
 """Space files are checked at load: precision names per device kind, the space's own name, and
-the grid's size per hardware choice (dse.limits.MAX_KNOBS_PER_HARDWARE) are one line naming
+the grid's size per hardware choice (dse.core.limits.MAX_KNOBS_PER_HARDWARE) are one line naming
 the file and key, exit 3, instead of a silently shrunk search or an out-of-memory sweep."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.limits import MAX_KNOBS_PER_HARDWARE
+from dse.core.limits import MAX_KNOBS_PER_HARDWARE
 from tests.fuzzing import write_small_space
 
 ACCEPT = "accept_threshold = { start = 0.5, stop = 0.9, step = 0.1 }"

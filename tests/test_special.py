@@ -1,8 +1,8 @@
-"""dse.special against scipy.special over wide grids, at the edges, and by property.
+"""dse.core.special against scipy.special over wide grids, at the edges, and by property.
 
 The closed form computes its normal CDF and quantile, incomplete beta and inverse incomplete
-gamma with dse.special (numpy only) so that `dse evaluate` does not import scipy.special (0.2 s,
-issue 27). These tests hold them to scipy: the golden reports (1e-9 relative) need far less.
+gamma with dse.core.special (numpy only) so that `dse evaluate` does not import scipy.special (0.2
+s, issue 27). These tests hold them to scipy: the golden reports (1e-9 relative) need far less.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special as scipy_special
 
-from dse import special
+from dse.core import special
 
 RNG = np.random.default_rng(20261203)
 

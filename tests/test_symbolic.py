@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dse.design import build_design
-from dse.design_files import load_system
 from dse.engine.evaluate import evaluate
-from dse.schedules import PRESETS
-from dse.symbolic import expected_counts, mean_value, sensitivities, step_expressions
+from dse.io.design_files import load_system
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
+from dse.model.symbolic import expected_counts, mean_value, sensitivities, step_expressions
 
 
 def test_sequential_step_by_hand():
@@ -72,15 +72,15 @@ def test_sensitivity_signs(cat):
 
 
 def test_the_generated_module_is_what_the_rules_give_now():
-    """dse/mean_value_forms.py is sympy's lambdify of today's step_expressions: a change to
+    """dse/model/mean_value_forms.py is sympy's lambdify of today's step_expressions: a change to
     the schedule rules without `python scripts/generate_mean_value_forms.py` fails here."""
     from pathlib import Path
 
-    from dse.symbolic import generated_source
+    from dse.model.symbolic import generated_source
 
-    path = Path(__file__).resolve().parent.parent / "dse" / "mean_value_forms.py"
+    path = Path(__file__).resolve().parent.parent / "dse" / "model" / "mean_value_forms.py"
     assert path.read_text(encoding="utf-8") == generated_source(), (
-        "dse/mean_value_forms.py is stale: run python scripts/generate_mean_value_forms.py")
+        "dse/model/mean_value_forms.py is stale: run python scripts/generate_mean_value_forms.py")
 
 
 @pytest.mark.parametrize("flags", [(sa, sh, bt) for sa in (False, True) for sh in (False, True)
@@ -89,7 +89,7 @@ def test_linear_forms_rebuild_the_metrics(flags):
     """c0 + cN N + cB B equals the metric itself at random components, probabilities and
     counts, and the metric equals sympy's expression substituted (the generated functions are
     the expressions, not an approximation)."""
-    from dse.symbolic import COMPONENTS, COUNTS, PROBS, _lambdified, linear_forms
+    from dse.model.symbolic import COMPONENTS, COUNTS, PROBS, _lambdified, linear_forms
 
     rng = np.random.default_rng(sum(f << i for i, f in enumerate(flags)))
     comp = {k: rng.uniform(0.01, 3.0, 5) for k in COMPONENTS}
@@ -119,7 +119,7 @@ def test_the_search_path_does_not_import_sympy():
 
     code = ("import sys\n"
             "import dse.search.grid\n"
-            "from dse.symbolic import FLAG_SETS, _lambdified, linear_forms\n"
+            "from dse.model.symbolic import FLAG_SETS, _lambdified, linear_forms\n"
             "[(linear_forms(*f), _lambdified(*f)) for f in FLAG_SETS]\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

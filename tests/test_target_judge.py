@@ -19,11 +19,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.specs import Catalog
-from dse.uncertainty.factors import accuracy_key, design_factors
-from dse.validation import judge
-from dse.validation.accuracy import KAPPA
-from dse.verifiers import (
+from dse.model.verifiers import (
     JUDGE_DATA,
     SHIFT_RANGE,
     VERIFIERS,
@@ -31,7 +27,11 @@ from dse.verifiers import (
     judge_parameters,
     parse_judge,
 )
-from dse.workflow import accuracy_provenance, step_probabilities
+from dse.model.workflow import accuracy_provenance, step_probabilities
+from dse.specs import Catalog
+from dse.uncertainty.factors import accuracy_key, design_factors
+from dse.validation import judge
+from dse.validation.accuracy import KAPPA
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMES = ("leave_one_pair_out", "leave_one_dataset_out", "leave_one_threshold_out",
@@ -74,7 +74,8 @@ def test_fitted_parameters_in_declared_ranges(doc: Mapping[str, Any]) -> None:
 
 def test_fit_and_verifier_compute_the_same_distributions(doc: Mapping[str, Any]) -> None:
     """TargetJudge.scores(w, draft, target) on a fitted row's setting is the fit's Params at
-    the row's relative error (one function, dse.verifiers.judge_score_stats); x < 0 is x = 0."""
+    the row's relative error (one function, dse.model.verifiers.judge_score_stats); x < 0 is x =
+    0."""
     p = doc["fit"]["parameters"]
     params = judge.Params(p["good_mean"], p["bad_mean"], p["shift"])
     rows, _ = judge.usable_rows(judge.published())

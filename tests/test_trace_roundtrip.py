@@ -11,7 +11,7 @@ import numpy as np
 
 import dse
 from dse.engine.simulator import read_jsonl, synthetic_trace, trace_to_records
-from dse.schedules import Costs
+from dse.model.schedules import Costs
 
 
 def _write(records: list[dict[str, object]], path: Path) -> None:
@@ -62,8 +62,8 @@ def test_missing_rewards_round_trip_as_null(tmp_path: Path) -> None:
 
 
 def test_token_counts_beyond_any_context_are_refused(tmp_path: Path) -> None:
+    from dse.core.limits import MAX_CONTEXT_TOKENS
     from dse.errors import SpecError
-    from dse.limits import MAX_CONTEXT_TOKENS
 
     d = dse.load_design("paper-config1-u280")
     records = list(trace_to_records(synthetic_trace(Costs(d, dse.load_workload("gsm8k")), 5,

@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.design import build_design
-from dse.design_files import load_system
 from dse.engine.closed_form import accuracy_only
 from dse.engine.evaluate import evaluate
 from dse.errors import SpecError
-from dse.schedules import PRESETS
+from dse.io.design_files import load_system
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
+from dse.model.workflow import beta_cdf
 from dse.search.grid import Evaluator, pessimism
 from dse.search.space import hardware, load_space
 from dse.uncertainty import (
@@ -32,7 +33,6 @@ from dse.uncertainty.perturb import (
     with_concentration,
 )
 from dse.uncertainty.propagate import combine
-from dse.workflow import beta_cdf
 
 
 def design(cat, system, schedule="heteroreason"):
@@ -138,7 +138,7 @@ def test_fpga_absorb_follows_decode(cat):
 @settings(max_examples=25, deadline=None)
 @given(kappa=st.floats(3.0, 30.0))
 def test_concentration_keeps_the_calibration_cdfs(cat, kappa):
-    from dse.discrimination import prm_scores
+    from dse.model.discrimination import prm_scores
 
     w = cat.workload("math500")
     w2 = with_concentration(w, kappa, 0.7)
@@ -269,7 +269,7 @@ def test_accuracy_width_shrinks_towards_the_target_only_limit(cat):
     a Qwen2.5-1.5B draft) has a model term, so its interval narrows as the target writes more."""
     from dataclasses import replace as dc_replace
 
-    from dse.resolve import override_spec
+    from dse.io.resolve import override_spec
     from dse.uncertainty.propagate import shift_scale
 
     spec = override_spec(load_system(cat, "paper-config2-3090"),
@@ -290,7 +290,7 @@ def test_accuracy_width_shrinks_towards_the_target_only_limit(cat):
 
 def test_target_only_accuracy_carries_its_binomial_spread(cat):
     """74.2% on MATH500's 500 problems: 1.645 x sqrt(0.742 x 0.258 / 500) = 3.22 points."""
-    from dse.resolve import override_spec
+    from dse.io.resolve import override_spec
 
     spec = override_spec(load_system(cat, "paper-config2-3090"), {"workflow": "target-only"})
     d, w = build_design(cat, spec, PRESETS["rsd"]), cat.workload("math500")

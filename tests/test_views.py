@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 
 from dse import views
-from dse.design import build_design
-from dse.design_files import DesignFile, system_to_toml
 from dse.engine.evaluate import evaluate
 from dse.errors import SpecError, UnknownNameError
-from dse.resolve import override_spec as with_overrides
-from dse.schedules import PRESETS
+from dse.io.design_files import DesignFile, system_to_toml
+from dse.io.resolve import override_spec as with_overrides
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 
 
 def _design(cat, state):
@@ -145,7 +145,7 @@ def test_roofline_points_stay_under_their_roofs(cat, system):
     assert rfs[0].points[0].time_s == pytest.approx(float(d.draft.decode_token_s(ctx)))
     # each point's time carries the interval `dse roofline` gives the same placement's decode
     # (a time factor is one ratio per operation, whatever the context)
-    from dse.roofline import roofline
+    from dse.io.roofline import roofline
 
     s = d.system
     one = roofline(cat, model=s.draft_model, device=s.draft_device,
@@ -163,10 +163,10 @@ def test_roofline_points_stay_under_their_roofs(cat, system):
 
 def test_tornado_slopes_are_the_symbolic_sensitivities(cat):
     """For a small step, (high - low) / (2 rel base) is the elasticity d ln L / d ln x that
-    dse.symbolic.sensitivities derives with sympy (for the step components; the accept
+    dse.model.symbolic.sensitivities derives with sympy (for the step components; the accept
     probability also moves the expected attempt counts in the tornado, which sensitivities
     hold fixed, so only its sign is checked)."""
-    from dse.symbolic import sensitivities
+    from dse.model.symbolic import sensitivities
 
     st = views.DesignState("paper-config1-3090", "math500", PRESETS["brsd"])
     d = _design(cat, st)

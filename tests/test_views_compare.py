@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from dse import views
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
-from dse.schedules import PRESETS
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 
 
 def state(**over):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from dse import views
-from dse.design import build_design, memory_options
-from dse.design_files import system_to_toml
 from dse.engine.evaluate import evaluate
-from dse.resolve import override_spec
-from dse.schedules import PRESETS
+from dse.io.design_files import system_to_toml
+from dse.io.resolve import override_spec
+from dse.model.design import build_design, memory_options
+from dse.model.schedules import PRESETS
 
 ALL_KV = ("16", "fp8", "int8", "q8_0", "q4_0")  # dse.specs.model.KV_PRECISIONS
 
@@ -58,7 +58,7 @@ def test_kv_labels():
 
 
 def test_memory_options_are_the_designs(cat):
-    """views.MEMORY_OPTIONS names the keys dse.design.memory_options reads."""
+    """views.MEMORY_OPTIONS names the keys dse.model.design.memory_options reads."""
     spec = state().spec(cat)
     assert tuple(memory_options(spec, "target")) == views.MEMORY_OPTIONS
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from dse import views
-from dse.design import build_design
 from dse.exporters import render_bundle
-from dse.reproduce import _row, miss_reason
+from dse.model.design import build_design
+from dse.paper.reproduce import _row, miss_reason
 from dse.views import bundle as bv
 from dse.views import paper as pv
 
@@ -28,7 +28,7 @@ ROWS = [_row("speedup_vs_brsd.u280.config1.math500", "d", 1.01, 1.12, 1.05, "rat
 
 
 def test_rows_carry_their_unit(cat):
-    from dse import reproduce
+    from dse.paper import reproduce
 
     assert [r.unit for r in ROWS] == ["x", "x", "%", "x", "fraction"]
     units = {r.id.split(".")[0]: r.unit for r in reproduce.rows(cat)}

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dse.design_files import DesignFile
-from dse.schedules import PRESETS
+from dse.io.design_files import DesignFile
+from dse.model.schedules import PRESETS
 from dse.search.objectives import METRIC_TABLE, OBJECTIVES
 from dse.views import search as vs
 

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from dse import views
-from dse.design import build_design
 from dse.engine.evaluate import evaluate
-from dse.resolve import target_alone
-from dse.schedules import PRESETS
+from dse.io.resolve import target_alone
+from dse.model.design import build_design
+from dse.model.schedules import PRESETS
 from dse.search.families import FamilyBest
 from dse.views import families as vf
 
@@ -36,7 +36,7 @@ def design_report(cat, s: views.DesignState):
 # ------------------------------------------------------------------------------ state
 
 def test_target_alone_is_the_resolvers_target_alone(cat):
-    """The state's target alone resolves to dse.resolve.target_alone of its system (the same
+    """The state's target alone resolves to dse.io.resolve.target_alone of its system (the same
     target placement, workflow target-only), keeps the target's and the budget's overrides
     and drops every other one; its URL names only those."""
     s = state("brsd", accept_threshold=0.8, target_device="a100-80gb-pcie",

@@ -18,7 +18,7 @@ import dse
 from dse.cli import main
 from dse.devices.link import token_bytes, transfer_s
 from dse.errors import DseError, InfeasibleError, SpecError
-from dse.schedules.costs import VERDICT_BYTES
+from dse.model.schedules.costs import VERDICT_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "width-best-of-8-h100.toml"
@@ -38,8 +38,8 @@ def width(method: str, samples: int, beam_width: int | None = None, **more: obje
 
 
 def alone_of(d: dse.Design) -> dse.Design:
-    """The same target placement alone (dse.resolve.target_alone)."""
-    from dse.resolve import target_alone
+    """The same target placement alone (dse.io.resolve.target_alone)."""
+    from dse.io.resolve import target_alone
 
     return dse.load_design(target_alone(d.system))
 
@@ -123,7 +123,7 @@ def test_laws(method, w, n, b, ctx):
     """One sample is the target alone's accuracy (every method, under the same budget); no
     method above pass@N of its N samples (majority non-decreasing in N: the xfail below)."""
     from dse.engine.width import solo_under_budget
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
     from dse.width.accuracy import accuracy_pct
     from dse.width.params import shipped
 

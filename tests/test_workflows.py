@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 import dse
 from dse.cli import main
-from dse.design import build_design, schedule_conflicts
 from dse.engine.evaluate import evaluate
 from dse.errors import FlagValueError, SpecError
-from dse.resolve import resolve_design, runnable_schedules
-from dse.schedules import PRESETS
-from dse.verifiers import VERIFIERS, judge_parameters
-from dse.workflow import model_accuracy
+from dse.io.resolve import resolve_design, runnable_schedules
+from dse.model.design import build_design, schedule_conflicts
+from dse.model.schedules import PRESETS
+from dse.model.verifiers import VERIFIERS, judge_parameters
+from dse.model.workflow import model_accuracy
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def test_target_judge_step_cost_by_hand(cat, math500):
 
 
 def test_target_judge_rewrite_prefills_nothing_and_prm_is_the_target(cat, math500):
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
 
     d = dse.load_design("paper-config1-3090", schedule="rsd", overrides={"verifier": "target"})
     c = Costs(d, math500)
@@ -325,7 +325,7 @@ def test_overrides_are_checked_per_field_without_a_round_trip(cat):
     with pytest.raises(SpecError, match="accept_threshold"):
         resolve_design(cat, "paper-config1-u280", overrides={"accept_threshold": 1.7})
     with pytest.raises(FlagValueError):
-        from dse.resolve import override_spec
+        from dse.io.resolve import override_spec
 
         override_spec(d.system, {"workflow": "target-only", "verifier": "prm"},
                       source="--set")

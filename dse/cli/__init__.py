@@ -23,9 +23,8 @@ from collections.abc import Iterator, Sequence
 from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search, serve
 from dse.cli.common import Command
-from dse.errors import DseError, Terminated, UsageError
-from dse.launch import EXIT_SIGINT, INTERRUPTED
-from dse.process import retain_freed_memory
+from dse.core.process import retain_freed_memory
+from dse.errors import EXIT_SIGINT, INTERRUPTED, DseError, Terminated, UsageError
 from dse.specs import Catalog
 from dse.specs.emit import jsonable
 
@@ -82,7 +81,7 @@ EXIT_SIGTERM = 143
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `dse` command; the exit code. Ctrl-C and SIGTERM end it with one line and exit
-    130 / 143 (every temporary removed on the way out: dse.atomic writes in `finally`)."""
+    130 / 143 (every temporary removed on the way out: dse.io.atomic writes in `finally`)."""
     retain_freed_memory()
     if sys.stderr is None:  # started with stderr closed (2>&-): its lines go nowhere, never
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # to stdout (print's fallback)

@@ -16,8 +16,8 @@ from dse.cli.common import (
     whole_number,
 )
 from dse.cli.layout import wrap
+from dse.core.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.devices.shape import KV_PRECISIONS
-from dse.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.specs import Catalog, spec_fields
 
 # The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
@@ -96,7 +96,7 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.roofline import roofline  # local: keeps `dse --help` fast
+    from dse.io.roofline import roofline  # local: keeps `dse --help` fast
 
     r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
                  serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from dse.cli.layout import DEFAULT_WIDTH, output_width, table_text
+from dse.core.limits import MAX_INT
 from dse.errors import Terminated, UsageError
-from dse.limits import MAX_INT
 from dse.specs import Catalog
 
 
@@ -130,7 +130,7 @@ offload_fraction_type = _half_open_type(0.0, 1.0)
 
 
 def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:
-    """An argparse type: a whole number in lo..hi (hi: a cap of dse.limits)."""
+    """An argparse type: a whole number in lo..hi (hi: a cap of dse.core.limits)."""
 
     def parse(s: str) -> int:
         text = s.strip().replace("_", "")
@@ -192,8 +192,8 @@ def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
 
 
 def read_workload(cat: Catalog, name: str) -> Any:
-    """A workload by catalog name or TOML file (dse.resolve, the one resolver)."""
-    from dse.resolve import resolve_workload
+    """A workload by catalog name or TOML file (dse.io.resolve, the one resolver)."""
+    from dse.io.resolve import resolve_workload
 
     return resolve_workload(cat, name, flag="--scenario")
 
@@ -201,16 +201,16 @@ def read_workload(cat: Catalog, name: str) -> Any:
 def write_file(path: str, text: str) -> None:
     """Write a user-named output file (--trace-out, --timeline-out, --markdown, --html)
     atomically. These options have no --force: as always, naming a file replaces it."""
-    from dse.atomic import write_new
+    from dse.io.atomic import write_new
 
     write_new(path, text.encode("utf-8"), force=True)
 
 
 def write_file_set(files: Mapping[str, str]) -> None:
-    """Write user-named output files (path -> text) as one set (dse.atomic.write_paths): all
+    """Write user-named output files (path -> text) as one set (dse.io.atomic.write_paths): all
     of them or, if the command is stopped or a write fails, none; as write_file, naming a file
     replaces it."""
-    from dse.atomic import write_paths
+    from dse.io.atomic import write_paths
 
     if files:
         write_paths({p: t.encode("utf-8") for p, t in files.items()}, force=True)

@@ -5,7 +5,7 @@ each one's difference from the first, and the joint 90% interval of each differe
 A DESIGN argument is a system name or a system/design TOML file, optionally followed by
 `:KEY=VALUE[,KEY=VALUE...]`, the `--set` keys of `dse evaluate` (system keys, the `fpga.*`
 aliases, the schedule flags) and `schedule=NAME`, e.g.
-`paper-config1-u280:accept_threshold=0.9,backtracking=false`. Each resolves through dse.resolve
+`paper-config1-u280:accept_threshold=0.9,backtracking=false`. Each resolves through dse.io.resolve
 (the one resolver), as `dse evaluate --system/--design ... --set ...` would.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from dse.cli.common import Once, add_wide, read_workload, table, text_width, with_interval
 from dse.cli.layout import wrap
+from dse.core.limits import MAX_COMPARE_DESIGNS
 from dse.errors import DseError, FlagValueError, UsageError
-from dse.limits import MAX_COMPARE_DESIGNS
 from dse.specs import Catalog
 
 # (report key, column label, unit of a difference)
@@ -93,9 +93,9 @@ def compare_args(p: argparse.ArgumentParser) -> None:
 
 
 def _resolve(cat: Catalog, a: argparse.Namespace, arg: DesignArg) -> tuple[Any, Any]:
-    """(the design, its source) of one DESIGN argument, through dse.resolve."""
-    from dse.design_files import parse_set
-    from dse.resolve import read_source, resolve_design
+    """(the design, its source) of one DESIGN argument, through dse.io.resolve."""
+    from dse.io.design_files import parse_set
+    from dse.io.resolve import read_source, resolve_design
 
     src = read_source(cat, arg.ref)
     try:
@@ -141,7 +141,7 @@ def _delta_text(diff: dict[str, Any], m: str) -> str:
 
 def run_compare(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import closed_form_caveats
-    from dse.resolve import report
+    from dse.io.resolve import report
 
     if not 2 <= len(a.designs) <= MAX_COMPARE_DESIGNS:
         raise UsageError(f"DESIGN: give 2..{MAX_COMPARE_DESIGNS} designs to compare, got "

@@ -22,10 +22,10 @@ from dse.cli.common import (
     write_file_set,
 )
 from dse.cli.layout import wrap
-from dse.design import build_design
+from dse.core.limits import MAX_PROBLEMS
 from dse.errors import UsageError
-from dse.limits import MAX_PROBLEMS
-from dse.outputs import check_output_file
+from dse.io.outputs import check_output_file
+from dse.model.design import build_design
 from dse.specs import Catalog
 
 
@@ -45,8 +45,8 @@ def _design_args(p: argparse.ArgumentParser) -> None:
 
 
 def _source(a: argparse.Namespace, cat: Catalog) -> Any:
-    """The system or design file of --system / --design, read once (dse.resolve)."""
-    from dse.resolve import read_source
+    """The system or design file of --system / --design, read once (dse.io.resolve)."""
+    from dse.io.resolve import read_source
 
     if a.design is not None:
         return read_source(cat, Path(a.design))
@@ -65,9 +65,9 @@ def _designs(a: argparse.Namespace, cat: Catalog, src: Any, schedules: list[str]
              ) -> tuple[list[Any], list[str]]:
     """The design under each named schedule (None: the design file's schedule beside the
     presets the design can run), and a note for each preset it cannot run."""
-    from dse.design_files import parse_set
-    from dse.resolve import override_spec, runnable_schedules, schedule_of
-    from dse.schedules import PRESETS, schedule
+    from dse.io.design_files import parse_set
+    from dse.io.resolve import override_spec, runnable_schedules, schedule_of
+    from dse.model.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
     spec = override_spec(src.spec, sys_over, source="--set")
@@ -97,7 +97,7 @@ def evaluate_args(p: argparse.ArgumentParser) -> None:
 def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.closed_form import closed_form_caveats
     from dse.engine.report import REPORT_COLUMNS
-    from dse.resolve import report
+    from dse.io.resolve import report
     from dse.uncertainty import attach, evaluate_at
 
     src = _source(a, cat)
@@ -144,7 +144,7 @@ def _versus_target_alone(cat: Catalog, last: tuple[Any, Any, Any] | None, w: Any
     """The target alone (the same target placement) and the margin of the last speculative
     design evaluated (its design, report and `evaluate_at`) against it, with the joint 90%
     interval of the difference."""
-    from dse.resolve import report, target_alone
+    from dse.io.resolve import report, target_alone
     from dse.uncertainty.joint import difference_interval
 
     if last is None:
@@ -185,7 +185,7 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.simulator import read_jsonl, trace_to_records
-    from dse.resolve import simulate
+    from dse.io.resolve import simulate
 
     refuse_overwriting_inputs({"--trace-out": a.trace_out, "--timeline-out": a.timeline_out},
                               {"--trace": a.trace, "--design": a.design,

@@ -17,7 +17,7 @@ from dse.cli.common import (
 )
 from dse.cli.layout import wrap
 from dse.errors import DseError, UsageError
-from dse.outputs import check_output_dir
+from dse.io.outputs import check_output_dir
 from dse.specs import Catalog
 
 
@@ -52,7 +52,7 @@ def export_args(p: argparse.ArgumentParser) -> None:
 def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
     from pathlib import Path
 
-    from dse.resolve import Source, read_source
+    from dse.io.resolve import Source, read_source
 
     if a.study is None and (a.storage is not None or a.trial is not None):
         raise UsageError("--storage and --trial go with --study")
@@ -70,10 +70,10 @@ def _export_design_file(a: argparse.Namespace, cat: Catalog) -> Any:
 
 
 def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.design_files import parse_set
     from dse.exporters import render_bundle, write_bundle
     from dse.exporters.bundle import MANIFEST
-    from dse.resolve import resolve_design
+    from dse.io.design_files import parse_set
+    from dse.io.resolve import resolve_design
 
     refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
                                                   if a.scenario and a.scenario.endswith(".toml")

@@ -8,7 +8,7 @@ from typing import Any
 
 from dse.cli.common import add_wide, refuse_overwriting_inputs, text_width, write_file
 from dse.cli.layout import GAP, MIN_CELL, table_text, wrap
-from dse.outputs import check_output_file
+from dse.io.outputs import check_output_file
 from dse.specs import Catalog
 
 
@@ -34,8 +34,8 @@ def id_width(width: int | None, rows: list[list[str]]) -> int | None:
 
 
 def run_reproduce(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse import calibrate, coverage, reproduce
-    from dse.validation import accuracy, gpu_cv, judge
+    from dse.paper import coverage, reproduce
+    from dse.validation import accuracy, calibrate, gpu_cv, judge
 
     refuse_overwriting_inputs({"--markdown": a.markdown, "--html": a.html}, {},
                               catalogs=a.catalog)

@@ -76,7 +76,7 @@ SEARCH_FILES = ("best.toml", "pareto.csv", "pareto.html")  # what --out receives
 def _search_setup(a: argparse.Namespace, cat: Catalog, *, names: tuple[str, ...] = SEARCH_FILES
                   ) -> tuple[Any, list[str], Any]:
     """The space, objectives and constraints; every output checked before any computing."""
-    from dse.outputs import check_output_dir
+    from dse.io.outputs import check_output_dir
     from dse.search import Constraints, load_space
 
     refuse_overwriting_inputs({"--out": a.out}, {"--space": a.space}, catalogs=a.catalog,
@@ -347,7 +347,7 @@ def optimize_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
-    from dse.outputs import check_storage
+    from dse.io.outputs import check_storage
     from dse.search import DEFAULT_STORAGE, optimize
     from dse.search.files import csv_text, trials_rows
 

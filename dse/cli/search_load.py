@@ -8,8 +8,8 @@ import argparse
 from typing import Any
 
 from dse.cli.common import positive_float, table, whole_number, with_interval
+from dse.core.limits import MAX_NUM_SEQS
 from dse.errors import UsageError
-from dse.limits import MAX_NUM_SEQS
 
 LOAD_NOTE = ("each design served at the load by the serving closed form (as dse serve --system "
              "... --rate R) on the fewest replicas that hold it at <= {u:.0%} of their capacity "

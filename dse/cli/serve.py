@@ -10,8 +10,8 @@ from typing import Any
 
 from dse.cli.common import Once, add_wide, positive_float, table, text_width, whole_number
 from dse.cli.layout import wrap
+from dse.core.limits import MAX_CONTEXT_TOKENS, MAX_NUM_SEQS, MAX_TP
 from dse.errors import UsageError
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_NUM_SEQS, MAX_TP
 from dse.specs import Catalog
 
 MAX_REPLICAS = 4096
@@ -198,7 +198,7 @@ def _no_load(a: argparse.Namespace) -> bool:
 
 
 def _take_serving(a: argparse.Namespace, serving: Any, path: str) -> list[str]:
-    """A design file's [serving] table (dse.design_files.ServingSettings: what a search at a
+    """A design file's [serving] table (dse.io.design_files.ServingSettings: what a search at a
     load chose) as the defaults of the flags not given: the rate (when no --batch,
     --concurrency or --rate), replicas, the scheduler's caps, the token-level proposer with its
     K and acceptance rate, the SLOs as --goodput. Sets them on `a`; returns the flags taken,
@@ -307,11 +307,11 @@ def _load_payload(load: Any) -> dict[str, Any]:
 def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     """A whole design at load (dse.serving.designs.serve_system)."""
     from dse.cli.common import read_workload
-    from dse.design import build_design
-    from dse.design_files import parse_set
     from dse.errors import InfeasibleError
-    from dse.resolve import override_spec, read_source, runnable_schedules, schedule_of
-    from dse.schedules import PRESETS
+    from dse.io.design_files import parse_set
+    from dse.io.resolve import override_spec, read_source, runnable_schedules, schedule_of
+    from dse.model.design import build_design
+    from dse.model.schedules import PRESETS
     from dse.serving import LIFETIME_YEARS, USD_PER_KWH, vllm_caps
     from dse.serving.designs import serve_system
 

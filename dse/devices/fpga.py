@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dse.arrays import F64, Num
+from dse.core.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.protocol import (
     Bound,

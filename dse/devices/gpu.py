@@ -65,7 +65,7 @@ from typing import ClassVar, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.arrays import F64, Num
+from dse.core.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.gpu_batch import batch_terms, kv_bandwidth, soft_max
 from dse.devices.power import gpu_power_w

@@ -30,7 +30,7 @@ from importlib import resources
 
 import numpy as np
 
-from dse.arrays import F64, Num
+from dse.core.arrays import F64, Num
 
 DATA_FILE = "batched_costs.toml"
 TERMS = ("sequence_overhead_us", "attention_bw_efficiency_many")

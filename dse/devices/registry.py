@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast
 
+from dse.core.roles import DEVICE_ROLES, Role
 from dse.devices import fpga, gpu
 from dse.devices.protocol import Placement
 from dse.devices.shape import (
@@ -30,7 +31,6 @@ from dse.devices.shape import (
     precision_family,
 )
 from dse.errors import SpecError, UnknownNameError
-from dse.roles import DEVICE_ROLES, Role
 from dse.specs import Catalog, ModelSpec, Spec
 
 

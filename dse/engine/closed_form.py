@@ -1,7 +1,7 @@
 """The closed-form evaluator of a speculative design: expected values.
 
-Closed form: expected values of the attempt costs (dse.schedules.attempt) over quadrature grids
-of the random token counts, per step position t and previous outcome (accepted with the draft
+Closed form: expected values of the attempt costs (dse.model.schedules.attempt) over quadrature
+grids of the random token counts, per step position t and previous outcome (accepted with the draft
 running ahead, or rejected, with the head start a fixed point over the chain of attempts),
 then a forward propagation of probability mass over
 (steps per problem S, position t, backtracks used b, previous outcome):
@@ -28,13 +28,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse import special
-from dse.design import Design
-from dse.discrimination import AccuracyParams
+from dse.core import special
+from dse.core.roles import busy_field, crit_field, dyn_field
 from dse.engine.report import Report, assemble, finite
-from dse.roles import busy_field, crit_field, dyn_field
-from dse.scenario import WorkloadSpec
-from dse.schedules import (
+from dse.model.design import Design
+from dse.model.discrimination import AccuracyParams
+from dse.model.schedules import (
     ACCEPT,
     BACKTRACK,
     DEVICE_ROLES,
@@ -46,10 +45,10 @@ from dse.schedules import (
     compose,
     step_costs,
 )
-from dse.schedules.compose import Headline, compose_headline, next_ahead_s
-from dse.schedules.costs import rewrite_costs, uncached_costs
-from dse.schedules.fields import SUMMED_FIELDS
-from dse.workflow import (
+from dse.model.schedules.compose import Headline, compose_headline, next_ahead_s
+from dse.model.schedules.costs import rewrite_costs, uncached_costs
+from dse.model.schedules.fields import SUMMED_FIELDS
+from dse.model.workflow import (
     chain_accuracy_pct,
     design_step_probabilities,
     design_verifier_scores,
@@ -58,6 +57,7 @@ from dse.workflow import (
     steps_distribution,
     token_quadrature,
 )
+from dse.specs.scenario import WorkloadSpec
 
 F64 = NDArray[np.float64]
 QUAD_POINTS = 5
@@ -492,7 +492,7 @@ def _propagate(s_vals: NDArray[np.int64], s_p: F64, pa: float, pf: float, bt_on:
 def _accuracy(d: Design, w: WorkloadSpec, s_vals: NDArray[np.int64], s_p: F64, bt_on: bool,
               counts: dict[str, float], params: AccuracyParams | None = None) -> float:
     """P(no bad step in the final chain), over the problems' difficulty and the design's steps
-    per problem (dse.workflow.chain_accuracy_pct), with beta the share of failed rewrites that
+    per problem (dse.model.workflow.chain_accuracy_pct), with beta the share of failed rewrites that
     backtrack (from the propagated counts)."""
     beta = counts["backtracks"] / counts["fails"] if bt_on and counts["fails"] > 0 else 0.0
     return float(chain_accuracy_pct(

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from dse.design import Design
 from dse.engine.report import Report, finite, report_from_replay
-from dse.scenario import WorkloadSpec
-from dse.schedules import Costs
+from dse.model.design import Design
+from dse.model.schedules import Costs
+from dse.specs.scenario import WorkloadSpec
 
 EVALUATORS: tuple[str, ...] = ("closed-form", "simulator")
 EvaluatorName = Literal["closed-form", "simulator"]

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dse.core.roles import DEVICE_ROLES, PATH_ROLES
 from dse.errors import DseError
-from dse.roles import DEVICE_ROLES, PATH_ROLES
-from dse.schedules import Costs
-from dse.workflow import design_step_probabilities
+from dse.model.schedules import Costs
+from dse.model.workflow import design_step_probabilities
 
 if TYPE_CHECKING:  # the simulator imports this module
     from dse.engine.simulator import Replay

@@ -11,7 +11,7 @@ failed the backtrack threshold; then `backtrack_to` is the anchor step index, 0-
 `"correct": true|false` on a problem's last record gives its answer's correctness.
 
 The replay walks every problem's records in order, vectorised across problems, and times each
-attempt with `dse.schedules.attempt` using the actual context, the tokens the target has not
+attempt with `dse.model.schedules.attempt` using the actual context, the tokens the target has not
 seen, and the draft's head start carried from the previous attempt.
 """
 
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse import special
+from dse.core import special
+from dse.core.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS, MAX_TRACE_FILE_BYTES
+from dse.core.roles import busy_field, crit_field, dyn_field
 from dse.errors import SpecError, UsageError
-from dse.limits import MAX_CONTEXT_TOKENS, MAX_PROBLEMS, MAX_TRACE_FILE_BYTES
-from dse.roles import busy_field, crit_field, dyn_field
-from dse.schedules import (
+from dse.model.schedules import (
     ACCEPT,
     BACKTRACK,
     DEVICE_ROLES,
@@ -39,11 +39,8 @@ from dse.schedules import (
     Costs,
     attempt,
 )
-from dse.schedules.fields import REPLAY_FIELDS
-from dse.specs import Key, check_value
-from dse.specs.schema import check_keys, parse_json, read_text
-from dse.width.difficulty import DEFAULT_BINS
-from dse.workflow import (
+from dse.model.schedules.fields import REPLAY_FIELDS
+from dse.model.workflow import (
     chain_success,
     design_scores,
     design_step_probabilities,
@@ -51,6 +48,9 @@ from dse.workflow import (
     max_steps,
     sample_steps,
 )
+from dse.specs import Key, check_value
+from dse.specs.schema import check_keys, parse_json, read_text
+from dse.width.difficulty import DEFAULT_BINS
 
 F64 = NDArray[np.float64]
 DECISIONS = OUTCOMES  # a trace record's decision -> outcome
@@ -97,7 +97,7 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
     window, at most max_backtracks per problem). The steps' good or bad draws, which set the
     PRM's scores and so the decisions, use the dataset-average step rates (as the closed form's
     timing does); each problem's correctness is drawn at its own difficulty and step count
-    (dse.workflow.chain_success, the closed form's accuracy term), the problems spread evenly
+    (dse.model.workflow.chain_success, the closed form's accuracy term), the problems spread evenly
     over the difficulty bins."""
     from scipy import stats  # local: ~0.5 s to import, and only the PRM score quantiles need it
 
@@ -175,8 +175,8 @@ def synthetic_trace(c: Costs, problems: int, seed: int = 0) -> Trace:
         used = used + (a & bk).astype(np.int64)
         t = new_t
     # a problem is right with its chain's chance at its difficulty and its number of steps
-    # (dse.workflow.chain_success; beta: this replay's share of failed rewrites that backtrack),
-    # the problems spread evenly over the difficulty bins
+    # (dse.model.workflow.chain_success; beta: this replay's share of failed rewrites that
+    # backtrack), the problems spread evenly over the difficulty bins
     beta = backtracks / fails if fails > 0 else 0.0
     s_vals = np.unique(steps)
     table = chain_success(w, d.draft.model.name, d.target.model.name, d.accept_threshold,

@@ -11,8 +11,8 @@ workload's target step length, within the design's generation budget. Both evalu
   the same costs per problem; percentiles come from it.
 Accuracy is the target's solo accuracy under the design's budget: a problem is solved when none
 of its S steps is bad, each bad with the per-step rate that gives the published solo accuracy at
-the workload's own budget (dse.workflow.step_error_rate), so at that budget it is the published
-number exactly. p_accept is 0 (no draft step is kept) and every step is a target step.
+the workload's own budget (dse.model.workflow.step_error_rate), so at that budget it is the
+published number exactly. p_accept is 0 (no draft step is kept) and every step is a target step.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 
 from dse.engine.report import ROLES, Report, assemble
 from dse.engine.simulator import Replay, lhs, token_ppf
-from dse.schedules import Costs
-from dse.workflow import (
+from dse.model.schedules import Costs
+from dse.model.workflow import (
     max_steps,
     model_accuracy,
     quality_max_steps,

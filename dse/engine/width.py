@@ -1,5 +1,5 @@
 """The width workflows: N samples of the policy (the design's target) ranked or voted by a PRM,
-or searched step by step (dse.scenario.WIDTH_WORKFLOWS), with both evaluators.
+or searched step by step (dse.specs.scenario.WIDTH_WORKFLOWS), with both evaluators.
 
 Costs (a problem of S steps, T = the workload's target step tokens, R = S T response tokens,
 S budget-truncated as for the target alone, dse.engine.target_only):
@@ -11,12 +11,12 @@ S budget-truncated as for the target alone, dse.engine.target_only):
   same sum.
 - the PRM scores N candidates as one batch, served as for a speculative design (a pooling
   model, prefix caching off: each call re-reads problem + response so far,
-  dse.verifiers.PrmVerifier): best-of-n and weighted-best-of-n once per problem, the N whole
+  dse.model.verifiers.PrmVerifier): best-of-n and weighted-best-of-n once per problem, the N whole
   responses (`prefill_s(problem + R, 0, all_positions, batch=N)`); step-search and beam after
   every step k, the N candidates of the step with their prefixes (problem + k T tokens each).
   Majority voting has no PRM.
 - beam search: `samples` N candidates per step; the beam_width B best are kept and each kept
-  beam expands N / B candidates for the next step (B divides N; dse.scenario), so every step
+  beam expands N / B candidates for the next step (B divides N; dse.specs.scenario), so every step
   decodes and scores N sequences, as step search (B = 1).
 - the link between the policy's and the PRM's devices carries the N candidates' new tokens to
   the PRM (int32 ids) and the N scores back (8 bytes each), once per scoring round.
@@ -57,9 +57,9 @@ from dse.devices.link import token_bytes, transfer_s
 from dse.engine.report import ROLES, Report, assemble
 from dse.engine.simulator import Replay, lhs, token_ppf
 from dse.engine.target_only import target_step_error
-from dse.schedules import Costs
-from dse.schedules.costs import VERDICT_BYTES
-from dse.workflow import max_steps, sample_steps, steps_distribution
+from dse.model.schedules import Costs
+from dse.model.schedules.costs import VERDICT_BYTES
+from dse.model.workflow import max_steps, sample_steps, steps_distribution
 
 F64 = NDArray[np.float64]
 SEARCHES = ("step-search", "beam")
@@ -157,7 +157,7 @@ def _decode(c: Costs, tokens: F64) -> tuple[F64, F64]:
 def _score(c: Costs, resp: F64) -> tuple[F64, F64]:
     """(seconds, energy above idle) of the PRM scoring N candidates of `resp` response tokens
     each as one batch: a prefill of problem + resp tokens per candidate, every position (no
-    prefix caching, as dse.verifiers.PrmVerifier)."""
+    prefix caching, as dse.model.verifiers.PrmVerifier)."""
     p, n = c.design.prm, c.design.samples
     tokens = c.workload.problem_tokens + np.asarray(resp, dtype=float)
     s = np.asarray(p.prefill_s(tokens, 0, all_positions=True, batch=n), dtype=float)

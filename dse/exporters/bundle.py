@@ -39,17 +39,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dse import __version__
-from dse.atomic import write_new_dir
-from dse.design import Design, infeasibility
-from dse.design_files import ServingSettings, design_file_text
 from dse.engine.evaluate import evaluate
 from dse.errors import DseError, InfeasibleError, UsageError
 from dse.exporters.exporter import ExportContext, ExporterRegistry
 from dse.exporters.registry import EXPORTERS
 from dse.exporters.text import SAFE_COMPONENT
-from dse.scenario import SystemSpec, WorkloadSpec
+from dse.io.atomic import write_new_dir
+from dse.io.design_files import ServingSettings, design_file_text
+from dse.model.design import Design, infeasibility
 from dse.specs import Catalog, build_spec
 from dse.specs.emit import json_text
+from dse.specs.scenario import SystemSpec, WorkloadSpec
 from dse.uncertainty import attach
 
 SCHEMA_VERSION = 1
@@ -72,7 +72,7 @@ def render_bundle(cat: Catalog, design: Design, workload: WorkloadSpec, *,
 
     The files of every exporter in `exporters` (dse.exporters.registry.EXPORTERS unless given)
     that applies to the design, then design.toml, report.json and manifest.json.
-    `design` must come from `dse.design.build_design` (its placements follow its system).
+    `design` must come from `dse.model.design.build_design` (its placements follow its system).
     Raises InfeasibleError for a design that cannot run or cannot be mapped onto its board,
     ValueError for two exporters that write the same path."""
     why = infeasibility(design)
@@ -186,7 +186,7 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = False) -> Path:
-    """Write the bundle into out_dir whole (dse.atomic.write_new_dir: a temporary directory
+    """Write the bundle into out_dir whole (dse.io.atomic.write_new_dir: a temporary directory
     beside it, then renamed; never half-written).
 
     A non-empty out_dir is refused without force; with force it is replaced whole. A directory

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
 
-from dse.design import Design
-from dse.design_files import ServingSettings
+from dse.core.roles import DEVICE_ROLES, Role
 from dse.devices.fpga import FpgaBuild, FpgaPlacement
 from dse.devices.gpu import GpuPlacement
 from dse.devices.protocol import Placement
 from dse.errors import UnknownNameError
 from dse.exporters.memory import DraftEngine, draft_engine
 from dse.exporters.text import safe_component, safe_token
-from dse.roles import DEVICE_ROLES, Role
-from dse.scenario import WorkloadSpec
+from dse.io.design_files import ServingSettings
+from dse.model.design import Design
 from dse.specs import Catalog
+from dse.specs.scenario import WorkloadSpec
 
 
 @dataclass(frozen=True)

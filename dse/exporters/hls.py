@@ -9,10 +9,10 @@ only (no tapa.h), so any C++17 compiler can check it.
 
 from __future__ import annotations
 
-from dse.design import Design
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine, head_dim_pad, lcm, pad_to
 from dse.exporters.text import comment_text
+from dse.model.design import Design
 from dse.specs import ModelSpec
 
 PURPOSE = "compile-time constants of the FlexLLM-style draft decoder"

@@ -9,7 +9,7 @@ shared/reference/build-and-host-formats.md 5 and 6.7.
 Where the target verifies (SpecReason), RSD's PRM keys give way to a `judge` section: the
 target scores each draft step with one token 0-9 (a judge call: max_tokens 1, temperature 0,
 the score token's logprobs), accepted when the score >= SpecReason's k = the accept threshold
-x 10, rounded half up (dse.verifiers: a score floor(10 u) >= k is u >= k / 10). Servers that
+x 10, rounded half up (dse.model.verifiers: a score floor(10 u) >= k is u >= k / 10). Servers that
 share a GPU are listed with their CUDA_VISIBLE_DEVICES under `gpus`. A target-only design's
 file is a plain generation: the target's endpoint and the sampling settings, nothing else.
 """
@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dse.design import Design
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered
 from dse.exporters.memory import DraftEngine
 from dse.exporters.vitis import xclbin_name
 from dse.exporters.vllm import SEED, endpoint, gpu_indices, memory_splits, pooled
-from dse.scenario import WorkloadSpec
+from dse.model.design import Design
+from dse.model.workflow import max_steps
 from dse.specs.emit import yaml_text
-from dse.workflow import max_steps
+from dse.specs.scenario import WorkloadSpec
 
 STEP_WORD = "\n\n"  # RSD's --step_word default; the drafts stop at it
 RSD_MAX_STEPS = 100  # RSD's --max_steps default

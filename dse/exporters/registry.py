@@ -8,9 +8,9 @@ design.toml, report.json and manifest.json itself.
 
 from __future__ import annotations
 
-from dse.design import Design
 from dse.exporters import hls, host, vitis, vllm
 from dse.exporters.exporter import Exporter, ExporterRegistry, gpu_roles, has_fpga_draft
+from dse.model.design import Design
 
 
 def _any_gpu_role(design: Design) -> bool:

@@ -19,8 +19,8 @@ endpoints' ports + PORT_STRIDE x i), the requests split evenly: the manifest's n
 
 from __future__ import annotations
 
+from dse.core.roles import Role
 from dse.exporters.exporter import ExportContext, ExportFile, has_fpga_draft
-from dse.roles import Role
 
 PORT_STRIDE = 10  # replica i listens on the files' ports + 10 i (RSD's three ports fit in 10)
 LB_PORT = 8000  # vLLM's default port: the balanced endpoint where one server would be

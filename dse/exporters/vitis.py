@@ -15,9 +15,9 @@ Formats (shared/reference/build-and-host-formats.md 1-2):
 
 from __future__ import annotations
 
-from dse.design import Design
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, need_fpga_draft
 from dse.exporters.memory import TOP, DraftEngine
+from dse.model.design import Design
 
 PURPOSE = {
     "link.ini": "v++ / rapidstream-tapaopt [connectivity]: AXI port -> memory bank",

@@ -20,7 +20,7 @@ What each file states, from the design:
 
 A target verifier (SpecReason) has no server of its own: the target judges, so there is no
 vllm_prm.yaml and the target's prefix caching is on (a judge call prefills only the new step,
-as dse.verifiers costs it). Roles that share one GPU (design.colocated) get one
+as dse.model.verifiers costs it). Roles that share one GPU (design.colocated) get one
 CUDA_VISIBLE_DEVICES and a static split of its memory, as SpecReason launches its two models
 on the same GPUs (`--gpu-memory-utilization` 0.8 and 0.1; build-and-host-formats.md 4.3);
 see memory_splits.
@@ -40,12 +40,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dse.design import Design
-from dse.design_files import ServingSettings
+from dse.core.roles import Role
 from dse.devices.protocol import Placement
 from dse.errors import SpecError
 from dse.exporters.exporter import ExportContext, ExportFile, Rendered, gpu_roles, served_roles
-from dse.roles import Role
+from dse.io.design_files import ServingSettings
+from dse.model.design import Design
 from dse.specs import Catalog, ModelSpec
 from dse.specs.emit import yaml_text
 
@@ -115,7 +115,7 @@ class MemorySplit:
     rounded down to SHARE_DECIMALS decimals: what its placement needs (memory_needed_bytes:
     weights + KV at the design's max context), plus an equal part of the headroom the model
     keeps under the serving profile's memory_utilization `cap` for activations and CUDA graphs
-    (the runtime reserve; dse.design.infeasibility checks the needs fit beside it), since vLLM
+    (the runtime reserve; dse.model.design.infeasibility checks the needs fit beside it), since vLLM
     profiles an instance's activations inside its own fraction. The shares sum to at most
     `cap`, as SpecReason's 0.8 + 0.1 sum to vLLM's default 0.9."""
 
@@ -253,7 +253,7 @@ def serve_options(cat: Catalog, design: Design, role: str,
     if design.is_width:
         # the N samples (a search's N candidates) of a problem run as one batch (the PRM
         # scores N candidates in one); vLLM's cap must hold them, and the design's memory
-        # check holds N sequences' KV at max-model-len (dse.design.batch_misfits)
+        # check holds N sequences' KV at max-model-len (dse.model.design.batch_misfits)
         opts["max-num-seqs"] = max(design.samples, 1)
         comments["max-num-seqs"] = (f"the {design.width_label} design runs its "
                                     f"{design.samples} sequences as one batch")

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dse.design import Design
 from dse.exporters.vllm import SEED, endpoint, pooled
-from dse.scenario import WorkloadSpec
+from dse.model.design import Design
 from dse.specs.emit import yaml_text
+from dse.specs.scenario import WorkloadSpec
 
 SAMPLING_TEMPERATURE = 0.7  # assumption: module docstring
 STEP_WORD = "\n\n"  # RSD's --step_word default (dse.exporters.host)

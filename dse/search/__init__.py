@@ -1,6 +1,6 @@
 """Search over a design space: the exhaustive vectorised sweep and the Optuna optimiser.
 
-Both screen and rank designs with the mean-value model (grid.py over dse.symbolic: within ~15%
+Both screen and rank designs with the mean-value model (grid.py over dse.model.symbolic: within ~15%
 of the accurate closed form, and exactly consistent between sweep and optimize); every design
 they show (the best, the front, each family's best) is re-evaluated by the accurate closed form
 with its 90% intervals and re-ranked by it (shown.py); the mean-value figures stay in
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dse.lazy import lazy_names
+from dse.core.lazy import lazy_names
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {

@@ -158,7 +158,7 @@ def _job(cat: Catalog, space: Any, c: Candidate, fam: str, objective: str, load:
     rates at once), each costing its capital and idle power. A design of several roles: one
     replica's capital. rep: the
     design's single-stream report without intervals, if the caller has it."""
-    from dse.resolve import report
+    from dse.io.resolve import report
     from dse.serving import Load, vllm_caps
     from dse.serving.closed_form import capacity
     from dse.serving.engine import Engine
@@ -377,7 +377,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
     if len(space.workloads) != 1:
         raise UsageError(f"--rate: space {space.name} weighs a mix of workloads; at a load a "
                          "search serves one workload's problems (a space with one workload)")
-    from dse.resolve import report
+    from dse.io.resolve import report
     from dse.uncertainty import attach
 
     t0 = time.perf_counter()

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from dse.design_files import DesignFile, parse_design_text
-from dse.resolve import report, resolve_design
+from dse.io.design_files import DesignFile, parse_design_text
+from dse.io.resolve import report, resolve_design
 from dse.specs import Catalog
 
 
@@ -45,8 +45,8 @@ class Candidate:
         return f"{s.description} | {flags}: accept {s.accept_threshold:.2f}{bt}"
 
     def to_dict(self) -> dict[str, Any]:
-        from dse.design_files import system_to_toml
-        from dse.schedules import FLAGS
+        from dse.io.design_files import system_to_toml
+        from dse.model.schedules import FLAGS
 
         s = system_to_toml(self.design.system)
         s.pop("sources", None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.errors import DseError
 from dse.search.candidates import Candidate
 from dse.search.families import (

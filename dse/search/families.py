@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dse.design import Design
 from dse.engine.evaluate import evaluate
-from dse.resolve import resolve_design
+from dse.io.resolve import resolve_design
+from dse.model.design import Design
 from dse.search.candidates import Candidate
 from dse.search.space import FAMILIES
 from dse.specs import Catalog
@@ -76,7 +76,7 @@ def evidence(d: Design, provenance: Mapping[str, Mapping[str, str]],
 
 def identity(c: Candidate) -> tuple[Any, ...]:
     """What makes two candidates one design (not their names or descriptions)."""
-    from dse.design_files import system_to_toml
+    from dse.io.design_files import system_to_toml
 
     s = system_to_toml(c.design.system)
     for k in ("name", "description", "sources"):

@@ -2,7 +2,7 @@
 `dse evaluate --design` and `dse export --design` load), pareto.csv, pareto.html (plotly) and,
 for a study, trials.csv, and a hidden `.dse-result-set.json` naming the set's files with their
 sha256. Nothing existing is overwritten without --force; the files are written as one set
-(dse.atomic.write_files: temporaries, then renamed together), so none is ever half-written and
+(dse.io.atomic.write_files: temporaries, then renamed together), so none is ever half-written and
 an interruption leaves the old set or the new one. With --force, the files of the set written
 there before (its manifest's, unchanged since) that the new set does not write go with the
 renames: a sweep over an optimize result leaves no trials.csv of the older run. A file dse did
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.atomic import write_files
 from dse.errors import DseError
+from dse.io.atomic import write_files
 from dse.search.candidates import Candidate
 from dse.search.objectives import METRICS, OBJECTIVES
 from dse.uncertainty import INTERVAL_METRICS
@@ -132,7 +132,7 @@ def _stale(d: Path, keep: Sequence[str]) -> list[str]:
 
 def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]:
     """Write files into directory `out` (created if missing), atomically as a set
-    (dse.atomic.write_files) with the set's manifest; refuse to replace any existing file
+    (dse.io.atomic.write_files) with the set's manifest; refuse to replace any existing file
     unless force, before writing any. With force, the earlier set's files that this one does
     not write are removed with it (module docstring). Returns the files' paths (not the
     manifest's)."""
@@ -149,7 +149,7 @@ def write_outputs(out: str, files: Mapping[str, str], force: bool) -> list[Path]
     manifest = {"schema_version": 1, "tool": f"hetero-dse {__version__}",
                 "files": {name: _sha256(b) for name, b in sorted(data.items())}}
     stale = _stale(d, list(data)) if force and d.is_dir() else []
-    # as one set (dse.atomic.write_files): an interruption leaves all of them or none
+    # as one set (dse.io.atomic.write_files): an interruption leaves all of them or none
     written = write_files(d, {**data, SET_MANIFEST: (json.dumps(manifest, indent=1)
                                                      + "\n").encode("utf-8")},
                           force=force, remove=stale)

@@ -1,6 +1,6 @@
 """Vectorised evaluation of a hardware choice over every algorithm-knob combination of a space.
 
-Search ranks designs with the mean-value model (dse.symbolic), in which a problem's latency
+Search ranks designs with the mean-value model (dse.model.symbolic), in which a problem's latency
 and energy are linear in the expected attempts N and backtracks B:
 
     metric = c0(hw, schedule, p_a) + cN(hw, schedule, p_a) N + cB(hw, schedule, p_a) B
@@ -28,17 +28,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import Design, build_design, infeasibility, schedule_conflicts
-from dse.design_files import DesignFile, design_file_text
 from dse.errors import DseError
-from dse.scenario import SystemSpec, WorkloadSpec
-from dse.schedules import PRESETS, Costs
-from dse.search.candidates import Candidate
-from dse.search.objectives import active
-from dse.search.space import Hardware, Space
-from dse.specs import Catalog, build_spec
-from dse.specs.model import ModelSpec
-from dse.symbolic import (
+from dse.io.design_files import DesignFile, design_file_text
+from dse.model.design import Design, build_design, infeasibility, schedule_conflicts
+from dse.model.schedules import PRESETS, Costs
+from dse.model.symbolic import (
     COMPONENTS,
     components_grid,
     expected_counts,
@@ -46,8 +40,14 @@ from dse.symbolic import (
     pa_context,
     select,
 )
-from dse.verifiers import VERIFIERS
-from dse.workflow import chain_accuracy_pct, max_steps, step_probabilities, steps_distribution
+from dse.model.verifiers import VERIFIERS
+from dse.model.workflow import chain_accuracy_pct, max_steps, step_probabilities, steps_distribution
+from dse.search.candidates import Candidate
+from dse.search.objectives import active
+from dse.search.space import Hardware, Space
+from dse.specs import Catalog, build_spec
+from dse.specs.model import ModelSpec
+from dse.specs.scenario import SystemSpec, WorkloadSpec
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -193,7 +193,7 @@ class Evaluator:
     A target-only hardware choice is one design: its metrics sit at grid cell (0, 0, 0) (the
     closed form's, which for one generation is as fast as the mean value), every other cell
     is NaN (not a design). A colocated one cannot run the schedules whose overlaps need its
-    roles apart (dse.design.schedule_conflicts): those cells are NaN too."""
+    roles apart (dse.model.design.schedule_conflicts): those cells are NaN too."""
 
     def __init__(self, cat: Catalog, space: Space, *, confidence: float = 0.5,
                  checked: Mapping[str, str] | None = None) -> None:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dse.core.limits import MAX_NUM_SEQS
 from dse.errors import UsageError
-from dse.limits import MAX_NUM_SEQS
 
 TARGET_UTILISATION = 0.8  # a replica is sized to run at most 80% of its capacity: past it a
 # queue's wait grows as 1 / (1 - u) (tests/test_serving.py shows the knee)

@@ -237,7 +237,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                                        & (g.window == values["backtrack_window"]))[0])
             if not np.isfinite(r.metrics["latency_s_per_problem"][f, ai, k]):
                 trial.set_user_attr("infeasible", "its roles share a device, so this "
-                                    "schedule cannot run (dse.design.schedule_conflicts)")
+                                    "schedule cannot run (dse.model.design.schedule_conflicts)")
                 trial.set_user_attr("violation", 1.0)
                 return worst
             one = {m: v[f:f + 1, ai:ai + 1, k:k + 1] for m, v in r.for_constraints().items()}

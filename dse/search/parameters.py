@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dse.core.roles import DEVICE_ROLES
 from dse.devices.registry import kind_of
-from dse.roles import DEVICE_ROLES
 from dse.search.space import Placement, Space, study_arrangements
 from dse.specs import Catalog
 

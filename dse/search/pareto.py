@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 
 
 def pareto_mask(values: F64) -> NDArray[np.bool_]:

@@ -2,7 +2,7 @@
 best.toml): the design, the [serving] table of how the search served it, and its figures at
 the load.
 
-The [serving] table (dse.design_files.ServingSettings, vLLM's names) holds what the search at
+The [serving] table (dse.io.design_files.ServingSettings, vLLM's names) holds what the search at
 the load decided beyond the system's keys (its target's tensor parallelism is the system's
 `target_tp`): the replicas, the scheduler's caps the serving model ran (the one-model engine's
 max_num_seqs and max_num_batched_tokens, with chunked prefill, which it prices; a design of
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dse.design_files import ServingSettings, design_file_text, parse_design_text
+from dse.io.design_files import ServingSettings, design_file_text, parse_design_text
 from dse.search.at_load import LoadResult, Served
 from dse.search.loads import LoadSpec
 

@@ -1,5 +1,5 @@
 """The designs a search shows: each one re-evaluated by the accurate closed form with its 90%
-intervals (as `dse evaluate` reports it: dse.resolve, dse.uncertainty, the factors' moves by the
+intervals (as `dse evaluate` reports it: dse.io.resolve, dse.uncertainty, the factors' moves by the
 closed form) and the list re-ranked by those numbers before it is shown.
 
 The search screens millions of designs with the mean-value model (dse.search.grid, about a
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dse.design_files import design_file_text
-from dse.resolve import resolve_design
+from dse.io.design_files import design_file_text
+from dse.io.resolve import resolve_design
 from dse.search.candidates import Candidate
 from dse.search.objectives import OBJECTIVES, active, direction
 from dse.search.pareto import pareto_mask

@@ -25,9 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.devices.registry import KINDS
-from dse.errors import SpecError, UnknownNameError
-from dse.limits import (
+from dse.core.limits import (
     MAX_BACKTRACK_WINDOW,
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
@@ -35,7 +33,8 @@ from dse.limits import (
     MAX_SAMPLES,
     MAX_TP,
 )
-from dse.scenario import AGGREGATIONS, COLOCATIONS, VERIFIER_KINDS, WIDTH_WORKFLOWS, WORKFLOWS
+from dse.devices.registry import KINDS
+from dse.errors import SpecError, UnknownNameError
 from dse.search.objectives import CONSTRAINT_TABLE
 from dse.specs import (
     SPACES_DIR,
@@ -44,6 +43,7 @@ from dse.specs import (
     check_value,
     default_catalog_dirs,
 )
+from dse.specs.scenario import AGGREGATIONS, COLOCATIONS, VERIFIER_KINDS, WIDTH_WORKFLOWS, WORKFLOWS
 from dse.specs.schema import NAME_RE, check_depth, check_header, read_toml
 
 F64 = NDArray[np.float64]
@@ -79,7 +79,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class Arrangement:
-    """A workflow, its verifier and which roles share a device (dse.scenario's system keys
+    """A workflow, its verifier and which roles share a device (dse.specs.scenario's system keys
     `workflow`, `verifier`, `colocate`); a width workflow's samples, beams and aggregation
     (`samples`, `beam_width`, `aggregation`: None where it has none or takes its default)."""
 
@@ -370,7 +370,7 @@ def _arrangements(r: _Reader) -> tuple[Arrangement, ...]:
 
 
 def _width_arrangements(r: _Reader) -> tuple[Arrangement, ...]:
-    """[width]: `methods` (dse.scenario.WIDTH_WORKFLOWS), `samples` (N, 1..MAX_SAMPLES: a
+    """[width]: `methods` (dse.specs.scenario.WIDTH_WORKFLOWS), `samples` (N, 1..MAX_SAMPLES: a
     dimension, e.g. 2, 4, ..., 64), `beam_width` (beam only; the values that divide N and
     do not exceed it, each kept beam expanding N / B) and `aggregation` (absent: each method's
     default); every valid combination is an arrangement of the width family, its policy each

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.design_files import DesignFile
 from dse.errors import DseError, UnknownNameError, UsageError
+from dse.io.design_files import DesignFile
 from dse.search.candidates import Candidate, trial_candidate
 from dse.search.objectives import OBJECTIVES
 from dse.search.pareto import pareto_mask
@@ -52,7 +52,7 @@ def _sqlite_path(url: str) -> str | None:
 
 
 def _check_url(url: str) -> None:
-    from dse.outputs import sqlite_path_problem
+    from dse.io.outputs import sqlite_path_problem
 
     path = _sqlite_path(url)
     if path == "":

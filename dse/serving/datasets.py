@@ -17,7 +17,7 @@ from importlib import resources
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 
 BISECTIONS = 40  # halvings of the capacity's bracket
 

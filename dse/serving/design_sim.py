@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.serving.designs import DesignLoad, RoleWork
 from dse.serving.load import Load
 from dse.serving.simulator import initial_arrivals

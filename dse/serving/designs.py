@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.serving.design_queues import (
     at_rate,
     bottleneck,
@@ -116,10 +116,10 @@ class Spread:
 
 
 def problem_spread(d: Any, w: Any, problems: int = 2000, seed: int = 0) -> Spread:
-    """The design's problems as the single-stream simulator replays them (dse.resolve's)."""
+    """The design's problems as the single-stream simulator replays them (dse.io.resolve's)."""
     from dse.engine.simulator import replay, synthetic_trace
     from dse.engine.width import width_replay
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
 
     c = Costs(d, w)
     rp = (width_replay(c, problems, seed, timeline_problem=None) if d.is_width
@@ -219,7 +219,7 @@ def design_load(d: Any, w: Any, rep: Any, *, max_num_seqs: int | None = None) ->
     """The design's work at load from its batch-1 closed-form report `rep` (a speculative or
     width design; module docstring); max_num_seqs: every GPU's cap on running sequences
     (default vLLM's for the GPU)."""
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
 
     c = Costs(d, w)
     n0 = d.samples if d.is_width else 1
@@ -469,12 +469,12 @@ def serve_system(d: Any, w: Any, load: Load, *, replicas: int = 1,
     work: the ends are two more closed-form solutions; a search ranks by the central
     figures); capacity: one replica's capacity rate when the caller has it (a target-only
     design's dse.serving.serve, the others' closed form); rep: the design's single-stream
-    report with its intervals (`dse.resolve.report(d, w)`) when the caller has it; steady:
+    report with its intervals (`dse.io.resolve.report(d, w)`) when the caller has it; steady:
     a target-only design's closed form at its steady state (dse.serving.serve; the design
     servers' closed form is a steady state already)."""
     from dataclasses import replace
 
-    from dse.resolve import report
+    from dse.io.resolve import report
     from dse.serving import serve
 
     rep = report(d, w) if rep is None else rep

@@ -34,7 +34,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.devices import shape
 from dse.devices.protocol import MAX_BATCH, Placement
 from dse.serving.load import Caps, Speculation
@@ -55,7 +55,7 @@ class Engine:
     draft: Placement | None = None  # a draft model proposer's placement
     draft_apart: bool = False  # the draft runs on a device of its own (an FPGA board)
     # a draft apart's prompt: prefilled by a copy of the draft on the target's GPUs, its KV
-    # cache sent over the slower host link (HeteroReason's migration, dse.design)
+    # cache sent over the slower host link (HeteroReason's migration, dse.model.design)
     draft_prompt: Placement | None = None
     draft_link: LinkSpec | None = None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.serving.engine import Engine
 from dse.serving.load import Load
 

@@ -13,15 +13,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from dse.arguments import path as check_path
+from dse.core.arguments import path as check_path
 from dse.errors import SpecError, UnknownNameError
 from dse.specs.files import toml_files
 from dse.specs.hardware import FpgaEngineSpec, FpgaSpec, GpuServingSpec, GpuSpec, LinkSpec
 from dse.specs.model import ModelSpec, check_reference, model_from_hf_config
 from dse.specs.schema import SCHEMAS, Spec, build_spec, read_toml
 
-if TYPE_CHECKING:  # registered by dse.scenario, which imports this module
-    from dse.scenario import SystemSpec, WorkloadSpec
+if TYPE_CHECKING:  # registered by dse.specs.scenario, which imports this module
+    from dse.specs.scenario import SystemSpec, WorkloadSpec
 
 SPACES_DIR = "spaces"
 
@@ -130,11 +130,11 @@ class Catalog:
 
     def workload(self, name: str) -> WorkloadSpec:
         """A workload by name (scenarios/workloads/)."""
-        return cast("WorkloadSpec", self.get("workload", name))  # dse.scenario registers it
+        return cast("WorkloadSpec", self.get("workload", name))  # dse.specs.scenario registers it
 
     def system(self, name: str) -> SystemSpec:
         """A named system by name (scenarios/systems/)."""
-        return cast("SystemSpec", self.get("system", name))  # dse.scenario registers it
+        return cast("SystemSpec", self.get("system", name))  # dse.specs.scenario registers it
 
     def model(self, name_or_path: str) -> ModelSpec:
         """A model by catalog name, or a path to a model TOML or a HF config.json."""

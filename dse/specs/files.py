@@ -2,7 +2,7 @@
 Hugging Face config.json and JSONL traces all come through `read_text`, and catalog
 directories are walked by `toml_files`.
 
-An input is a regular file, read once with a size cap (dse.limits). A pipe that the shell
+An input is a regular file, read once with a size cap (dse.core.limits). A pipe that the shell
 hands over as /dev/fd/N or /dev/stdin (`--design <(cat design.toml)`, `< design.toml`) is read
 once too, under the same cap. Everything else is refused in one SpecError line naming the
 path: a directory, a device (/dev/zero, /dev/urandom would never end), a socket, and a named
@@ -15,8 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from dse.core.limits import MAX_SPEC_FILE_BYTES
 from dse.errors import SpecError
-from dse.limits import MAX_SPEC_FILE_BYTES
 
 # paths through which a process reads a descriptor it inherited (process substitution, stdin)
 INHERITED = ("/dev/fd/", "/proc/self/fd/", "/dev/stdin")
@@ -45,7 +45,7 @@ def _kind_refused(mode: int, inherited: bool) -> str | None:
 
 
 def _too_big(max_bytes: int) -> str:
-    return f"larger than {max_bytes:,} bytes, the cap on input files (dse/limits.py)"
+    return f"larger than {max_bytes:,} bytes, the cap on input files (dse/core/limits.py)"
 
 
 def read_bytes(path: Path, *, max_bytes: int = MAX_SPEC_FILE_BYTES) -> bytes:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.arguments import path as check_path
+from dse.core.arguments import path as check_path
+from dse.core.roles import DEVICE_ROLES
 from dse.errors import SpecError
-from dse.roles import DEVICE_ROLES
 from dse.specs.schema import (
     SCHEMA_VERSION,
     Spec,

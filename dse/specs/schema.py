@@ -26,8 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from dse.core.limits import MAX_INT  # the largest integer any input may hold (2**53)
 from dse.errors import SpecError
-from dse.limits import MAX_INT  # the largest integer any input may hold (2**53)
 from dse.specs.files import read_text  # the one reader of input files (re-exported)
 
 SCHEMA_VERSION = 1

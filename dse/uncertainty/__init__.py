@@ -31,9 +31,9 @@ from dse.uncertainty.perturb import (
 from dse.uncertainty.propagate import BatchAt, EvaluateAt, Metrics, intervals, monte_carlo
 
 if TYPE_CHECKING:
-    from dse.design import Design
     from dse.engine.report import Report
-    from dse.scenario import WorkloadSpec
+    from dse.model.design import Design
+    from dse.specs.scenario import WorkloadSpec
 
 # The headline metrics every report gives an interval for.
 INTERVAL_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_token",
@@ -93,7 +93,7 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
     prefill's energy counted with the placement that ran it. Energy is linear in each
     placement's dynamic power (idle + (P - idle) x f), so a power factor f moves the energy by
     exactly (f - 1) x this."""
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
     from dse.uncertainty.perturb import device_identity
 
     c = Costs(d, w)
@@ -116,7 +116,7 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 MOVES = ("mean-value", "closed-form")
 # distinct designs per batched closed form: past these the grid arrays (with step-ahead the
 # full (x, z, nt) grid) outgrow the caches and a call runs slower per design; with glibc
-# keeping freed memory (dse/process.py, as the dse command does) a U280 design took 1.1 ms
+# keeping freed memory (dse/core/process.py, as the dse command does) a U280 design took 1.1 ms
 # in a batch of 8 without step-ahead and 5.5-6 ms in a batch of 4 with it, against 4 ms and
 # 9-12 ms alone (one core, CPU time; benchmarks/bench_engine.py)
 BATCH = 8
@@ -136,9 +136,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     moves: which model evaluates the perturbed designs. "closed-form": the closed form itself
     (4-25 ms each alone; `many` evaluates the points that move only placements' times and
     powers in batches of distinct designs, 1-6 ms a design there). "mean-value": the sweep's
-    mean-value model (dse.symbolic, about 1 ms), whose relative move of each timing and
+    mean-value model (dse.model.symbolic, about 1 ms), whose relative move of each timing and
     energy metric is applied to the closed form's value (the two share every timing rule,
-    dse.schedules.rules; for the paper's systems their intervals agree within a few percent
+    dse.model.schedules.rules; for the paper's systems their intervals agree within a few percent
     of the width, tests/test_uncertainty.py, but where the mean-value model's overlaps
     differ, e.g. forward-only at a high threshold, an end can differ by a third of the
     width), the accuracy from the closed form's accuracy-only pass. Power factors alone
@@ -156,12 +156,12 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     dyn = dynamic_energy_by_power_key(d, w, central)
     mv0: dict[str, float] = {}
     if moves == "mean-value":
-        from dse.symbolic import mean_value
+        from dse.model.symbolic import mean_value
 
         mv0 = mean_value(d, w)
 
     def relative(values: Mapping[str, float]) -> Report:
-        from dse.symbolic import mean_value
+        from dse.model.symbolic import mean_value
 
         d2, w2 = perturbed(d, w, values)
         mv = mean_value(d2, w2)
@@ -229,7 +229,7 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
     """The report with its 90% intervals and provenance: first order over the design's
     factors, around the closed form's value, each factor's moves by the closed form's headline
     pass (about 12 evaluations, 10-60 ms in the `dse` command, more where freed memory goes
-    back to the system, dse/process.py: what `dse evaluate`, the dashboard and the search's
+    back to the system, dse/core/process.py: what `dse evaluate`, the dashboard and the search's
     shown designs use) or, with moves="mean-value", by the sweep's mean-value model (tens of
     ms, within a few percent of the width). A simulated
     report gets the same relative interval around its own central value (its accuracy, an

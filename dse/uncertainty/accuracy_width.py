@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.discrimination import ScoreStats
-from dse.scenario import WorkloadSpec
+from dse.model.discrimination import ScoreStats
+from dse.specs.scenario import WorkloadSpec
 
 
 def z_of(level: float) -> float:
@@ -81,9 +81,9 @@ class Width:
 def forward_accuracy_pct(w: WorkloadSpec, draft: str, target: str, threshold: float,
                          scores: ScoreStats) -> float:
     """The forward-only accuracy at one threshold (beta 0, over the problems' difficulty and
-    the workload's steps: dse.workflow.chain_accuracy_pct): the accuracy the test-set term is
+    the workload's steps: dse.model.workflow.chain_accuracy_pct): the accuracy the test-set term is
     taken at."""
-    from dse.workflow import chain_accuracy_pct, quality_max_steps, steps_distribution
+    from dse.model.workflow import chain_accuracy_pct, quality_max_steps, steps_distribution
 
     s_vals, s_p = steps_distribution(w, quality_max_steps(w))
     return float(chain_accuracy_pct(w, draft, target, threshold, threshold, scores, 0.0,

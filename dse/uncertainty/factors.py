@@ -32,15 +32,15 @@ import numpy as np
 
 from dse.devices import shape
 from dse.devices.protocol import Placement
-from dse.discrimination import shipped
-from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.model.discrimination import shipped
 from dse.specs.model import ModelSpec
+from dse.specs.scenario import WorkloadSpec, solo_accuracy_pct
 from dse.uncertainty import accuracy_width as aw
 from dse.uncertainty import evidence as ev
 from dse.uncertainty.perturb import device_identity, placement_identity
 
 if TYPE_CHECKING:
-    from dse.design import Design
+    from dse.model.design import Design
 
 Status = str  # one of evidence.STATUSES
 RANK = {s: i for i, s in enumerate(ev.STATUSES)}  # calibrated < cross-validated < extrapolated
@@ -245,8 +245,11 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
     set's binomial spread (dse.uncertainty.accuracy_width); a target
     judge's: its SpecReason rows' cross-validation (judge_cv.json). The model's term scales
     with the share of the chain the draft wrote (p_accept relative to the calibration's)."""
-    from dse.verifiers import VERIFIERS
-    from dse.workflow import accuracy_provenance, step_probabilities  # scipy: not for roofline
+    from dse.model.verifiers import VERIFIERS
+    from dse.model.workflow import (  # scipy: not for roofline
+        accuracy_provenance,
+        step_probabilities,
+    )
 
     s = ev.settings()
     if verifier == "target":
@@ -292,7 +295,7 @@ def prm_scheme(data: Mapping[str, Any], workload: str, draft: str, target: str,
     measured in a chain: leave one pair out; a PRM outside the calibration rows: leave one PRM
     out; a dataset outside them: leave one dataset out; else leave one row out (the pair, the
     PRM and the dataset all measured)."""
-    from dse.workflow import pair_key  # scipy: not for roofline
+    from dse.model.workflow import pair_key  # scipy: not for roofline
 
     rows = data["fit"]["rows"]
     if pair_key(draft, target) not in {r["pair"] for r in rows}:

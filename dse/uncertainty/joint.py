@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from dse.design import Design
 from dse.engine.report import Report
-from dse.scenario import WorkloadSpec
+from dse.model.design import Design
+from dse.specs.scenario import WorkloadSpec
 from dse.uncertainty import INTERVAL_METRICS, evaluate_at
 from dse.uncertainty.factors import Factor, design_factors
 from dse.uncertainty.propagate import (

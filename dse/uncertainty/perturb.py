@@ -17,10 +17,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from dse.devices.protocol import Placement, PowerState
 from dse.devices.registry import KINDS
-from dse.scenario import WorkloadSpec
+from dse.specs.scenario import WorkloadSpec
 
 if TYPE_CHECKING:
-    from dse.design import Design
+    from dse.model.design import Design
 
 F64 = NDArray[np.float64]
 
@@ -156,11 +156,11 @@ def batches(d: Design, points: Sequence[Mapping[str, float]], size: int
 
 def with_concentration(w: WorkloadSpec, kappa: float, threshold: float) -> WorkloadSpec:
     """The workload with the PRM scores at concentration kappa (alpha + beta): the PRM's
-    discrimination (dse.discrimination.prm_scores) then moves both means so that each CDF at
+    discrimination (dse.model.discrimination.prm_scores) then moves both means so that each CDF at
     the calibration threshold stays what it was: every calibrated number (taken at that
     threshold) is unchanged, only other thresholds move. This is the direction the calibration
     data cannot see. `threshold` is that calibration threshold (checked against the model's)."""
-    from dse.discrimination import shipped
+    from dse.model.discrimination import shipped
 
     if abs(threshold - shipped().calibration_threshold) > 1e-12:
         raise ValueError(f"the PRM concentration is held at the calibration threshold "

@@ -27,8 +27,8 @@ from dse.uncertainty import evidence as ev
 from dse.uncertainty.factors import Factor, _solo_accuracy_factor
 
 if TYPE_CHECKING:
-    from dse.design import Design
-    from dse.scenario import WorkloadSpec
+    from dse.model.design import Design
+    from dse.specs.scenario import WorkloadSpec
 
 FITTED_METHODS = ("best-of-n", "weighted-best-of-n", "majority")
 
@@ -47,7 +47,7 @@ def width_accuracy_key(d: Design, w: WorkloadSpec) -> str:
 def width_accuracy_factor(d: Design, w: WorkloadSpec) -> Factor:
     """The accuracy shift of a width design (module docstring)."""
     from dse.engine.width import width_accuracy
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
 
     if d.samples == 1:
         return _solo_accuracy_factor(w, d.target.model.name)

@@ -2,8 +2,8 @@
 cross-validation by row, pair, dataset, PRM and source (pure: scripts/calibrate_workloads.py
 does the I/O).
 
-Model form (dse/workflow.py, dse/discrimination.py, docs/model.md): per-step errors from each
-model's solo accuracy, PRM scores ~ Beta(mu kappa, (1 - mu) kappa) for good and bad steps
+Model form (dse/model/workflow.py, dse/model/discrimination.py, docs/model.md): per-step errors from
+each model's solo accuracy, PRM scores ~ Beta(mu kappa, (1 - mu) kappa) for good and bad steps
 (kappa = KAPPA, fixed: every row is taken at accept threshold 0.7, where only the CDFs there
 matter), partly nested errors, and the target's rewrite error inside the draft's chain = rho x
 its solo-form value. Shared parameters, fitted to every calibration row at once:
@@ -51,14 +51,14 @@ from typing import Any
 
 import numpy as np
 
-from dse.design import Design, build_design
-from dse.design_files import load_system
-from dse.discrimination import MU_G_RANGE, AccuracyParams, shipped
 from dse.engine.closed_form import accuracy_only
-from dse.resolve import override_spec
-from dse.schedules import PRESETS
+from dse.io.design_files import load_system
+from dse.io.resolve import override_spec
+from dse.model.design import Design, build_design
+from dse.model.discrimination import MU_G_RANGE, AccuracyParams, shipped
+from dse.model.schedules import PRESETS
+from dse.model.workflow import design_step_probabilities, pair_key
 from dse.specs import Catalog
-from dse.workflow import design_step_probabilities, pair_key
 
 SCHEMA_VERSION = 3  # 3: each scheme lists its folds' training costs; fit.rejection_cap
 GENERATED_BY = "scripts/calibrate_workloads.py"

@@ -33,10 +33,10 @@ def v80_implied_factors(cat: Catalog, reported: Mapping[str, Any]) -> dict[str, 
     v80_comparable_ratio times as fast as brsd_stepahead on three RTX 3090."""
     from scipy.optimize import brentq
 
-    from dse.design import build_design
-    from dse.design_files import load_system
     from dse.engine.evaluate import evaluate
-    from dse.schedules import PRESETS
+    from dse.io.design_files import load_system
+    from dse.model.design import build_design
+    from dse.model.schedules import PRESETS
     from dse.uncertainty import scale_design
     from dse.uncertainty.perturb import placement_identity
 

@@ -11,8 +11,8 @@ engine, to that design's own measured (not simulated) points:
   design's power point, where it has one.
 Simulated points (the authors' own estimates, FlightLLM's prefill times among them) and
 measurements of designs without an engine are predicted, never fitted. FlexLLM's engine is
-fitted in dse.calibrate (to measured.toml) and is not refitted here unless published_fpga.toml
-holds FlexLLM measurements of its own.
+fitted in dse.validation.calibrate (to measured.toml) and is not refitted here unless
+published_fpga.toml holds FlexLLM measurements of its own.
 
 `leave_one_out` is generic (any fit/predict pair); `engine_cv` applies it to one engine's fitted
 points: each point is predicted by a fit to the others. Nothing here reads files except `load`,
@@ -367,10 +367,10 @@ def markdown_section(cat: Catalog) -> list[str]:
     lines = ["### FPGA decoder designs", "",
              "Each design's achieved efficiency (and fabric power where measured) is fitted to "
              "that design's own published decode points (`scripts/fit_fpga_engines.py`, "
-             "`dse.validation.fpga`; FlexLLM's in `dse/calibrate.py`), and its prefill efficiency "
-             "to its measured prefill times where it has any (StreamTensor's four: fitted, "
-             "leave-one-out below). Simulated figures (FlightLLM's prefill times among them) "
-             "are predictions, never fitted.", "",
+             "`dse.validation.fpga`; FlexLLM's in `dse/validation/calibrate.py`), and its prefill "
+             "efficiency to its measured prefill times where it has any (StreamTensor's four: "
+             "fitted, leave-one-out below). Simulated figures (FlightLLM's prefill times among "
+             "them) are predictions, never fitted.", "",
              "| design | fitted points | LOO median error | LOO worst error | fitted | note |",
              "|---|---|---|---|---|---|"]
     reports = [engine_report(cat, pts, name) for name in fitted_engines(data)
@@ -454,7 +454,7 @@ def cv_residuals(cat: Catalog) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for name in fitted_engines(data):
         if name == "flexllm":
-            continue  # fitted to one ratio by dse.calibrate: no residual exists
+            continue  # fitted to one ratio by dse.validation.calibrate: no residual exists
         r = engine_report(cat, pts, name)
         for source, res in (("leave-one-out", [*r.loo, *r.prefill_loo]),
                             ("prediction", r.predictions), ("leave-one-source-out", r.loso)):

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from dse import calibrate
 from dse.devices import gpu as gpu_mod
 from dse.devices.shape import precision
 from dse.specs import Catalog, GpuServingSpec
 from dse.specs.schema import Key, schema_of
+from dse.validation import calibrate
 from dse.validation.gpu_cv import CvPoint  # re-exported: the fit writes them
 from dse.validation.measurements import BUILDS, GpuMeasurement
 

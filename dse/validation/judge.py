@@ -7,14 +7,14 @@ Data (dse/data/specreason_published.toml): a row is usable when one source gives
 steps the small model wrote) and both models' solo accuracies. Only Lookahead Reasoning's 14
 Table 1 and 2 rows qualify; `usable_rows` lists every other row and why.
 
-Model (dse/workflow.py, the PRM's form): per-step errors from the solo accuracies, a judge score
-u ~ Beta(mu kappa, (1 - mu) kappa) per class (kappa = dse.validation.accuracy.KAPPA), accept
+Model (dse/model/workflow.py, the PRM's form): per-step errors from the solo accuracies, a judge
+score u ~ Beta(mu kappa, (1 - mu) kappa) per class (kappa = dse.validation.accuracy.KAPPA), accept
 when u >= k / 10, forward only (SpecReason never backtracks): accuracy over the problems'
-difficulty, E_i E_S[(1 - q_i)^S] (dse.workflow.chain_accuracy_pct, beta 0), acceptance p_accept
-at the dataset-average step rates, both fitted (a share in percentage points):
+difficulty, E_i E_S[(1 - q_i)^S] (dse.model.workflow.chain_accuracy_pct, beta 0), acceptance
+p_accept at the dataset-average step rates, both fitted (a share in percentage points):
 - the tool's form, three parameters: both means fall by `shift` x the draft's relative error
   x = 1 - A_draft / A_target (the judge scores a lagging draft's steps lower, good or bad;
-  dse.verifiers.judge_means, which `TargetJudge.scores(w, draft, target)` runs, so the fit and
+  dse.model.verifiers.judge_means, which `TargetJudge.scores(w, draft, target)` runs, so the fit and
   the tool compute the same distributions). The acceptances (0.08-0.97 at one threshold)
   follow x (p_accept ~ 1 - F_good(tau) when steps are many and rarely bad). A slope per class
   predicts a left-out pair up to 47 points off (tried), so one shared slope. Every
@@ -38,11 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.discrimination import AccuracyParams, shipped
-from dse.scenario import WorkloadSpec
-from dse.uncertainty import evidence
-from dse.validation.accuracy import KAPPA
-from dse.verifiers import (
+from dse.model.discrimination import AccuracyParams, shipped
+from dse.model.verifiers import (
     BAD_MEAN_RANGE,
     GOOD_MEAN_RANGE,
     SHIFT_RANGE,
@@ -50,12 +47,15 @@ from dse.verifiers import (
     judge_means,
     judge_score_stats,
 )
-from dse.workflow import (
+from dse.model.workflow import (
     chain_accuracy_pct,
     max_steps,
     step_probabilities,
     steps_distribution,
 )
+from dse.specs.scenario import WorkloadSpec
+from dse.uncertainty import evidence
+from dse.validation.accuracy import KAPPA
 
 SCHEMA_VERSION = 2
 GENERATED_BY = "scripts/calibrate_target_judge.py"
@@ -182,13 +182,13 @@ class Params:
     shift: float = 0.0
 
     def means(self, x: float = 0.0) -> tuple[float, float]:
-        """(mu_good, mu_bad) at relative error x: dse.verifiers.judge_means (clipped to the
+        """(mu_good, mu_bad) at relative error x: dse.model.verifiers.judge_means (clipped to the
         declared ranges, x clipped at 0). E.g. 0.95, 0.85, shift 0.3, x 0.5: (0.80, 0.70)."""
         return judge_means(self.good_mean, self.bad_mean, self.shift, x)
 
     def scores(self, x: float = 0.0) -> ScoreStats:
         """The ScoreStats TargetJudge.scores gives a pair at relative error x once these
-        parameters are the judge file's (dse.verifiers.judge_score_stats)."""
+        parameters are the judge file's (dse.model.verifiers.judge_score_stats)."""
         return judge_score_stats(KAPPA, self.good_mean, self.bad_mean, self.shift, x,
                                  "target judge fit (dse.validation.judge)")
 
@@ -507,11 +507,11 @@ def _specreason(cat: Any, share: float | None = None, *, alone: bool = False
     """The SpecReason stand-in (at acceptance `share`; alone: its target alone) and the
     thinking workload it runs (AIME24 solo accuracies of R1-1.5B 28.9 and QwQ-32B 79.5, which
     only shape p_accept(threshold): it is inverted to the share)."""
-    from dse.design import build_design
-    from dse.design_files import load_system
-    from dse.resolve import override_spec
-    from dse.schedules import PRESETS
-    from dse.verifiers import VERIFIERS
+    from dse.io.design_files import load_system
+    from dse.io.resolve import override_spec
+    from dse.model.design import build_design
+    from dse.model.schedules import PRESETS
+    from dse.model.verifiers import VERIFIERS
 
     over: dict[str, Any] = dict(SPECREASON_SYSTEM)
     draft, target = over["draft_model"], over["target_model"]
@@ -540,7 +540,7 @@ def timing_rows(cat: Any) -> list[TimingRow]:
     decoding just 1-2 tokens"; TargetJudge.score_s is that prefill alone, the score token
     sampled from its last logits), and its speed-ups at the published acceptances."""
     from dse.engine.evaluate import evaluate
-    from dse.verifiers import VERIFIERS
+    from dse.model.verifiers import VERIFIERS
 
     d, w = _specreason(cat)
     ctx, step = 4096.0, 50.0  # mid-budget; + the 20-token instruction: ~70 new tokens

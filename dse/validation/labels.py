@@ -76,7 +76,7 @@ class Recording(Mapping[Any, Any]):
 
 def published_root() -> dict[str, Any]:
     """Every published figure a fit may read, by data file (and QUOTED_FIGURES)."""
-    from dse.calibrate import load_data
+    from dse.validation.calibrate import load_data
 
     return {"measured.toml": load_data("measured.toml"),
             "heteroreason_reported.toml": load_data("heteroreason_reported.toml"),
@@ -94,8 +94,7 @@ class Reads:
 def fit_reads(cat: Any, *, gpu: bool = True) -> Reads:
     """Run every fit's reader on a recording view of the published data (`cat`: a Catalog);
     gpu False: leave out the GPU profiles' points (they read no paper figure)."""
-    from dse import calibrate
-    from dse.validation import accuracy, declared, gpu_fit
+    from dse.validation import accuracy, calibrate, declared, gpu_fit
     from dse.validation.measurements import load_gpu_measurements
 
     fitted: set[Path] = set()

@@ -3,7 +3,7 @@
 Sources: dse/data/measured.toml (the project brief's calibration data) and published.toml
 (gathered from public documents; each entry names its source and exact setting). The brief's
 reference_points.toml is held out: its points are predicted beside the fits
-(dse.calibrate.validation_rows), never loaded here, so no fit reads them. Every figure
+(dse.validation.calibrate.validation_rows), never loaded here, so no fit reads them. Every figure
 becomes one `GpuMeasurement`: a catalog device, model, serving profile
 and precision, and the measured time in seconds of what the benchmark timed:
 

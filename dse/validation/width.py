@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.validation.width_rows import Row, row_groups
 from dse.width.accuracy import accuracy_pct
 from dse.width.params import DATASET_ALIASES, FITTED_AGGREGATIONS, WidthParams

@@ -20,8 +20,8 @@ from dse.search.objectives import METRIC_TABLE
 from dse.views.search import fmt
 
 if TYPE_CHECKING:
-    from dse.design import Design
-    from dse.scenario import WorkloadSpec
+    from dse.model.design import Design
+    from dse.specs.scenario import WorkloadSpec
 
 # (Report field, words, unit) of the margins, in display order
 MARGIN_METRICS: tuple[tuple[str, str, str], ...] = (

@@ -2,7 +2,7 @@
 its memory and host options (KV-cache precisions, weight offload, the board's host CPU) and a
 device kind's build-knob ranges, from the device registry's capabilities; the workflows,
 verifiers and placements (roles sharing one device) with their labels, and which schedules
-and flags a placement allows (dse.design.schedule_conflicts).
+and flags a placement allows (dse.model.design.schedule_conflicts).
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from dse.design import schedule_conflicts
+from dse.core.roles import DEVICE_ROLES
 from dse.devices.registry import device_names, kind_of, resolve
 from dse.errors import DseError
-from dse.roles import DEVICE_ROLES
-from dse.scenario import COLOCATIONS, SystemSpec
-from dse.schedules import FLAGS, PRESETS
+from dse.model.design import schedule_conflicts
+from dse.model.schedules import FLAGS, PRESETS
 from dse.specs import Catalog
 from dse.specs.model import KV_PRECISIONS
+from dse.specs.scenario import COLOCATIONS, SystemSpec
 from dse.views.state import MEMORY_OPTIONS
 
 
@@ -179,7 +179,7 @@ COLOCATE_LABELS = {NO_COLOCATION: "Each role on its own device",
 
 def colocate_options(verifier: str) -> list[str]:
     """The placements a verifier allows: with the target as verifier, the verifier already
-    shares the target's device, so only the draft can join it (dse.scenario's check)."""
+    shares the target's device, so only the draft can join it (dse.specs.scenario's check)."""
     return [NO_COLOCATION, *(c for c in COLOCATIONS if verifier == "prm" or "prm" not in c)]
 
 
@@ -233,7 +233,7 @@ def shared_devices(cat: Catalog, roles: Sequence[str]) -> list[str]:
 
 def flag_conflicts(spec: SystemSpec) -> dict[str, str]:
     """Each schedule flag the system's shared devices forbid, with the reason
-    (dse.design.schedule_conflicts); empty for a target-only or width system (no schedule)."""
+    (dse.model.design.schedule_conflicts); empty for a target-only or width system (no schedule)."""
     if spec.workflow_name != "speculative":
         return {}
     out: dict[str, str] = {}

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dse.engine.report import Report
-from dse.scenario import SystemSpec
 from dse.search.objectives import METRIC_TABLE
+from dse.specs.scenario import SystemSpec
 from dse.views.search import fmt, workflow_text
 
 

@@ -6,9 +6,9 @@ work). Sentences for the dashboard, from two designs and their closed-form repor
 
 from __future__ import annotations
 
-from dse.design import Design
 from dse.engine.report import DEVICES, Report
-from dse.schedules import FLAGS
+from dse.model.design import Design
+from dse.model.schedules import FLAGS
 from dse.views.figures import energy_split
 
 ROLE_LABELS = {"draft": "draft", "prm": "PRM", "target": "target", "link": "link",

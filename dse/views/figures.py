@@ -1,6 +1,6 @@
 """Report figures: speed-ups over the baselines, the idle/active split of energy, one
 simulated problem's timeline, each role's roofline operating points and the tornado of the
-mean-value model's terms. The simulator and dse.symbolic (sympy) are imported by the functions
+mean-value model's terms. The simulator and dse.model.symbolic (sympy) are imported by the functions
 that use them.
 """
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from dse.arrays import Num
-from dse.design import Design
+from dse.core.arrays import Num
 from dse.devices import shape
 from dse.engine.report import DEVICES, Report
-from dse.scenario import WorkloadSpec
-from dse.schedules import Costs, fields
+from dse.model.design import Design
+from dse.model.schedules import Costs, fields
+from dse.specs.scenario import WorkloadSpec
 
 
 def speedups(current: Report, baselines: Mapping[str, Report]) -> dict[str, dict[str, float]]:
@@ -130,7 +130,7 @@ def operating_context(design: Design, workload: WorkloadSpec) -> float:
         from dse.engine.evaluate import evaluate
 
         return evaluate(design, workload).tokens_per_problem / 2
-    from dse.symbolic import components
+    from dse.model.symbolic import components
 
     comp = components(design, workload)
     return (comp["_s_mean"] - 1) / 2 * comp["_m_c"]
@@ -187,7 +187,7 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
                 pts = [pt(f"decode token x{b}", "decode", 1, ctx,
                           pl.decode_token_s(ctx, batch=b), batch=b)]
         elif role == "prm" and design.verifier.is_target:
-            from dse.verifiers import judge_parameters
+            from dse.model.verifiers import judge_parameters
 
             # the target judges: the step and the scoring instruction after its cached prefix
             n = x + judge_parameters().prompt_tokens
@@ -205,17 +205,17 @@ def rooflines(design: Design, workload: WorkloadSpec) -> list[RoleRoofline]:
     return out
 
 
-# Labels of the tornado's probability terms (the step components' are dse.symbolic's).
+# Labels of the tornado's probability terms (the step components' are dse.model.symbolic's).
 PROB_LABELS = {"pa": "accept probability", "pf": "rewrite fails the backtrack threshold"}
 
 
 def tornado(design: Design, workload: WorkloadSpec, rel: float = 0.1) -> list[dict[str, Any]]:
-    """Latency and J/token of the mean-value model (dse.symbolic) with each term scaled by
+    """Latency and J/token of the mean-value model (dse.model.symbolic) with each term scaled by
     1 - rel and 1 + rel, the others held: one vectorised call. The probabilities (accept,
     rewrite fails) also move the expected attempt and backtrack counts. Rows sorted by the
     larger relative swing; terms that are zero in this schedule are left out. For small `rel`
-    a step component's slope equals `dse.symbolic.sensitivities`."""
-    from dse.symbolic import COMPONENT_LABELS, COMPONENTS, batch_metrics, components
+    a step component's slope equals `dse.model.symbolic.sensitivities`."""
+    from dse.model.symbolic import COMPONENT_LABELS, COMPONENTS, batch_metrics, components
 
     comp = components(design, workload)
     terms = [k for k in (*COMPONENTS, "pa", "pf")

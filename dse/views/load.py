@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from dse.errors import DseError
 
 if TYPE_CHECKING:
-    from dse.design import Design
-    from dse.scenario import WorkloadSpec
+    from dse.model.design import Design
     from dse.specs import Catalog
+    from dse.specs.scenario import WorkloadSpec
     from dse.views.state import DesignState
 
 EVALUATOR_LABELS = {"closed-form": "closed form (means and their 90% intervals; fast)",
@@ -217,7 +217,7 @@ def serve_curve(name: str, d: Design, w: WorkloadSpec, state: LoadState, *,
                 rep: Any = None) -> Curve:
     """The design at every rate of `rate_grid` below its capacity (the closed form's, found
     at the first rate and passed on)."""
-    from dse.resolve import report
+    from dse.io.resolve import report
 
     rep = rep if rep is not None else report(d, w)
     spec = proposer(name, d, w)

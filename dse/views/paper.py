@@ -2,8 +2,8 @@
 (accuracy in %, ratios in x, shares as fractions), as table rows, as CSV, and the reasons for
 the misses in full.
 
-The rows are `dse.reproduce.Row`s; their 90% intervals (`tool_low`, `tool_high`) come from
-`dse.coverage.paper_rows`, which re-evaluates every row once per uncertainty factor,
+The rows are `dse.paper.reproduce.Row`s; their 90% intervals (`tool_low`, `tool_high`) come from
+`dse.paper.coverage.paper_rows`, which re-evaluates every row once per uncertainty factor,
 so a page may show the central rows first and merge the intervals in later (`with_intervals`).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dse.reproduce import Row, miss_reason, summary, tool_text
+from dse.paper.reproduce import Row, miss_reason, summary, tool_text
 from dse.views.pages import paper_points
 
 # Panels in this order, titled by the quantity and its unit.
@@ -70,7 +70,7 @@ def has_interval(r: Row) -> bool:
 
 
 def counts(shown: Sequence[Row], total: int) -> dict[str, int]:
-    """`dse.reproduce.summary` of the rows shown, the fitted or calibrated ones (`read`: a fit
+    """`dse.paper.reproduce.summary` of the rows shown, the fitted or calibrated ones (`read`: a fit
     or a constraint read them), their number overall (`total`) and how many have an interval
     (`with_interval`) and hold the paper's value in it (`inside`)."""
     read = [r for r in shown if r.calibrated]  # fitted or calibrated: not predictions

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dse.design_files import DesignFile
+from dse.io.design_files import DesignFile
 from dse.search.objectives import CONSTRAINT_TABLE, METRIC_TABLE, OBJECTIVES
 
 
@@ -113,7 +113,7 @@ def workflow_text(s: Any) -> str:
         knobs = f", N = {s.samples}" + (f", B = {s.beam_width}" if s.beam_width else "")
         return (f"width: {s.workflow}{knobs}"
                 + (f", PRM {s.aggregation or 'default'}" if s.prm_model else ", no verifier"))
-    from dse.verifiers import VERIFIERS
+    from dse.model.verifiers import VERIFIERS
 
     judge = VERIFIERS[str(s.verifier_name)].is_target
     out = "speculative, " + ("target judges" if judge else f"{s.verifier_name.upper()} verifier")

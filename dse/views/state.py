@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dse.design import Design, build_design, placed_roles
-from dse.design_files import ALIASES, DesignFile, parse_set, system_to_toml
 from dse.devices.registry import kind_of
 from dse.errors import DseError, SpecError, UnknownNameError
-from dse.resolve import override_spec, read_source
-from dse.scenario import PRM_KEYS, WIDTH_WORKFLOWS, SystemSpec
-from dse.schedules import FLAGS, PRESETS, Schedule
+from dse.io.design_files import ALIASES, DesignFile, parse_set, system_to_toml
+from dse.io.resolve import override_spec, read_source
+from dse.model.design import Design, build_design, placed_roles
+from dse.model.schedules import FLAGS, PRESETS, Schedule
 from dse.specs import SCHEMAS, Catalog
 from dse.specs.emit import toml_value
+from dse.specs.scenario import PRM_KEYS, WIDTH_WORKFLOWS, SystemSpec
 from dse.views.load import LOAD_PARAMS
 
 # The view a fresh dashboard opens on: the README's first example.
@@ -33,7 +33,7 @@ _META_KEYS = ("schema_version", "kind", "name", "description", "sources")
 # system key, so a design's own parameters never collide with it.
 PIN_PARAM = "pin"
 MAX_PINS = 8
-# A role's memory and host options, each a system key `<role>_<option>` (dse.design.
+# A role's memory and host options, each a system key `<role>_<option>` (dse.model.design.
 # memory_options: its KV-cache precision, the share of its weights in host memory, its GPU's
 # host CPU).
 MEMORY_OPTIONS = ("kv_precision", "offload_fraction", "host_cpu_slowdown")
@@ -63,7 +63,7 @@ class DesignState:
                              source="--set")
 
     def design(self, cat: Catalog) -> Design:
-        """The resolved design (dse.resolve, as `dse evaluate --set`); raises InfeasibleError
+        """The resolved design (dse.io.resolve, as `dse evaluate --set`); raises InfeasibleError
         or SpecError with the reasons."""
         return build_design(cat, self.spec(cat), self.schedule)
 
@@ -80,7 +80,7 @@ class DesignState:
         """The alternative every speculative design is weighed against: its target model alone
         (`workflow = "target-only"`) on the same target placement, with the same generation
         budget and workload (normalised: see `applicable`); as a state, so that it has a URL
-        and can be pinned. Its spec is dse.resolve.target_alone's of this state's system."""
+        and can be pinned. Its spec is dse.io.resolve.target_alone's of this state's system."""
         return applicable(DesignState(self.system, self.workload, self.schedule,
                                       {**self.overrides, "workflow": "target-only"}))
 

@@ -39,7 +39,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 from dse.width import voting
 from dse.width.difficulty import (
     DEFAULT_NODES,

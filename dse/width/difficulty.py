@@ -33,7 +33,7 @@ from functools import cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dse.arrays import F64
+from dse.core.arrays import F64
 
 DEFAULT_NODES = 16  # quadrature nodes in p (tests: within 0.02 points of 100 nodes to N = 1024)
 MIN_SHAPE = 1e-9  # Beta shapes are clipped here (A = 0 or 1 is a point mass, handled apart)
@@ -170,7 +170,7 @@ def correct_count_pmf(solo_accuracy: ArrayLike, concentration: ArrayLike, sample
     return np.asarray(np.exp(np.where(iid[..., None], log_iid, log_bb)), dtype=float)
 
 
-DEFAULT_BINS = 32  # equal-probability bins of the solve rate (dse.workflow's chain accuracy)
+DEFAULT_BINS = 32  # equal-probability bins of the solve rate (dse.model.workflow's chain accuracy)
 TAIL_EDGE = 1e-12  # a bin edge this close to 0 or 1 is taken as at it (solve_rate_bins)
 
 
@@ -180,7 +180,7 @@ def beta_quantile(shape_a: float, shape_b: float, u: ArrayLike) -> tuple[F64, F6
     below 1e-16 when a << 1, where most mass sits at 0) and 1 - x the same way through
     I_{1-x}(b, a) = 1 - u (mass at 1 when b << 1); the smaller of the two is kept and the other
     is 1 minus it."""
-    from dse.special import betainc
+    from dse.core.special import betainc
 
     uu = np.asarray(u, dtype=float)
 
@@ -215,7 +215,7 @@ def solve_rate_bins(solo_accuracy: float, concentration: float, bins: int = DEFA
     lower (or, above the median, the upper) masses at its edges times the number of bins, so
     that bins near p = 1 keep their precision. A = 0 or 1, or c = inf: every bin at A.
     E.g. A 0.5, c 2 (uniform p), 2 bins: [0.25, 0.75]."""
-    from dse.special import betainc
+    from dse.core.special import betainc
 
     a_pct = min(max(solo_accuracy, 0.0), 1.0)
     if not math.isfinite(concentration) or a_pct <= 0.0 or a_pct >= 1.0:

@@ -45,8 +45,8 @@ from functools import cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dse.arrays import F64
-from dse.special import ndtr, ndtri
+from dse.core.arrays import F64
+from dse.core.special import ndtr, ndtri
 from dse.width.difficulty import lgamma
 
 Z_NODES = (40, 48)  # Gauss-Legendre nodes over the top score's range, N <= 64 and above

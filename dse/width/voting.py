@@ -35,8 +35,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from dse.arrays import F64
-from dse.special import ndtr
+from dse.core.arrays import F64
+from dse.core.special import ndtr
 from dse.width.difficulty import log_choose
 from dse.width.judge import one_correct_wins, vote_score_moments
 

@@ -1,4 +1,4 @@
-"""Field lists of an attempt, derived from the roles (dse.roles) in one place.
+"""Field lists of an attempt, derived from the roles (dse.core.roles) in one place.
 
 The closed form takes expectations of SUMMED_FIELDS, the simulator adds up REPLAY_FIELDS per
 problem; both come from the same per-role names, so a new role or field is one edit here.
@@ -6,7 +6,7 @@ problem; both come from the same per-role names, so a new role or field is one e
 
 from __future__ import annotations
 
-from dse.roles import DEVICE_ROLES, PATH_ROLES, Role, busy_field, crit_field, dyn_field
+from dse.core.roles import DEVICE_ROLES, PATH_ROLES, Role, busy_field, crit_field, dyn_field
 
 CRIT_FIELDS: tuple[str, ...] = tuple(crit_field(r) for r in PATH_ROLES)
 BUSY_FIELDS: tuple[str, ...] = tuple(busy_field(r) for r in DEVICE_ROLES)

@@ -3,7 +3,7 @@ sensitivities.
 
 The accurate closed form (dse.engine.closed_form) takes expectations over token-count
 quadrature at every step position; it costs ~0.1 s per design. For screening a million designs
-(dse sweep / optimize), this module evaluates the same schedule rules (dse.schedules.rules,
+(dse sweep / optimize), this module evaluates the same schedule rules (dse.model.schedules.rules,
 which the closed form's numpy composition is built from too) at the mean step and mean
 context:
 
@@ -15,7 +15,7 @@ with t_acc, t_rej, t_bk the accept / reject / backtrack attempt times of each sc
 `sensitivities` returns d ln(metric) / d ln(component) from the symbolic derivatives. Search
 ranks with this model and re-evaluates the designs it reports with the accurate closed form.
 
-The lambdified functions a search evaluates are generated once into dse/mean_value_forms.py
+The lambdified functions a search evaluates are generated once into dse/model/mean_value_forms.py
 (`generated_source`, written by `python scripts/generate_mean_value_forms.py`;
 tests/test_symbolic.py fails when the file is not what the rules give now), so that a sweep does
 not import sympy (0.5 s) and lambdify 64 expressions (0.6 s) on every run. sympy is imported
@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dse.design import Design
-from dse.scenario import WorkloadSpec
-from dse.schedules import DEVICE_ROLES, Costs, Role, rules
-from dse.workflow import (
+from dse.model.design import Design
+from dse.model.schedules import DEVICE_ROLES, Costs, Role, rules
+from dse.model.workflow import (
     design_step_probabilities,
     max_steps,
     steps_distribution,
 )
+from dse.specs.scenario import WorkloadSpec
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -95,8 +95,8 @@ class StepExpressions:
 @cache
 def step_expressions(step_ahead: bool, shadow: bool, backtracking: bool) -> StepExpressions:
     """Symbolic per-attempt and per-problem latency, busy time and dynamic energy of one
-    schedule (mean-value), from the rules of dse.schedules.rules at the mean step. Where it
-    differs from the closed form's composition (dse.schedules.compose), the difference is in
+    schedule (mean-value), from the rules of dse.model.schedules.rules at the mean step. Where it
+    differs from the closed form's composition (dse.model.schedules.compose), the difference is in
     what it feeds the rules: the mean head start below, the shadow-sync lag `a1`, the rewrite's
     score P2 that includes the verdict link, and the draft's busy booking (rules.draft_busy_s).
     """
@@ -177,7 +177,7 @@ def _lambdified(step_ahead: bool, shadow: bool, backtracking: bool
                 ) -> dict[str, Callable[..., Any]]:
     """latency, energy_dyn and wasted_j of one schedule as functions of (COMPONENTS, PROBS,
     COUNTS), from the generated module."""
-    from dse import mean_value_forms as g
+    from dse.model import mean_value_forms as g
 
     return dict(g.METRICS[(step_ahead, shadow, backtracking)])
 
@@ -216,7 +216,7 @@ def _expressions(flags: tuple[bool, bool, bool]) -> dict[str, tuple[list[str], s
 
 
 def generated_source() -> str:
-    """The text of dse/mean_value_forms.py: every schedule's mean-value functions as sympy's
+    """The text of dse/model/mean_value_forms.py: every schedule's mean-value functions as sympy's
     lambdify prints them (Max and Min as numpy's maximum and minimum), wrapped to 100 columns
     between tokens."""
     import inspect
@@ -259,11 +259,11 @@ def generated_source() -> str:
                f"\"energy_dyn\": energy_dyn_{''.join(str(int(f)) for f in flags)},\n"
                + " " * 25 + f"\"wasted_j\": wasted_j_{''.join(str(int(f)) for f in flags)}}},"
                for flags in FLAG_SETS]
-    return ('"""The mean-value model\'s functions (dse.symbolic), generated: do not edit.\n\n'
+    return ('"""The mean-value model\'s functions (dse.model.symbolic), generated: do not edit.\n\n'
             "Written by `python scripts/generate_mean_value_forms.py` from "
-            "dse.symbolic.step_expressions\n(the schedule rules in sympy) by sympy's lambdify; "
-            "tests/test_symbolic.py fails when this file\nis not what the rules give now. "
-            "Suffix: step-ahead, shadow sync, backtracking (0/1).\n"
+            "dse.model.symbolic.step_expressions\n(the schedule rules in sympy) by sympy's "
+            "lambdify; tests/test_symbolic.py fails when this file\nis not what the rules give "
+            "now. Suffix: step-ahead, shadow sync, backtracking (0/1).\n"
             '"""\n\nfrom functools import reduce\nfrom typing import Any\n\n'
             "from numpy import maximum, minimum\n\nA = Any\n\n\n"
             + "\n\n\n".join(blocks)
@@ -367,7 +367,7 @@ class LinearForm:
 def linear_forms(step_ahead: bool, shadow: bool, backtracking: bool) -> dict[str, LinearForm]:
     """Coefficients (arguments: COMPONENTS then p_a) of latency and dynamic energy, from the
     generated module."""
-    from dse import mean_value_forms as g
+    from dse.model import mean_value_forms as g
 
     return {name: LinearForm(*fns)
             for name, fns in g.LINEAR[(step_ahead, shadow, backtracking)].items()}

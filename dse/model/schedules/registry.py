@@ -2,7 +2,7 @@
 
 A schedule is three flags (FLAGS): backtracking (BRSD), step_ahead (T2: step-ahead
 speculation and target prefetch) and shadow_sync (T1: the draft ingests the target's tokens as
-they stream). The timing rules are written once over the flags (dse.schedules.rules), so every
+they stream). The timing rules are written once over the flags (dse.model.schedules.rules), so every
 one of the 2^3 combinations is a schedule; the registry names the ones the paper compares
 (PRESETS) and calls any other combination `custom(...)`.
 """

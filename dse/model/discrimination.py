@@ -2,7 +2,7 @@
 draft, PRM and dataset.
 
 A PRM's score of a good step ~ Beta(mu_g kappa, (1 - mu_g) kappa), of a bad step
-~ Beta(mu_b kappa, (1 - mu_b) kappa) on [0, 1] (dse.workflow turns them into acceptance and
+~ Beta(mu_b kappa, (1 - mu_b) kappa) on [0, 1] (dse.model.workflow turns them into acceptance and
 accuracy). The bad-step mean is where discrimination lives, and it follows two published,
 physically meaningful quantities of the design (never the workload file's numbers, which are
 the dataset's alone):
@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from dse.data import sources_of, versioned_toml
-from dse.scenario import WorkloadSpec, solo_accuracy_pct
 from dse.specs.model import PROCESSBENCH_SUBSETS, ModelSpec
+from dse.specs.scenario import WorkloadSpec, solo_accuracy_pct
 
-DATA = Path(__file__).parent / "data" / "accuracy_model.toml"
+DATA = Path(__file__).parents[1] / "data" / "accuracy_model.toml"
 SCHEMA_VERSION = 1
 MU_B_RANGE = (0.02, 0.99)
 MU_G_RANGE = (0.5, 0.999)
@@ -132,7 +132,7 @@ def prm_f1_pct(prm: ModelSpec | None, subset: str, p: AccuracyParams) -> tuple[f
 def beta_mean_at_cdf(cdf: float, kappa: float, threshold: float) -> float:
     """The mean mu of Beta(mu kappa, (1 - mu) kappa) whose CDF at `threshold` is `cdf` (the CDF
     falls as mu grows; bisection, 60 halvings: 1e-18 of the unit interval)."""
-    from dse.special import betainc
+    from dse.core.special import betainc
 
     lo, hi = 1e-9, 1 - 1e-9
     for _ in range(60):
@@ -149,7 +149,7 @@ def at_concentration(mu: float, kappa_from: float, kappa_to: float, threshold: f
     kappa_from (mu itself when the two concentrations agree)."""
     if math.isclose(kappa_from, kappa_to, rel_tol=0.0, abs_tol=1e-12):
         return mu
-    from dse.special import betainc
+    from dse.core.special import betainc
 
     cdf = float(betainc(mu * kappa_from, (1 - mu) * kappa_from, threshold))
     return beta_mean_at_cdf(cdf, kappa_to, threshold)

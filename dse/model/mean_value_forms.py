@@ -1,6 +1,6 @@
-"""The mean-value model's functions (dse.symbolic), generated: do not edit.
+"""The mean-value model's functions (dse.model.symbolic), generated: do not edit.
 
-Written by `python scripts/generate_mean_value_forms.py` from dse.symbolic.step_expressions
+Written by `python scripts/generate_mean_value_forms.py` from dse.model.symbolic.step_expressions
 (the schedule rules in sympy) by sympy's lambdify; tests/test_symbolic.py fails when this file
 is not what the rules give now. Suffix: step-ahead, shadow sync, backtracking (0/1).
 """

@@ -10,12 +10,12 @@ A speculative design's verifier is one of the registered kinds (`VERIFIERS`), ea
   prefill's last logits (vLLM serves a max_tokens=1 request from the prefill pass: no decode
   step). Its prefix cache then holds every step, so a rewrite after a reject prefills nothing
   new (SpecReason serves the target with prefix caching on), and it runs on the target's
-  placement, so it shares the target's device (dse.design: colocated roles serialise).
+  placement, so it shares the target's device (dse.model.design: colocated roles serialise).
 
 Scores: a good step's score ~ Beta(a_g, b_g), a bad step's ~ Beta(a_b, b_b) on [0, 1]; a step is
-accepted when its score >= the accept threshold (dse.workflow). The distributions depend on the
-design: `Verifier.scores(w, draft, target, model)`. A PRM's follow its draft and its own
-identity on the dataset (dse.discrimination: the draft's solo accuracy, the PRM's ProcessBench
+accepted when its score >= the accept threshold (dse.model.workflow). The distributions depend on
+the design: `Verifier.scores(w, draft, target, model)`. A PRM's follow its draft and its own
+identity on the dataset (dse.model.discrimination: the draft's solo accuracy, the PRM's ProcessBench
 F1 at the dataset's difficulty); a target judge's 0-9 token is floor(10 u) of a
 latent u on [0, 1], so SpecReason's threshold k is an accept threshold of k / 10 (its default 7
 is 0.7). The judge's latent u ~ Beta(mu kappa, (1 - mu) kappa) per class, both means lowered by
@@ -41,13 +41,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dse.devices.protocol import Placement
-from dse.discrimination import ScoreStats, prm_scores
 from dse.errors import SpecError, UnknownNameError
-from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.model.discrimination import ScoreStats, prm_scores
 from dse.specs.model import ModelSpec
+from dse.specs.scenario import WorkloadSpec, solo_accuracy_pct
 
 F64 = NDArray[np.float64]
-JUDGE_DATA = Path(__file__).parent / "data" / "target_judge.toml"
+JUDGE_DATA = Path(__file__).parents[1] / "data" / "target_judge.toml"
 JUDGE_SCHEMA_VERSION = 2
 # Declared ranges of the judge's latent score means (the fit's bounds, the clip of a shifted
 # mean) and of its shift: a good step's mean stays above 0.5 (a judge that prefers good steps)
@@ -112,7 +112,7 @@ class PrmVerifier:
     def scores(self, w: WorkloadSpec, draft: str, target: str,
                model: ModelSpec | None = None) -> ScoreStats:
         """This PRM's discrimination of this draft's steps on this workload
-        (dse.discrimination: the draft's solo accuracy there, the PRM's ProcessBench F1 at the
+        (dse.model.discrimination: the draft's solo accuracy there, the PRM's ProcessBench F1 at the
         dataset's difficulty); the target does not enter."""
         return prm_scores(w, draft, model)
 

@@ -10,7 +10,7 @@ A design chosen at a load (`dse sweep/optimize --rate R --out DIR`) also carries
 served, its [serving] table (ServingSettings, vLLM's names): `dse export` writes it into the vLLM
 files.
 
-These sit beside dse/design.py, not in dse/specs: a design file carries a schedule and `--set`
+These sit beside dse/model/design.py, not in dse/specs: a design file carries a schedule and `--set`
 takes the schedule flags, and dse/specs (the bottom of the flow) does not import the schedules.
 """
 
@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dse.core.limits import MAX_NUM_SEQS
 from dse.errors import FlagValueError, SpecError
-from dse.limits import MAX_NUM_SEQS
-from dse.scenario import SystemSpec
-from dse.schedules.registry import FLAGS, Schedule, schedule_for
+from dse.model.schedules.registry import FLAGS, Schedule, schedule_for
 from dse.specs import (
     MAX_INT,
     SCHEMA_VERSION,
@@ -37,6 +36,7 @@ from dse.specs import (
     check_value,
 )
 from dse.specs.emit import toml_text
+from dse.specs.scenario import SystemSpec
 from dse.specs.schema import check_header, check_keys, parse_toml, read_text
 
 ALIASES = {"fpga.clock_mhz": "fpga_clock_MHz", "fpga.channels": "fpga_memory_channels",

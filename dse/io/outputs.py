@@ -2,7 +2,7 @@
 that a command (or `dse.export`, `dse.optimize`) will write is refused in one line, naming the
 flag or argument, when it cannot be written: a directory where a file is needed (or the other
 way round), a path under a regular file, a device or a FIFO, a directory that does not exist or
-that this process cannot create files in, files already there without force. dse.atomic does
+that this process cannot create files in, files already there without force. dse.io.atomic does
 the writing itself (and checks again: the file system may change in between).
 
 Writability is probed, not guessed from permission bits: a temporary file is created
@@ -19,8 +19,8 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from dse.core.limits import MAX_SQLITE_PATH_BYTES
 from dse.errors import UsageError
-from dse.limits import MAX_SQLITE_PATH_BYTES
 
 
 def _fail(flag: str, path: object, why: str) -> UsageError:
@@ -65,7 +65,7 @@ def _directory_for(flag: str, shown: object, d: Path, *, create: bool) -> None:
 
 
 def _target(flag: str, path: str | os.PathLike[str]) -> Path:
-    """The absolute path (a symlink's target; a dangling link is refused, as dse.atomic)."""
+    """The absolute path (a symlink's target; a dangling link is refused, as dse.io.atomic)."""
     text = os.fspath(path)
     if not text or "\0" in text:
         raise _fail(flag, repr(text), "not a usable path")

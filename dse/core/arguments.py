@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dse.core.limits import MAX_INT, MAX_PATH_CHARS
 from dse.errors import ArgumentError
-from dse.limits import MAX_INT, MAX_PATH_CHARS
 
 SHOWN_CHARS = 60  # how much of a bad value a message shows
 
@@ -152,7 +152,7 @@ OVERRIDE_VALUE_TYPES = (bool, int, float, str)
 
 def overrides(name: str, value: Any) -> dict[str, Any]:
     """A mapping of system keys (non-empty strings) to plain values (bool, int, float, str, or a
-    list of strings); each value is then checked by its key's own check (dse.resolve)."""
+    list of strings); each value is then checked by its key's own check (dse.io.resolve)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):

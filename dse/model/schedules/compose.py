@@ -4,11 +4,11 @@ An *attempt* is one pass at step position t: the draft writes the step, the PRM 
 on a reject the target rewrites it (and, with backtracking, the PRM scores the rewrite, which
 may send the system back to an anchor). `attempt` returns the attempt's critical-path time split
 by role, each device's busy time, energy above idle, speculation stall and wasted work. It is
-two steps: `step_costs` (dse.schedules.costs: what each operation costs at the inputs) and
+two steps: `step_costs` (dse.model.schedules.costs: what each operation costs at the inputs) and
 `compose` (the schedule: what overlaps, for one outcome, from the rules of
-dse.schedules.rules, on which the mean-value form dse.symbolic builds too). Both evaluators
-use them: the simulator through `attempt` with one sampled record per problem, the closed form
-with quadrature grids of the same random inputs (costs once per grid, composed for each
+dse.model.schedules.rules, on which the mean-value form dse.model.symbolic builds too). Both
+evaluators use them: the simulator through `attempt` with one sampled record per problem, the closed
+form with quadrature grids of the same random inputs (costs once per grid, composed for each
 outcome), so the two agree by construction up to the expectation of the inputs.
 
 Timing (all times from the attempt's start, i.e. the previous commit):
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse.schedules import rules as r
-from dse.schedules.costs import Costs, StepCosts, step_costs
-from dse.schedules.registry import Schedule
-from dse.schedules.rules import ACCEPT, BACKTRACK, NUMPY
+from dse.model.schedules import rules as r
+from dse.model.schedules.costs import Costs, StepCosts, step_costs
+from dse.model.schedules.registry import Schedule
+from dse.model.schedules.rules import ACCEPT, BACKTRACK, NUMPY
 
 F64 = NDArray[np.float64]
 _where = NUMPY.where
@@ -74,7 +74,7 @@ class Attempt:
     target_ready_s: F64
     refine_verdict_s: F64
     sync_end_s: F64
-    # where the closed form's booking differs from the mean-value form's (dse.schedules.rules)
+    # where the closed form's booking differs from the mean-value form's (dse.model.schedules.rules)
     speculated_s: F64  # draft speculation run in this attempt (step-ahead), kept or not
     sync_cut_s: F64  # ingestion of a rewrite a backtrack discarded, not run
 
@@ -286,7 +286,7 @@ def compose(k: StepCosts, s: Schedule, *, outcome: ArrayLike, spec_ok: ArrayLike
             ahead: ArrayLike) -> Attempt:
     """The schedule: how an attempt's operations (`k`) overlap, for an outcome (ACCEPT, REFINE
     or BACKTRACK), whether a next step exists (spec_ok) and the draft's head start (ahead).
-    Each time is one rule of dse.schedules.rules on numpy arrays."""
+    Each time is one rule of dse.model.schedules.rules on numpy arrays."""
     o = NUMPY
     p = _commit_path(k, s, outcome=outcome, spec_ok=spec_ok, ahead=ahead)
     ahead = np.asarray(ahead, dtype=float)

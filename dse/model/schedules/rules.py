@@ -1,9 +1,9 @@
 """The timing rules of an attempt, each written once, generic over the max / min operators.
 
 Both evaluator families build on these functions: the closed form and the simulator through
-`dse.schedules.compose` (numpy arrays, `NUMPY` operators) and the mean-value model through
-`dse.symbolic.step_expressions` (sympy expressions, `SYMPY` operators, built there so that sympy
-stays a dependency of that module only). A rule takes the schedule's flags as Python bools;
+`dse.model.schedules.compose` (numpy arrays, `NUMPY` operators) and the mean-value model through
+`dse.model.symbolic.step_expressions` (sympy expressions, `SYMPY` operators, built there so that
+sympy stays a dependency of that module only). A rule takes the schedule's flags as Python bools;
 outcome conditions (`accepted`, `rejected`, ...) are arrays for numpy and Python bools for the
 mean-value form, which writes one expression per outcome.
 
@@ -11,7 +11,7 @@ All times are seconds from the attempt's start (the previous commit). The two fo
 in what they feed the rules, and the differences are explicit at their call sites:
 - inputs: the closed form passes per-sample costs (quadrature over token counts and contexts,
   the simulator one record per problem); the mean-value form passes the costs of a mean step at
-  the mean context (dse.symbolic.COMPONENTS);
+  the mean context (dse.model.symbolic.COMPONENTS);
 - the draft's head start: the closed form carries it from attempt to attempt (a fixed point
   over the chain of attempts); the mean-value form mixes the head start after an accept and
   after a reject by p_accept;

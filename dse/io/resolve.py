@@ -23,14 +23,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dse.design import Design, budget_misfit, build_design, schedule_conflicts
-from dse.design_files import ALIASES, ServingSettings, read_design_file
 from dse.engine.report import Report
 from dse.errors import FlagValueError, SpecError
-from dse.scenario import SystemSpec, WorkloadSpec
-from dse.schedules import FLAGS, PRESETS, Schedule
-from dse.schedules import schedule as preset
+from dse.io.design_files import ALIASES, ServingSettings, read_design_file
+from dse.model.design import Design, budget_misfit, build_design, schedule_conflicts
+from dse.model.schedules import FLAGS, PRESETS, Schedule
+from dse.model.schedules import schedule as preset
 from dse.specs import SCHEMAS, Catalog, check_value, load_spec
+from dse.specs.scenario import SystemSpec, WorkloadSpec
 
 SystemRef = str | Path | SystemSpec
 WorkloadRef = str | Path | WorkloadSpec
@@ -136,7 +136,7 @@ def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
                        ) -> tuple[list[Schedule], list[str]]:
     """(the schedules the system can run, one note per one it cannot). A target-only design
     runs one way (the first schedule stands for it); a colocated one only the schedules whose
-    overlaps its shared devices allow (dse.design.schedule_conflicts)."""
+    overlaps its shared devices allow (dse.model.design.schedule_conflicts)."""
     if spec.workflow_name != "speculative":  # target-only and width: one way to run
         return list(schedules[:1]), []
     ok, notes = [], []
@@ -194,7 +194,7 @@ def report(d: Design, w: WorkloadSpec, *, evaluator: str = "closed-form", proble
 
 def check_budget(d: Design, w: WorkloadSpec) -> None:
     """A design whose generation budget cannot hold the workload's prompt and one step is
-    refused with one line naming `max_context_tokens` (dse.design.budget_misfit): its numbers
+    refused with one line naming `max_context_tokens` (dse.model.design.budget_misfit): its numbers
     would be for problems it never finishes."""
     why = budget_misfit(d, w)
     if why is not None:
@@ -223,7 +223,7 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
     from dse.engine.report import finite, report_from_replay
     from dse.engine.simulator import replay, synthetic_trace
     from dse.errors import UsageError
-    from dse.schedules import Costs
+    from dse.model.schedules import Costs
 
     check_budget(d, w)
     c = Costs(d, w)

@@ -13,8 +13,9 @@ gets wrong is one the weaker model gets wrong too. The PRM rejects mostly the dr
 steps, so the target rewrites mostly hard steps, where its error rate is up to h_t / h_d (if
 h_t < h_d), well above its average h_t.
 
-The verifier scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b) (dse.verifiers;
-a PRM's for the design's draft and PRM on the dataset, dse.discrimination):
+The verifier scores a good step ~ Beta(a_g, b_g) and a bad one ~ Beta(a_b, b_b)
+(dse.model.verifiers; a PRM's for the design's draft and PRM on the dataset,
+dse.model.discrimination):
 - draft step accepted:        p_accept = (1 - h_d) (1 - F_g(tau_a)) + h_d (1 - F_b(tau_a))
 - refined step fails (bt):    p_fail   = (1 - h_rw) F_g(tau_b) + h_rw F_b(tau_b), with h_rw the
                               target's error rate on rejected steps (nested errors, below)
@@ -45,19 +46,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dse import special
-from dse.discrimination import (
+from dse.core import special
+from dse.model.discrimination import (
     AccuracyParams,
     ScoreStats,
     prm_scores,
     shipped,
     shipped_sources,
 )
-from dse.scenario import WorkloadSpec, solo_accuracy_pct
+from dse.specs.scenario import WorkloadSpec, solo_accuracy_pct
 from dse.width.difficulty import DEFAULT_BINS, solve_rate_bins
 
 if TYPE_CHECKING:  # the design imports the workflow's callers, not this module
-    from dse.design import Design
+    from dse.model.design import Design
 
 F64 = NDArray[np.float64]
 
@@ -109,7 +110,7 @@ def _step_error_rate(accuracy_pct: float, s_vals: NDArray[np.int64], s_p: F64) -
 
 
 def model_accuracy(w: WorkloadSpec, model: str) -> float:
-    """The model's solo accuracy on the workload, percent (dse.scenario.solo_accuracy_pct)."""
+    """The model's solo accuracy on the workload, percent (dse.specs.scenario.solo_accuracy_pct)."""
     return solo_accuracy_pct(w, model)
 
 
@@ -136,7 +137,7 @@ def step_probabilities(
 ) -> StepProbabilities:
     """The dataset-average step probabilities (each model's per-step error from its solo
     accuracy, the same on every problem): what the timing reads (acceptance, failed rewrites).
-    scores: the verifier's score distributions (dse.verifiers); params: the error nesting
+    scores: the verifier's score distributions (dse.model.verifiers); params: the error nesting
     and in-chain factors (None: the shipped accuracy model's). The accuracy reads
     `chain_accuracy_pct` instead, which conditions every step on the problem's difficulty."""
     n = quality_max_steps(w)

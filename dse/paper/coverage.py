@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.reproduce import Row, Runs, rows
+from dse.paper.reproduce import Row, Runs, rows
 from dse.specs import Catalog
 from dse.uncertainty import design_factors
 from dse.uncertainty import evidence as ev
@@ -168,7 +168,7 @@ def markdown_section(rs: Sequence[Row]) -> list[str]:
     p = paper_coverage(rs)
     lines = [
         "How many values no fit used fall inside the tool's 90% interval, and how wide the "
-        "intervals are (`dse.coverage`). Paper rows: the rows labelled predicted (not the "
+        "intervals are (`dse.paper.coverage`). Paper rows: the rows labelled predicted (not the "
         "fitted or calibrated ones: the V80 rows against the strong baseline, whose paper value "
         "set the declared V80 draft range, are calibrated); a range row counts as inside "
         "when the interval meets the range. Device points: each leave-one-out prediction "

@@ -13,7 +13,7 @@ MAX_CONTEXT_TOKENS = 10_000_000
 # Coefficients of variation of step counts and lengths: past ~100 the lognormal's sigma
 # overflows the quadrature (cv 1e308 gave NaN metrics); real workloads sit below 2.
 MAX_CV = 100.0
-# A target's in-chain rewrite error relative to its solo-accuracy form (dse.workflow): the
+# A target's in-chain rewrite error relative to its solo-accuracy form (dse.model.workflow): the
 # capped rates saturate at 1 long before (the fitted factors are 0.5-1.7).
 MAX_IN_CHAIN_ERROR_FACTOR = 100.0
 # Backtracking budget and anchor window: the closed form propagates mass over (backtracks used x

@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from dse.design import Design, build_design
-from dse.design_files import load_system
 from dse.engine.evaluate import evaluate
 from dse.engine.report import Report
-from dse.scenario import WorkloadSpec
-from dse.schedules import PRESETS
+from dse.io.design_files import load_system
+from dse.model.design import Design, build_design
+from dse.model.schedules import PRESETS
 from dse.specs import Catalog
+from dse.specs.scenario import WorkloadSpec
 from dse.validation.labels import LABELS, Label, Reads, fit_reads, label, paper_datum
 
 CONFIGS = ("config1", "config2")
@@ -62,7 +62,7 @@ class Row:
     label: Label  # what happened to the paper's figure (dse.validation.labels)
     tolerance: str
     unit: str  # what the values measure: "%" (accuracy), "x" (a ratio), "fraction" (a share)
-    # the tool's 90% interval (dse.coverage.paper_rows; nan until computed) and
+    # the tool's 90% interval (dse.paper.coverage.paper_rows; nan until computed) and
     # whether it meets the paper's value or range
     tool_low: float = float("nan")
     tool_high: float = float("nan")
@@ -216,7 +216,7 @@ def paper_energy(d: Design, w: WorkloadSpec, r: Report) -> PaperEnergy:
 
 def rows(cat: Catalog, runs: Runs | None = None) -> list[Row]:
     """Every paper row beside the tool's central value (runs: the evaluations to use, e.g.
-    perturbed ones for the intervals, dse.coverage.paper_rows)."""
+    perturbed ones for the intervals, dse.paper.coverage.paper_rows)."""
     rep = reported()
     datasets = rep["datasets"]
     runs = runs or Runs(cat)
@@ -548,7 +548,7 @@ def markdown(rs: list[Row], device_rows: list[Any],
         "stale. Paper values: `shared/reference/heteroreason-reported.toml`. Tolerances: "
         "ratio ranges +-0.05, accuracy +-1.5 points, shares +-0.05, communication <= 0.05%. "
         "Energy gains and wasted-token energy use the paper's accounting (each device's "
-        "operating power integrated over the execution time, `dse.reproduce.paper_energy`); "
+        "operating power integrated over the execution time, `dse.paper.reproduce.paper_energy`); "
         "the speculation stall ratio is the paper's share of steps in which the draft finished "
         "its step-ahead speculation before the verdict.",
         "",

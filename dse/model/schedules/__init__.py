@@ -5,14 +5,14 @@
 - `costs`: what each operation costs at its inputs (`Costs`, `step_costs`);
 - `rules`: each timing rule written once, generic over max / min (numpy and sympy);
 - `compose`: the numpy composition of one attempt (`compose`, `attempt`) that the closed form
-  and the simulator share; dse.symbolic builds the mean-value form from the same rules;
+  and the simulator share; dse.model.symbolic builds the mean-value form from the same rules;
 - `fields`: the attempt and report field lists derived from the roles.
 """
 
-from dse.roles import DEVICE_ROLES, PATH_ROLES, Role
-from dse.schedules.compose import Attempt, attempt, compose
-from dse.schedules.costs import VERDICT_BYTES, Costs, StepCosts, step_costs
-from dse.schedules.registry import (
+from dse.core.roles import DEVICE_ROLES, PATH_ROLES, Role
+from dse.model.schedules.compose import Attempt, attempt, compose
+from dse.model.schedules.costs import VERDICT_BYTES, Costs, StepCosts, step_costs
+from dse.model.schedules.registry import (
     FLAGS,
     PRESETS,
     Schedule,
@@ -21,7 +21,7 @@ from dse.schedules.registry import (
     schedule,
     schedule_for,
 )
-from dse.schedules.rules import ACCEPT, BACKTRACK, OUTCOMES, REFINE
+from dse.model.schedules.rules import ACCEPT, BACKTRACK, OUTCOMES, REFINE
 
 __all__ = [
     "ACCEPT", "BACKTRACK", "DEVICE_ROLES", "FLAGS", "OUTCOMES", "PATH_ROLES", "PRESETS", "REFINE",

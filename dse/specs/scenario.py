@@ -3,7 +3,7 @@
 A workload is a dataset's statistics: prompt length, steps per problem, tokens per step, its
 difficulty tier for PRM error detection (a ProcessBench subset), its test-set size, and each
 model's solo accuracy on it (from which the per-step error rate follows). How a PRM scores a
-draft's steps belongs to the draft and the PRM, not the dataset (dse.discrimination).
+draft's steps belongs to the draft and the PRM, not the dataset (dse.model.discrimination).
 A system places the draft, PRM and target on devices with their models, precisions and serving
 profiles (the draft's FPGA engine when it runs on an FPGA), and holds the algorithm knobs'
 defaults. Each field carries its schema (`dse.specs.spec_field`).
@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dse.errors import SpecError
-from dse.limits import (
+from dse.core.limits import (
     MAX_BACKTRACK_WINDOW,
     MAX_BACKTRACKS,
     MAX_CONTEXT_TOKENS,
@@ -24,6 +23,7 @@ from dse.limits import (
     MAX_SAMPLES,
     MAX_TP,
 )
+from dse.errors import SpecError
 from dse.specs.model import KV_PRECISIONS, PROCESSBENCH_SUBSETS
 from dse.specs.schema import Spec, nonneg, pos, register_kind, spec_field
 
@@ -84,9 +84,9 @@ AGGREGATIONS: tuple[str, ...] = ("last", "min", "product")
 lowest, or their product; dse.width.params' aggregation factors)."""
 VERIFIER_KINDS: tuple[str, ...] = ("prm", "target")
 """The verifier of a speculative design: a process reward model, or the target judging the
-draft's step with one score token (dse.verifiers)."""
+draft's step with one score token (dse.model.verifiers)."""
 COLOCATIONS: tuple[str, ...] = ("draft+target", "prm+target", "draft+prm", "draft+prm+target")
-"""Roles that share one device (their work serialises; dse.design)."""
+"""Roles that share one device (their work serialises; dse.model.design)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 `Costs` binds a design to a workload (contexts are response tokens; the prompt / problem prefix
 is added here); `step_costs` evaluates every operation one attempt may run at arrays of inputs,
-before a schedule (dse.schedules.compose) decides what overlaps.
+before a schedule (dse.model.schedules.compose) decides what overlaps.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from dse.devices.link import token_bytes, transfer_s
 from dse.devices.protocol import Placement
-from dse.scenario import WorkloadSpec
-from dse.schedules.registry import Schedule
+from dse.model.schedules.registry import Schedule
 from dse.specs import LinkSpec
+from dse.specs.scenario import WorkloadSpec
 
-if TYPE_CHECKING:  # dse.design imports the schedules; the costs only read a Design
-    from dse.design import Design
+if TYPE_CHECKING:  # dse.model.design imports the schedules; the costs only read a Design
+    from dse.model.design import Design
 
 F64 = NDArray[np.float64]
 VERDICT_BYTES = 8  # accept/reject flag and reward score
@@ -52,7 +52,7 @@ class Costs:
         return self.design.draft.prefill_s(n, self.prompt + np.asarray(resp))
 
     def prm(self, n: ArrayLike, resp: ArrayLike) -> F64:
-        """The verifier scores a step of n tokens after resp response tokens (dse.verifiers:
+        """The verifier scores a step of n tokens after resp response tokens (dse.model.verifiers:
         a PRM re-reads problem + all steps + the new step every call; a target judge prefills
         the step after its cached prefix; the score token comes from that prefill)."""
         d = self.design

@@ -2,7 +2,7 @@
 schedule flags, resolved against the catalog and validated (feasibility).
 
 The file formats (a system's TOML table, design files, `--set` overrides) are in
-dse/design_files.py.
+dse/io/design_files.py.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dse.core.roles import DEVICE_ROLES
 from dse.devices.protocol import Placement
 from dse.devices.registry import DeviceKind, board, kind_of, place, role_devices_label
 from dse.errors import DseError, FlagValueError, InfeasibleError, SpecError, UnknownNameError
-from dse.roles import DEVICE_ROLES
-from dse.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec
-from dse.schedules.registry import Schedule
+from dse.model.schedules.registry import Schedule
+from dse.model.verifiers import VERIFIERS, Verifier
 from dse.specs import Catalog, LinkSpec, ModelSpec
-from dse.verifiers import VERIFIERS, Verifier
+from dse.specs.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class Design:
 
     @property
     def is_width(self) -> bool:
-        """N samples of the target (the policy) ranked or voted (dse.scenario.WIDTH_WORKFLOWS)."""
+        """N samples of the target (the policy) ranked or voted
+        (dse.specs.scenario.WIDTH_WORKFLOWS)."""
         return self.workflow in WIDTH_WORKFLOWS
 
     @property

@@ -1,0 +1,1 @@
+"""What every layer may use: roles, caps, array aliases, special functions, lazy names."""

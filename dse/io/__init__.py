@@ -1,0 +1,1 @@
+"""What the tool reads and writes: requests resolved, design files, outputs, writes."""

@@ -1,0 +1,1 @@
+"""What the model is: the Design, its workflow and verifier, schedules, mean values."""

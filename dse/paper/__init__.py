@@ -1,0 +1,1 @@
+"""The paper side by side: its reported numbers against the tool's, with intervals."""
