@@ -24,7 +24,7 @@ from dse.search.at_load import (
 from dse.search.families import _design, identity
 from dse.search.loads import LoadSpec
 from dse.serving import Engine, Load, Speculation, vllm_caps
-from dse.serving.closed_form import _first_failing, capacity, fixed_point_exists
+from dse.serving.closed_form import _first_failing, capacity, open_loop
 
 SPACE = str(Path(__file__).parent / "data" / "load-space.toml")
 
@@ -34,10 +34,11 @@ def cat():
     return load_catalog()
 
 
-def test_first_failing_is_fixed_point_exists_first_failure(cat):
-    """`_first_failing` drops the rates past a known failure and the decided ones, and reuses
-    each iteration's decode-only time: the first failure and the kept rates' verdict are
-    `fixed_point_exists`'s, on rates on both sides of the capacity."""
+def test_first_failing_is_open_loops_first_failure(cat):
+    """`_first_failing` iterates every rate at once, drops the rates past a known failure and
+    the decided ones, and reuses each iteration's decode-only time: the first failure and the
+    kept rates' verdict are the scalar `open_loop`'s, rate by rate, on both sides of the
+    capacity."""
     pl = place(cat, cat.model("qwen2.5-math-1.5b-instruct"), "rtx-3090", software="vllm-v1",
                context_tokens=2000)
     ld = Load("rate", 1.0, 99, 392, 1000, 0, None)
@@ -47,13 +48,13 @@ def test_first_failing_is_fixed_point_exists_first_failure(cat):
         top = capacity(e, ld).request_rate
         for _ in range(3):
             rates = np.sort(rng.uniform(0.0, 1.3 * top, 48))
-            ok = fixed_point_exists(e, ld, rates)
+            ok = np.array([open_loop(e, ld, float(x)) is not None for x in rates])
             bad = np.flatnonzero(~ok)
             want = int(bad[0]) if bad.size else rates.size
             assert _first_failing(e, ld, rates) == (want, True)
             kept = rates[::-1][:4]  # high rates kept to their end past the first failure
             got = _first_failing(e, ld, np.append(rates, kept), keep=4)
-            assert got == (want, bool(fixed_point_exists(e, ld, kept).all()))
+            assert got == (want, all(open_loop(e, ld, float(x)) is not None for x in kept))
 
 
 def test_by_family_is_every_candidate_served_one_by_one(cat):

@@ -169,51 +169,13 @@ def capacity_rate(e: Engine, load: Load) -> float:
 
 
 
-def fixed_point_exists(e: Engine, load: Load, rates: np.ndarray) -> np.ndarray:
-    """Whether `open_loop` finds a fixed point at each of the rates (requests/s), all rates
-    iterated at once as arrays: the same steps, bounds and tolerance as `open_loop`."""
-    inp, out = load.input_tokens, load.output_tokens
-    ctx = _decode_ctx(load)
-    cap = batch_cap(e, load)
-    passes = (out - 1) / e.tokens_per_pass
-    r = np.asarray(rates, dtype=float)
-    tau = np.full(r.shape, float(e.iteration_s(1, ctx, 0, 0)))
-    b, u = np.ones(r.shape), np.zeros(r.shape)
-    live, ok = np.ones(r.shape, dtype=bool), np.zeros(r.shape, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(ITERATIONS):
-            m = r * tau
-            t_prompt = e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m)
-            mm, k = np.minimum(m, 1.0), np.maximum(m, 1.0)
-            t_dec = e.iteration_s(b, ctx, 0, 0)
-            t_pre = e.iteration_s(b, ctx, inp * k, 0, k)
-            resid = ((1.0 - mm) * t_dec ** 2 + mm * t_pre ** 2) / (
-                2.0 * ((1.0 - mm) * t_dec + mm * t_pre))
-            ttft = u * resid + t_prompt
-            e2el = ttft + passes * tau
-            u = -np.expm1(-r * e2el)
-            b = np.maximum(1.0, r * passes * tau / u) if out > 1 else np.zeros(r.shape)
-            live &= ~((b > cap) | (m * inp + b > e.caps.max_num_batched_tokens)
-                      | ~np.isfinite(tau))
-            one = e.iteration_s(b, ctx, inp, 0, 1)
-            new = np.where(m <= 1.0, (1.0 - m) * e.iteration_s(b, ctx, 0, 0) + m * one,
-                           e.iteration_s(b, ctx, m * inp, 0, np.maximum(m, 1.0)))
-            conv = live & (np.abs(new - tau) <= TOLERANCE * tau)
-            ok |= conv
-            live &= ~conv
-            tau = new
-            if not live.any():
-                break
-    return ok
-
-
 GRID = 256  # rates a round of `capacity_rate_grid` tries at once
 
 
 def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> tuple[int, bool]:
     """(the index of the first of `rates` without a fixed point, or its size; whether the
-    last `keep` rates all have one): `fixed_point_exists`'s per-rate steps, bounds and
-    tolerance (the same numbers, elementwise), with the work a bracket does not need left
+    last `keep` rates all have one): `open_loop`'s steps, bounds and tolerance for every rate
+    at once (the same numbers, elementwise), with the work a bracket does not need left
     out: a rate past one known to fail is dropped (unless among the kept), a decided rate
     leaves the arrays, and an iteration's decode-only time (its new batch's) is the next
     iteration's."""
