@@ -134,7 +134,10 @@ def test_tight_slo_is_infeasible_with_its_reason(capsys):
     ["--rate", "-1"], ["--rate", "abc"], ["--rate", "5", "--slo", "ttft:abc"],
     ["--rate", "5", "--slo", "speed:5"], ["--slo", "ttft:500"],
     ["--rate", "5", "--objective", "accuracy"],
-    ["--rate", "5", "--objective", "cost", "--objective", "accuracy"]])
+    ["--rate", "5", "--objective", "cost", "--objective", "accuracy"],
+    ["--objective", "cost", "--max-num-seqs", "8"],
+    ["--rate", "5", "--objective", "cost", "--max-num-seqs", "0"],
+    ["--rate", "5", "--objective", "cost", "--max-num-seqs", "8", "8"]])
 def test_bad_load_inputs_are_one_line(argv, capsys):
     try:
         code = main(["sweep", "--space", SPACE, *argv])

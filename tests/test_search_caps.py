@@ -76,17 +76,3 @@ def test_bad_caps_are_refused(caps, why):
 def test_caps_need_a_rate():
     with pytest.raises(UsageError, match="give --rate"):
         load_spec(None, None, None, (8,))
-
-
-@pytest.mark.parametrize("argv", [["--max-num-seqs", "8"], ["--rate", "5", "--max-num-seqs",
-                                                            "0"],
-                                  ["--rate", "5", "--max-num-seqs", "8", "8"]])
-def test_bad_cap_flags_are_one_line(argv, capsys):
-    try:
-        code = main(["sweep", "--space", SPACE, "--objective", "cost", *argv])
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    assert code == 2
-    err = [ln for ln in capsys.readouterr().err.strip().splitlines()
-           if not ln.startswith("usage:") and not ln.startswith("  ")]
-    assert len(err) == 1, err

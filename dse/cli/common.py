@@ -86,6 +86,19 @@ def with_interval(value: Any, interval: Sequence[float] | None) -> Any:
     return f"{value:.4g} [{lo:.4g}-{hi:.4g}]"
 
 
+def margin_text(f: Any, metric: str, unit: str = "") -> str:
+    """A family's margin against the winner on a metric, with the interval of the difference
+    and whether it holds 0 (dse.search.families.FamilyBest); the winner says so."""
+    if f.is_winner:
+        return "#1 (the winner)"
+    m = f.margin.get(metric)
+    if m is None:
+        return "-"
+    lo, hi = f.margin_interval.get(metric, [m, m])
+    sure = "outside" if f.decided(metric) else "inside"
+    return f"{m:+.4g} [{lo:+.4g} to {hi:+.4g}]{' ' + unit if unit else ''}; 0 {sure} the interval"
+
+
 def clip_words(text: str, limit: int) -> str:
     """The text up to `limit` characters, cut at a word boundary with " ..." when cut (never
     mid-word). E.g. clip_words("a 89% interval of x", 12) == "a 89% ..."."""

@@ -13,6 +13,7 @@ from typing import Any
 from dse.cli.common import (
     add_wide,
     confidence_type,
+    margin_text,
     nonneg_int,
     positive_float,
     positive_int,
@@ -189,14 +190,7 @@ def _families_text(objectives: list[str], fams: list[Any], width: int | None) ->
         def val(m: str, cf: dict[str, Any] = cf, iv: dict[str, Any] = iv) -> Any:
             return with_interval(cf.get(m), iv.get(m)) if m in cf else "-"
 
-        if f.is_winner:
-            margin = "#1 (the winner)"
-        else:
-            m = f.margin.get(obj)
-            lo, hi = f.margin_interval.get(obj, [m, m])
-            sure = "outside" if f.decided(obj) else "inside"
-            margin = (f"{m:+.4g} [{lo:+.4g} to {hi:+.4g}] {FAMILY_LABELS.get(obj, obj)}; 0 "
-                      f"{sure} the interval") if m is not None else "-"
+        margin = margin_text(f, obj, FAMILY_LABELS.get(obj, obj))
         pa = cf.get("p_accept")
         rows.append([f.family, val("j_per_token"), val("latency_s_per_problem"),
                      val("accuracy"), "-" if pa is None else f"{pa:.3g}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import positive_float, table, whole_number, with_interval
+from dse.cli.common import margin_text, positive_float, table, whole_number, with_interval
 from dse.core.limits import MAX_NUM_SEQS
 from dse.errors import UsageError
 
@@ -96,14 +96,7 @@ def load_text(res: Any, width: int | None, head: str) -> str:
         if s is None:
             frows.append([f.family, "-", "-", "-", "-", "-", f.note])
             continue
-        if f.is_winner:
-            margin = "#1 (the winner)"
-        else:
-            mv = f.margin.get(metric)
-            lo, hi = f.margin_interval.get(metric, [mv, mv])
-            sure = "outside" if f.decided(metric) else "inside"
-            margin = "-" if mv is None else (f"{mv:+.4g} [{lo:+.4g} to {hi:+.4g}]; 0 {sure} "
-                                             "the interval")
+        margin = margin_text(f, metric)
         frows.append([f.family, *_served_row(s, metric), margin])
     out.append(f"\nbest of each family at {ld.rate:g} requests/s (margin: family - #1 on "
                f"{unit}, [90% interval of the difference])")
