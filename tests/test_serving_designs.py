@@ -204,8 +204,9 @@ def test_a_target_only_design_agrees_between_evaluators_at_70_percent(cat: Catal
                                                                      ) -> None:
     """A target-only design (Qwen2.5-Math-7B, MATH500's 99 prompt and 392 answer tokens) at
     70% of capacity: throughput, TPOT, e2el and the requests in the system within 5% of each
-    other (2,000 requests), alone on an RTX 3090 (measured within 2%) and on an H100 with an
-    EAGLE head proposing 3 tokens at a = 0.6 (measured within 3.3%)."""
+    other (2,000 requests), alone on an RTX 3090 (measured: 4.1% on the number in the
+    system, 2.8% on TPOT) and on an H100 with an EAGLE head proposing 3 tokens at a = 0.6
+    (3.7% and 2.5%)."""
     from dse.serving.engine import in_engine_step
 
     over: dict[str, object] = {"workflow": "target-only"}
@@ -224,10 +225,7 @@ def test_a_target_only_design_agrees_between_evaluators_at_70_percent(cat: Catal
     a = _serve(d, w, load, **kw)
     b = _serve(d, w, load, evaluator="simulator", **kw)
     for k in ("request_throughput", "mean_tpot_ms", "mean_e2el_ms", "mean_in_system"):
-        # with the EAGLE head the batch terms' convexity in the batch (dse.devices.gpu_batch)
-        # costs the mean field -6% on the requests in the system (throughput x e2el)
-        tol = 0.07 if k == "mean_in_system" and proposer is not None else 0.05
-        assert a[k] == pytest.approx(b[k], rel=tol), k
+        assert a[k] == pytest.approx(b[k], rel=0.05), k
     assert a["family"] == ("target-only" if proposer is None else "token-speculative")
 
 

@@ -55,36 +55,72 @@ class Steady:
     capacity_rate: float  # requests/s at which the caps bind
 
 
+POISSON_MAX_MEAN = 64.0  # past this many prompts per iteration their count is its mean
+
+
+def _poisson_weights(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, P(k)): the prompts that join an iteration, Poisson with mean m (the arrivals during
+    the iteration before it), on a grid 0..K wide enough for the largest m (K = m + 5 sqrt(m)
+    + 5: the tail past it, under 1.2e-7, folded back by normalising); P has m's shape plus the k
+    axis."""
+    top = float(np.max(m, initial=0.0))
+    k = np.arange(math.ceil(top + 5.0 * math.sqrt(top) + 5.0) + 1, dtype=float)
+    mm = np.asarray(m, dtype=float)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = k * np.log(mm) - mm - _LGAMMA[: k.size]
+    w = np.where(mm > 0, np.exp(logp), (k == 0).astype(float))
+    return k, w / w.sum(axis=-1, keepdims=True)
+
+
+_LGAMMA = np.array([math.lgamma(j + 1.0) for j in range(160)])
+
+
+def _iteration_mix(e: Engine, b: np.ndarray | float, m: np.ndarray | float, inp: int,
+                   ctx: float, *, power: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Over the k ~ Poisson(m) prompts that join an iteration of b decodes (each prompt a
+    chunk of inp tokens): (E[t], E[t^2], E[t x power], the mean time of an iteration that
+    carries one given prompt beside its k others). The time is not linear in k: the first
+    prompt rides on the decodes' weight read, the next ones add their compute whole, so the
+    mean of t over k is above t at the mean k (arrivals come in bursts). Past
+    POISSON_MAX_MEAN prompts the count's spread is a few percent of it and k is its mean."""
+    mm = np.asarray(m, dtype=float)
+    big = mm > POISSON_MAX_MEAN
+    bb = np.asarray(b, dtype=float)[..., None]
+    k, w = _poisson_weights(np.where(big, 0.0, mm))
+    w = np.where(big[..., None], 0.0, w)
+    kk = np.append(k, k[-1] + 1.0)
+    t = e.iteration_s(bb, ctx, inp * kk, 0, np.maximum(kk, 1.0))
+    t0, t1 = t[..., :-1], t[..., 1:]
+    mean, sq, carrying = (w * t0).sum(-1), (w * t0 ** 2).sum(-1), (w * t1).sum(-1)
+    energy = ((w * t0 * e.iteration_power_w(bb, ctx, inp * k, 0, np.maximum(k, 1.0))).sum(-1)
+              if power else np.full(mean.shape, np.nan))
+    if big.any():  # the count at its mean
+        b1, m1 = np.asarray(b, dtype=float), np.maximum(mm, 1.0)
+        t_m = e.iteration_s(b1, ctx, inp * m1, 0, m1)
+        mean, sq = np.where(big, t_m, mean), np.where(big, t_m ** 2, sq)
+        carrying = np.where(big, e.iteration_s(b1, ctx, inp * (m1 + 1), 0, m1 + 1), carrying)
+        if power:
+            energy = np.where(big, t_m * e.iteration_power_w(b1, ctx, inp * m1, 0, m1), energy)
+    return mean, sq, energy, carrying
+
+
 def _prompt_iteration(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
     """Mean iteration time with b decodes when m prompts of inp tokens arrive per iteration."""
-    if m <= 1.0:
-        dec = float(e.iteration_s(b, ctx, 0, 0))
-        pre = float(e.iteration_s(b, ctx, inp, 0, 1))
-        return (1.0 - m) * dec + m * pre
-    return float(e.iteration_s(b, ctx, m * inp, 0, m))
+    return float(_iteration_mix(e, b, m, inp, ctx, power=False)[0])
 
 
-def _residual_s(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
+def _residual_s(mean_s: np.ndarray | float, mean_sq: np.ndarray | float) -> np.ndarray:
     """The mean remaining time of the iteration under way when a request arrives: E[t^2] /
-    (2 E[t]) over iterations with (share min(m, 1)) and without a prompt (a random arrival
-    lands in a long iteration more often than in a short one)."""
-    mm, k = min(m, 1.0), max(m, 1.0)
-    t_dec = float(e.iteration_s(b, ctx, 0, 0))
-    t_pre = float(e.iteration_s(b, ctx, inp * k, 0, k))
-    mean = (1.0 - mm) * t_dec + mm * t_pre
-    return ((1.0 - mm) * t_dec ** 2 + mm * t_pre ** 2) / (2.0 * mean)
+    (2 E[t]) (a random arrival lands in a long iteration more often than in a short one)."""
+    return np.asarray(mean_sq) / (2.0 * np.asarray(mean_s))
 
 
 def _power(e: Engine, b: float, m: float, inp: int, ctx: float) -> float:
-    """Mean power over busy time: the iterations with and without a prompt, weighted by the
-    time each kind takes."""
-    mm, k = min(m, 1.0), max(m, 1.0)
-    t_dec = float(e.iteration_s(b, ctx, 0, 0))
-    t_pre = float(e.iteration_s(b, ctx, inp * k, 0, k))
-    dec = float(e.iteration_power_w(b, ctx, 0, 0))
-    pre = float(e.iteration_power_w(b, ctx, inp * k, 0, k))
-    busy = (1.0 - mm) * t_dec + mm * t_pre
-    return ((1.0 - mm) * t_dec * dec + mm * t_pre * pre) / busy
+    """Mean power over busy time: the iterations with k prompts, weighted by the time each
+    kind takes."""
+    mean, _, energy, _ = _iteration_mix(e, b, m, inp, ctx)
+    return float(energy / mean)
 
 
 def batch_cap(e: Engine, load: Load) -> float:
@@ -111,8 +147,8 @@ def open_loop(e: Engine, load: Load, rate: float, *, closed: bool = False) -> St
     b, u, m, ttft, e2el = 1.0, 0.0, 0.0, 0.0, 0.0
     for _ in range(ITERATIONS):
         m = rate * tau
-        t_prompt = float(e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m))
-        ttft = (0.0 if closed else u * _residual_s(e, b, m, inp, ctx)) + t_prompt
+        mean, sq, _, carrying = (float(x) for x in _iteration_mix(e, b, m, inp, ctx))
+        ttft = (0.0 if closed else u * float(_residual_s(mean, sq))) + carrying
         e2el = ttft + passes * tau
         u = 1.0 if closed else -math.expm1(-rate * e2el)
         b = max(1.0, rate * passes * tau / u) if out > 1 else 0.0
@@ -145,12 +181,10 @@ def capacity(e: Engine, load: Load) -> Steady:
                       float(e.iteration_power_w(0, 0, per * inp, 0, per)), True, rate)
     passes = (out - 1) / e.tokens_per_pass  # decode iterations a request lives through
     m = b / passes  # prompts per iteration that keep b decoding
-    tau = _prompt_iteration(e, b, m, inp, ctx)
+    tau, sq, energy, carrying = (float(x) for x in _iteration_mix(e, b, m, inp, ctx))
     rate = b / (passes * tau)
-    t_prompt = float(e.iteration_s(b, ctx, inp * max(m, 1.0), 0, max(m, 1.0)))
-    ttft = tau / 2 + t_prompt
-    return Steady(rate, ttft, tau, ttft + passes * tau, 1.0, b, _power(e, b, m, inp, ctx),
-                  True, rate)
+    ttft = float(_residual_s(tau, sq)) + carrying
+    return Steady(rate, ttft, tau, ttft + passes * tau, 1.0, b, energy / tau, True, rate)
 
 
 def capacity_rate(e: Engine, load: Load) -> float:
@@ -188,25 +222,18 @@ def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> t
     idx = np.arange(n)  # the live rates' indices
     tau = np.full(n, float(e.iteration_s(1, ctx, 0, 0)))
     b, u = np.ones(n), np.zeros(n)
-    t_dec = e.iteration_s(b, ctx, 0, 0)
     first, ok = n - keep, np.zeros(n, dtype=bool)  # the first failure among the scanned
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for _ in range(ITERATIONS):
             m = r * tau
-            t_prompt = e.iteration_s(b, ctx, inp * (1 + m), 0, 1 + m)
-            mm, k = np.minimum(m, 1.0), np.maximum(m, 1.0)
-            t_pre = e.iteration_s(b, ctx, inp * k, 0, k)
-            resid = ((1.0 - mm) * t_dec ** 2 + mm * t_pre ** 2) / (
-                2.0 * ((1.0 - mm) * t_dec + mm * t_pre))
-            ttft = u * resid + t_prompt
+            mean, sq, _, carrying = _iteration_mix(e, b, m, inp, ctx)
+            ttft = u * _residual_s(mean, sq) + carrying
             e2el = ttft + passes * tau
             u = -np.expm1(-r * e2el)
             b = np.maximum(1.0, r * passes * tau / u) if out > 1 else np.zeros(r.shape)
             dead = (b > cap) | (m * inp + b > e.caps.max_num_batched_tokens) | ~np.isfinite(tau)
-            one = e.iteration_s(b, ctx, inp, 0, 1)
-            t_dec = e.iteration_s(b, ctx, 0, 0)
-            new = np.where(m <= 1.0, (1.0 - m) * t_dec + m * one,
-                           e.iteration_s(b, ctx, m * inp, 0, np.maximum(m, 1.0)))
+            new = _iteration_mix(e, np.where(dead, 1.0, b), np.where(dead, 0.0, m), inp, ctx,
+                                 power=False)[0]
             conv = ~dead & (np.abs(new - tau) <= TOLERANCE * tau)
             ok[idx[conv]] = True
             failed = idx[dead & (idx < first)]
@@ -215,7 +242,7 @@ def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> t
             live = ~dead & ~conv & ((idx < first) | (idx >= n - keep))
             if not live.any():
                 break
-            idx, r, tau, b, u, t_dec = (x[live] for x in (idx, r, new, b, u, t_dec))
+            idx, r, tau, b, u = (x[live] for x in (idx, r, new, b, u))
         else:  # not converged in ITERATIONS steps: no fixed point
             scanned = idx[idx < first]
             first = int(scanned[0]) if scanned.size else first
