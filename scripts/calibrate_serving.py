@@ -6,7 +6,8 @@
 
 Writes dse/data/batched_costs.toml (the values the model reads, each with what it rests on)
 and dse/data/serving_cv.json (the cross-validation `dse reproduce` shows and the serving
-intervals rest on). About three minutes on two cores.
+intervals rest on, and the unfitted check of the prefill at a batch on LLM-Inference-Bench's
+time to first token). About three minutes on two cores.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def cv_text(r: dict) -> str:
                       for s, (a, b) in r["values"].items()},
            "pooled": {"sequence_overhead_us": round(r["pooled"][0], 3),
                       "attention_bw_efficiency_many": round(r["pooled"][1], 4)},
-           "rows": r["rows"], "batched_rows": r["batched_rows"], "cv": r["cv"]}
+           "rows": r["rows"], "batched_rows": r["batched_rows"], "cv": r["cv"],
+           "prefill_at_batch": r["prefill_at_batch"]}
     return json.dumps(out, indent=1, sort_keys=True) + "\n"
 
 

@@ -17,6 +17,10 @@ Rules (also written into the file's header):
   the first row of each (hardware, framework, model, length, batch); rows whose latency is
   below the datasheet floor (the output tokens' decode steps streaming the FP16 weights at the
   peak bandwidth) are dropped as impossible, each named in the file.
+- LLM-Inference-Bench's time to first token (Plots/Fig_21/all_results_TTFT.csv): the same
+  hardware, frameworks and models, one GPU, the first row of each (hardware, framework,
+  model); a static batch of prompts with one output token, so the prefill at a batch. Not
+  fitted: a check of the prefill at a batch (dse.validation.serving_fit.prefill_at_batch).
 """
 
 from __future__ import annotations
@@ -117,6 +121,28 @@ def lib_blocks(repo: str) -> list[str]:
             *[f"#   {d}" for d in dropped], "", *out]
 
 
+def lib_ttft_blocks(repo: str) -> list[str]:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    path = "Plots/Fig_21/all_results_TTFT.csv"
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for r in csv.DictReader(io.StringIO(git(repo, "show", f"HEAD:{path}"))):
+        hw, fw, model = r["Hardware"], r["Framework"], r["Model"]
+        if r["Num of Hardware"] != "1" or hw not in LIB_HW or fw not in LIB_FW or \
+                model not in LIB_MODELS or (hw, fw, model) in seen:
+            continue
+        seen.add((hw, fw, model))
+        out += ["[[lib_ttft]]", f'hardware = "{hw}"', f'catalog_device = "{LIB_HW[hw]}"',
+                f'framework = "{fw}"', f'serving = "{LIB_FW[fw]}"', f'model = "{model}"',
+                f'catalog_model = "{LIB_MODELS[model]}"',
+                f"max_num_batched_tokens = {max(MAX_LEN[LIB_MODELS[model]], 2048)}",
+                f"input_tokens = {int(r['Input Length'])}",
+                f"output_tokens = {int(r['Output Length'])}", f"batch = {int(r['Batch Size'])}",
+                f"ttft_s = {float(r['Latency']):.6g}",
+                f'source = "argonne-lcf/LLM-Inference-Bench {path} @ {head}"', ""]
+    return out
+
+
 HEADER = '''schema_version = 1
 # Batched measurements the GPU model's batch terms are fitted to (dse/devices/gpu_batch.py,
 # scripts/calibrate_serving.py). Written by scripts/extract_batched_data.py from the sources'
@@ -137,6 +163,10 @@ HEADER = '''schema_version = 1
 # (JLSE: 80GB, the SXM part assumed), GH200 (96 GB HBM3). Llama-3-8B takes Llama-3.1-8B's
 # shape, Qwen2-7B the Instruct model's (same shapes). max_num_batched_tokens: vLLM V0's
 # default without chunked prefill, max(max_model_len, 2048).
+#
+# [[lib_ttft]]: LLM-Inference-Bench's time to first token (its Fig. 21): the same stacks, a
+# static batch of `batch` prompts of `input_tokens` with `output_tokens` = 1, ttft_s the
+# batch's latency. Not fitted: the check of the prefill at a batch (serving_cv.json).
 '''
 
 
@@ -144,7 +174,8 @@ def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
-    text = HEADER + "\n" + "\n".join(vidur_blocks(sys.argv[1]) + lib_blocks(sys.argv[2]))
+    text = HEADER + "\n" + "\n".join(vidur_blocks(sys.argv[1]) + lib_blocks(sys.argv[2])
+                                     + lib_ttft_blocks(sys.argv[2]))
     OUT.write_text(text, encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} characters)")
     return 0

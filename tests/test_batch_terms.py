@@ -48,3 +48,27 @@ def test_the_batched_measurements_name_their_sources() -> None:
     for b in data["lib"]:
         assert "LLM-Inference-Bench" in b["source"] and " @ " in b["source"]
         assert len(b["batch"]) == len(b["latency_s"]) == len(b["input_output_tokens"])
+    for b in data["lib_ttft"]:
+        assert "LLM-Inference-Bench" in b["source"] and " @ " in b["source"]
+        assert b["output_tokens"] == 1 and b["ttft_s"] > 0
+
+
+def test_prefill_half_width_is_the_larger_of_the_two_errors() -> None:
+    """The prefill side of a serving interval: the batch terms' 90% error, or the unfitted
+    check of prompts at a batch where that is larger (its stack's own rows, else the worst
+    stack's); the decode side keeps the batch terms' own."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from dse.serving import batched_half_width, prefill_half_width
+
+    cv = json.loads(_read("serving_cv.json"))
+    by_stack = cv["prefill_at_batch"]["by_stack"]
+    assert set(by_stack) == {"tensorrt-llm", "vllm-cudagraph"}
+    worst = max(e["q90_abs_log_error"] for e in by_stack.values())
+    for stack in ("vllm-cudagraph", "tensorrt-llm", "vllm-v1", "sglang"):
+        pl = cast(Any, SimpleNamespace(kind="gpu", serving=stack))
+        own = by_stack.get(stack, {"q90_abs_log_error": worst})["q90_abs_log_error"]
+        assert prefill_half_width(pl) == max(batched_half_width(pl), own)
+    fpga = cast(Any, SimpleNamespace(kind="fpga", serving=None))
+    assert prefill_half_width(fpga) == batched_half_width(fpga) == 0.0

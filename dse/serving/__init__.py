@@ -12,7 +12,9 @@ The interval: the closed form at the ends of the placement's decode and prefill 
 (moved together) and its dynamic-power factor (dse.uncertainty.factors.placement_factors),
 applied to the evaluator's central figures as relative ends. The device factors rest on
 batch-1 evidence; where the load batches, each time factor is widened in quadrature by the batch
-terms' own 90% error (`batched_half_width`: the batched cross-validation, docs/model.md).
+terms' own 90% error (`batched_half_width`: the batched cross-validation, docs/model.md), the
+prefill's by the larger of that and the unfitted check of prompts at a batch
+(`prefill_half_width`: LLM-Inference-Bench's time to first token).
 """
 
 from __future__ import annotations
@@ -182,23 +184,45 @@ INTERVAL_KEYS = ("request_throughput", "output_throughput", "total_token_through
                  "mean_in_system", "j_per_token", "avg_power_w", "cost_usd_per_mtok")
 
 
+def _serving_cv() -> dict[str, Any]:
+    import json
+    from importlib import resources
+
+    out: dict[str, Any] = json.loads(resources.files("dse.data").joinpath("serving_cv.json")
+                                     .read_text(encoding="utf-8"))
+    return out
+
+
 def batched_half_width(placement: Placement) -> float:
     """The 90% half-width (log) of the batch terms' error on a placement: the batched
     cross-validation's (dse/data/serving_cv.json) slowdown residuals, leave one GPU out for a
     stack with its own batched rows, else the worst leave-one-stack-out (a stack predicted by
     the others' pooled fit); 0 for a kind without batch terms."""
-    import json
-    from importlib import resources
-
     if placement.kind != "gpu":
         return 0.0
-    cv = json.loads(resources.files("dse.data").joinpath("serving_cv.json")
-                    .read_text(encoding="utf-8"))["cv"]
+    cv = _serving_cv()["cv"]
     own = cv["leave_one_gpu_out"].get(placement.serving)
     if own is not None:
         return float(own["slowdown"]["q90_abs_log_error"])
     return max(float(e["slowdown"]["q90_abs_log_error"])
                for e in cv["leave_one_stack_out"].values())
+
+
+def prefill_half_width(placement: Placement) -> float:
+    """The 90% half-width (log) of a prompt's time at a batch: the larger of the batch terms'
+    (`batched_half_width`) and the unfitted check's on LLM-Inference-Bench's time to first
+    token of a static batch of prompts (serving_cv.json `prefill_at_batch`: the stack's own
+    rows, else the worst stack's); 0 for a kind without batch terms."""
+    h = batched_half_width(placement)
+    if placement.kind != "gpu":
+        return h
+    by_stack = _serving_cv().get("prefill_at_batch", {}).get("by_stack", {})
+    if not by_stack:
+        return h
+    own = by_stack.get(placement.serving)
+    pre = (float(own["q90_abs_log_error"]) if own is not None
+           else max(float(e["q90_abs_log_error"]) for e in by_stack.values()))
+    return max(h, pre)
 
 
 def _ends(placement: Placement, batched: bool = True) -> list[tuple[float, float, float]]:
@@ -216,10 +240,11 @@ def _ends(placement: Placement, batched: bool = True) -> list[tuple[float, float
                 time[op] = (f.low, f.high)
         elif f.quantity == "power":
             power = (f.low, f.high)
-    h = batched_half_width(placement) if batched else 0.0
-    if h > 0:
-        time = {op: (math.exp(-math.hypot(math.log(lo), h)), math.exp(math.hypot(math.log(hi), h)))
-                for op, (lo, hi) in time.items()}
+    widen = {"decode": batched_half_width(placement) if batched else 0.0,
+             "prefill": prefill_half_width(placement) if batched else 0.0}
+    time = {op: (math.exp(-math.hypot(math.log(lo), widen[op])),
+                 math.exp(math.hypot(math.log(hi), widen[op])))
+            for op, (lo, hi) in time.items()}
     return [(time["decode"][0], time["prefill"][0], power[0]),
             (time["decode"][1], time["prefill"][1], power[1])]
 

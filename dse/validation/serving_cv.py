@@ -112,6 +112,29 @@ def held_out_rows() -> list[dict[str, Any]]:
     return out
 
 
+def prefill_lines(cv: dict[str, Any]) -> list[str]:
+    """The unfitted check of prompts at a batch (serving_cv.json `prefill_at_batch`)."""
+    pre = cv.get("prefill_at_batch", {})
+    if not pre.get("rows"):
+        return []
+    lines = ["", "Prompts at a batch, not fitted (LLM-Inference-Bench's time to first token, "
+             "Plots/Fig_21/all_results_TTFT.csv: a static batch of 16 prompts of 1,024 tokens, "
+             "one output token; each stack's fitted batch terms). Where its stack's 90% error "
+             "exceeds the batch terms' own it widens the prefill side of the serving interval "
+             "(`dse.serving.prefill_half_width`).", "",
+             "| stack | GPU | model | measured s | predicted s | error |",
+             "|---|---|---|---|---|---|"]
+    for r in pre["rows"]:
+        lines.append(f"| {r['stack']} | {r['gpu']} | {r['model']} | {r['measured_s']:.3g} | "
+                     f"{r['predicted_s']:.3g} | {r['predicted_s'] / r['measured_s'] - 1:+.1%} |")
+    lines += ["", "| group | rows | median error | q90 abs log error |", "|---|---|---|---|"]
+    for kind in ("by_stack", "by_gpu"):
+        for name, e in pre[kind].items():
+            lines.append(f"| {name} | {e['n']} | {e['median_abs_rel_error']:.1%} | "
+                         f"{e['q90_abs_log_error']:.3f} |")
+    return lines
+
+
 def markdown_section(cv: dict[str, Any]) -> list[str]:
     v = cv["values"]
     lines = [
@@ -145,6 +168,7 @@ def markdown_section(cv: dict[str, Any]) -> list[str]:
             lines.append(f"| {label} | {s} | {sl['n']} | {sl['median_abs_rel_error']:.1%} | "
                          f"{sl['within_25pct']:.0%} | {ab['median_abs_rel_error']:.1%} | "
                          f"{ab['within_25pct']:.0%} |")
+    lines += prefill_lines(cv)
     held = held_out_rows()
     n_in = sum(r["within"] for r in held)
     n_iv = sum(r["inside"] for r in held)

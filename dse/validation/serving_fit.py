@@ -13,6 +13,11 @@ Two fits, each on its own source:
    stack's batch-1 level (the batch-1 model's business, fitted elsewhere) does not enter.
    The pooled values (every stack's rows in one fit) serve stacks without batched rows.
 
+3. not fitted, a check: LLM-Inference-Bench's time to first token of a static batch of
+   prompts (its Fig. 21: 16 prompts of 1,024 tokens, one output token), each predicted with its
+   stack's fitted terms; its residuals by stack size the serving interval's prefill side where
+   they exceed the batch terms' own (`dse.serving.prefill_half_width`).
+
 Every fold of the cross-validation refits from the same default start (DEFAULT_START):
 leave one GPU out, leave one model out, leave one stack out (a stack predicted with the other
 stacks' pooled fit, as an unfitted stack is) and leave one source out (Vidur left out: the
@@ -173,6 +178,59 @@ def fit_stack(rows: Sequence[LibRow], p: float) -> tuple[float, float]:
     return float(s.x[0]), float(s.x[1])
 
 
+# --------------------------------------------------------- the prefill at a batch (a check)
+
+def ttft_rows(data: dict[str, Any]) -> list[LibRow]:
+    """LLM-Inference-Bench's time-to-first-token rows as static batches of `batch` prompts,
+    each of its input tokens and one output token (LibRow.tokens: the input tokens)."""
+    return [LibRow(b["serving"], b["catalog_device"], b["catalog_model"], b["input_tokens"],
+                   b["batch"], b["ttft_s"], b["max_num_batched_tokens"])
+            for b in data.get("lib_ttft", [])]
+
+
+def predict_ttft(rows: Sequence[LibRow], p: float, overhead_us: float,
+                 e_many: float | None) -> np.ndarray:
+    """Each TTFT row's batch latency (s): the static batch's prefill and its one token."""
+    from dse.api import load_catalog
+    from dse.devices.registry import place
+    from dse.serving.closed_form import static_batch
+    from dse.serving.engine import Engine
+    from dse.serving.load import Caps, Load
+
+    cat = load_catalog()
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        pl: Any = place(cat, cat.model(r.model), r.gpu, software=r.stack,
+                        context_tokens=r.tokens + 1, tp=1)
+        c = pl.cost
+        many = 0.0 if e_many is None else pl.device.mem_bw_bytes_per_s * e_many * c.tp
+        pl = replace(pl, cost=replace(c, knee_exponent=p, kv_bw_many_bytes_per_s=many,
+                                      sequence_overhead_s=overhead_us * 1e-6))
+        s = static_batch(Engine(pl, Caps(256, r.budget)),
+                         Load("batch", float(r.batch), r.tokens, 1, r.batch))
+        out[i] = r.batch / s.request_rate
+    return out
+
+
+def prefill_at_batch(rows: Sequence[LibRow], p: float,
+                     values: dict[str, tuple[float, float]],
+                     pooled: tuple[float, float]) -> dict[str, Any]:
+    """The TTFT rows' errors (predicted / measured - 1) with each stack's fitted terms (the
+    pooled ones for a stack without them), by stack and by GPU, and row by row."""
+    if not rows:
+        return {"by_stack": {}, "by_gpu": {}, "rows": []}
+    pred = np.concatenate([predict_ttft([r], p, *values.get(r.stack, pooled)) for r in rows])
+    rel = pred / np.array([r.seconds for r in rows]) - 1
+    return {"by_stack": {s: _stats(rel[[r.stack == s for r in rows]])
+                         for s in sorted({r.stack for r in rows})},
+            "by_gpu": {g: _stats(rel[[r.gpu == g for r in rows]])
+                       for g in sorted({r.gpu for r in rows})},
+            "rows": [{"stack": r.stack, "gpu": r.gpu, "model": r.model, "batch": r.batch,
+                      "input_tokens": r.tokens, "measured_s": r.seconds,
+                      "predicted_s": round(float(x), 5)} for r, x in zip(rows, pred,
+                                                                          strict=True)]}
+
+
 # ------------------------------------------------------------------------- the whole fit
 
 TERMS = ("sequence_overhead_us", "attention_bw_efficiency_many")
@@ -245,6 +303,7 @@ def fit_all() -> dict[str, Any]:
                      "models": sorted({r.model for r in vr}),
                      "fit": _stats(np.expm1(knee_res)), "hard_max": _stats(np.expm1(hard_res)),
                      **knee_cv},
+            "prefill_at_batch": prefill_at_batch(ttft_rows(data), p, values, pooled),
             "rows": {s: sum(r.stack == s for r in rows) for s in stacks},
             "batched_rows": {s: sum(r.stack == s and r.batch > 1 for r in rows)
                              for s in stacks},
