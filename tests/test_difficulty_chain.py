@@ -20,6 +20,7 @@ from dse.model.workflow import (
     problem_solve_rates,
     quality_max_steps,
     steps_distribution,
+    steps_pgf,
 )
 from dse.specs import Catalog
 from dse.width.difficulty import beta_quantile, solve_rate_bins
@@ -185,3 +186,25 @@ def test_held_out_rsd_file_is_current():
                         "--check"], capture_output=True, text=True, cwd=root, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "current" in r.stdout
+
+
+def test_steps_pgf_by_hand_and_against_the_powers():
+    """E_S[z^S] by Horner's rule: S in {1, 2} with (0.5, 0.5) at z = 0.9 is 0.45 + 0.405; on
+    the workloads' step distributions it equals the sum of powers it replaces to rounding."""
+    assert steps_pgf(np.array([0.9]), np.array([1, 2]), np.array([0.5, 0.5]))[0] == \
+        pytest.approx(0.855, rel=1e-15)
+    z = np.linspace(0.0, 1.0, 41).reshape(41, 1) * np.array([1.0, 0.99])
+    for name in DATASETS:
+        s_vals, s_p = steps_distribution(catalog().workload(name), 120)
+        want = (z[..., None] ** s_vals * s_p).sum(-1)
+        np.testing.assert_allclose(steps_pgf(z, s_vals, s_p), want, rtol=1e-12, atol=1e-300)
+
+
+@given(st.lists(st.integers(1, 60), min_size=1, max_size=8, unique=True),
+       st.floats(0.0, 1.0))
+def test_steps_pgf_is_the_expectation_for_any_support(support, z):
+    """Any set of step counts (not consecutive, any order) with equal weights."""
+    s = np.array(support)
+    p = np.full(s.size, 1.0 / s.size)
+    assert steps_pgf(np.array(z), s, p) == pytest.approx(float((z ** s * p).sum()), rel=1e-12,
+                                                         abs=1e-300)

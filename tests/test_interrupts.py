@@ -83,6 +83,41 @@ def test_ctrl_c_ends_a_sweep_and_its_worker_processes_in_one_line(tmp_path: Path
                 and "Z" not in Path(f"/proc/{k}/stat").read_text().split()[2]]
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize(("sig", "code", "words", "group"), [
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)", True),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)", False)], ids=["SIGINT-group", "SIGTERM"])
+def test_a_signal_ends_optimize_at_a_load_and_its_background_sweep(
+        sig: int, code: int, words: str, group: bool, tmp_path: Path) -> None:
+    """`dse optimize --rate R` sweeps the width and target-only designs in a forked process
+    while its study runs (dse.search.background): a Ctrl-C to the terminal's process group or
+    a SIGTERM to the command alone ends both, in the command's one line."""
+    p = subprocess.Popen([*DSE, "optimize", "--trials", "100000", "--rate", "20", "--json",
+                          "--storage", f"sqlite:///{tmp_path / 's.db'}"], cwd=tmp_path,
+                         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    kids: list[int] = []
+    while not kids and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        kids = _children(p.pid)
+    if os.cpu_count() == 1:
+        pytest.skip("one CPU: the sweep runs in the command's own process")
+    assert kids, "no background sweep was forked"
+    time.sleep(1.0)  # the study and the sweep are running
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == code, (p.returncode, err[-500:])
+    assert err == f"dse optimize: {words}; nothing more was written\n", err[-500:]
+    assert out == ""
+    time.sleep(0.5)
+    assert not [k for k in kids if Path(f"/proc/{k}").exists()
+                and "Z" not in Path(f"/proc/{k}/stat").read_text().split()[2]]
+
+
 # a Ctrl-C that lands while the command starts: sent by the process itself at a chosen moment
 _CTRL_C_AT = """
 import builtins, os, signal, sys

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -360,68 +361,78 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             where = " (nothing is saved: the study ends with this command)"
         print(f"storage: {url}{where}", file=sys.stderr, flush=True)
     quiet_optuna()
-    # a resumed or shared study: each process samples its own designs (worker = its pid)
-    r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
-                 seed=a.seed, storage=None if memory else url, study_name=a.study_name,
-                 progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
-                 confidence=a.confidence, measured_only=a.measured_only,
-                 families=ld is None, reevaluate=ld is None)
-    study = r.study  # the study as its run ended (its storage stays open)
-    trials = trials_rows(study)
-    cloud: dict[str, list[float]] = {}
-    for t in study.trials:
-        if t.user_attrs.get("violation", 1.0) <= 0:
-            for k, v in t.user_attrs.get("metrics", {}).items():
-                cloud.setdefault(k, []).append(v)
-    title = f"dse optimize {r.study_name}: {', '.join(objectives)}"
-    files = (_search_files(a, objectives, r.best, cloud, title, csv_text(trials))
-             if ld is None else [])
-    n_feasible = sum(1 for t in trials if t["feasible"])
-    payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
-               "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
-               "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
-               "constraints": r.constraints, "confidence": r.confidence,
-               "seconds": r.seconds, "files": files}
-    where = "memory (not saved)" if memory else r.storage
-    head = (f"study {r.study_name} in {where}: {r.n_trials} completed trials "
-            f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
-            f"{_constraint_text(r.constraints)}\n{_confidence_text(r.confidence)}")
-    if not r.best:
-        from dse.search.optuna_study import infeasible_summary
+    from dse.search.background import Background
 
-        why = (infeasible_summary(study, r.constraints, r.confidence)
-               or f"constraints: {_constraint_text(r.constraints)}")
-        raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
-                              f"trials: {why}; relax the constraints or run more trials")
-    payload["by_family"] = [f.to_dict() for f in r.by_family]
-    payload["measured_only"] = r.measured_only
-    payload["ties"] = [t.to_dict() for t in r.ties]
-    width = text_width(a)
-    if ld is not None:
-        return _at_load(cat, space, objectives, _study_pool(cat, space, objectives, cons, a,
-                                                            study), ld, payload, head, width,
-                        (a, title, csv_text(trials)))
-    text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
-            + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
-    return payload, wrap(text, width) + _wrote_text(files)
+    # at a load, the target-only and width designs are swept on another CPU while the study runs
+    with (Background(lambda: _pool_sweep(cat, space, objectives, cons, a)) if ld is not None
+          else nullcontext()) as swept:
+        # a resumed or shared study: each process samples its own designs (worker = its pid)
+        r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
+                     seed=a.seed, storage=None if memory else url, study_name=a.study_name,
+                     progress=sys.stderr.isatty() and not a.json, worker=os.getpid(),
+                     confidence=a.confidence, measured_only=a.measured_only,
+                     families=ld is None, reevaluate=ld is None)
+        study = r.study  # the study as its run ended (its storage stays open)
+        trials = trials_rows(study)
+        cloud: dict[str, list[float]] = {}
+        for t in study.trials:
+            if t.user_attrs.get("violation", 1.0) <= 0:
+                for k, v in t.user_attrs.get("metrics", {}).items():
+                    cloud.setdefault(k, []).append(v)
+        title = f"dse optimize {r.study_name}: {', '.join(objectives)}"
+        files = (_search_files(a, objectives, r.best, cloud, title, csv_text(trials))
+                 if ld is None else [])
+        n_feasible = sum(1 for t in trials if t["feasible"])
+        payload = {"best": [c.to_dict() for c in r.best], "n_trials": r.n_trials,
+                   "n_new_trials": r.n_new, "n_feasible_trials": n_feasible,
+                   "study_name": r.study_name, "storage": r.storage, "objectives": objectives,
+                   "constraints": r.constraints, "confidence": r.confidence,
+                   "seconds": r.seconds, "files": files}
+        where = "memory (not saved)" if memory else r.storage
+        head = (f"study {r.study_name} in {where}: {r.n_trials} completed trials "
+                f"({r.n_new} new, {n_feasible} feasible) in {r.seconds:.1f} s; constraints: "
+                f"{_constraint_text(r.constraints)}\n{_confidence_text(r.confidence)}")
+        if not r.best:
+            from dse.search.optuna_study import infeasible_summary
+
+            why = (infeasible_summary(study, r.constraints, r.confidence)
+                   or f"constraints: {_constraint_text(r.constraints)}")
+            raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
+                                  f"trials: {why}; relax the constraints or run more trials")
+        payload["by_family"] = [f.to_dict() for f in r.by_family]
+        payload["measured_only"] = r.measured_only
+        payload["ties"] = [t.to_dict() for t in r.ties]
+        width = text_width(a)
+        if ld is not None:
+            from dse.search.at_load import study_pool
+
+            assert swept is not None
+            sub = swept.result()
+            pool = study_pool(cat, space, study, sub.pool if sub is not None else [])
+            return _at_load(cat, space, objectives, pool, ld, payload, head, width,
+                            (a, title, csv_text(trials)))
+        text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
+                + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
+        return payload, wrap(text, width) + _wrote_text(files)
 
 
-def _study_pool(cat: Catalog, space: Any, objectives: list[str], cons: Any,
-                a: argparse.Namespace, study: Any) -> list[Any]:
-    """A study's designs at the load: its feasible trials of the speculative families (the
-    best on each target placement) and the target-only and width arrangements swept (as
-    `study_families` weighs them: a study rarely reaches every width design), on every CPU."""
+def _pool_sweep(cat: Catalog, space: Any, objectives: list[str], cons: Any,
+                a: argparse.Namespace) -> Any:
+    """The target-only and width arrangements swept for a study at a load (as
+    `study_families` weighs them: a study rarely reaches every width design; each family's
+    best on each target placement joins the study's own in `study_pool`), on the CPUs the
+    study leaves free; None where the space has none."""
     from dataclasses import replace
 
     from dse.search import sweep
-    from dse.search.at_load import study_pool
     from dse.search.exhaustive import default_processes
 
     arrs = tuple(x for x in space.arrangements if x.workflow != "speculative")
-    sub = sweep(cat, replace(space, arrangements=arrs), objectives[:1], cons,
-                confidence=a.confidence, measured_only=a.measured_only, families=False,
-                pool=True, reevaluate=False, processes=default_processes()) if arrs else None
-    return study_pool(cat, space, study, sub.pool if sub is not None else [])
+    if not arrs:
+        return None
+    return sweep(cat, replace(space, arrangements=arrs), objectives[:1], cons,
+                 confidence=a.confidence, measured_only=a.measured_only, families=False,
+                 pool=True, reevaluate=False, processes=max(1, default_processes() - 1))
 
 
 def studies_args(p: argparse.ArgumentParser) -> None:

@@ -245,9 +245,41 @@ def chain_accuracy_pct(w: WorkloadSpec, draft_model: str, target_model: str,
     verifier (3 with a backtrack's alternative). Broadcast over the thresholds and beta (shape
     T); returns shape T. Limits: accept-all gives the draft's solo accuracy, reject-all the
     target's (at the workload's own budget, exactly)."""
-    ok = chain_success(w, draft_model, target_model, accept_threshold, backtrack_threshold,
-                       scores, beta, s_vals, params, bins)  # T + (bins, S)
-    return np.asarray(100.0 * (ok * s_p).sum(axis=-1).mean(axis=-1), dtype=float)
+    q = _chain_bad_rates(w, draft_model, target_model, accept_threshold, backtrack_threshold,
+                         scores, beta, params, bins)  # T + (bins,)
+    return np.asarray(100.0 * steps_pgf(1.0 - q, s_vals, s_p).mean(axis=-1), dtype=float)
+
+
+def steps_pgf(z: ArrayLike, s_vals: NDArray[np.int64], s_p: F64) -> F64:
+    """E_S[z^S] for S ~ (s_vals, s_p) at every z (the generating function of the steps per
+    problem): Horner's rule over the consecutive values s_vals[0]..s_vals[-1], one multiply-add
+    per value instead of a power per (z, S); equal to (z[..., None] ** s_vals * s_p).sum(-1)
+    to rounding (tested). E.g. S in {1, 2} with p (0.5, 0.5) at z = 0.9: 0.45 + 0.405."""
+    z = np.asarray(z, dtype=float)
+    s = np.asarray(s_vals)
+    lo = int(s.min())
+    coef = np.zeros(int(s.max()) - lo + 1)
+    np.add.at(coef, s - lo, s_p)
+    acc = np.full(z.shape, coef[-1])
+    for c in coef[-2::-1]:
+        acc *= z
+        acc += c
+    return np.asarray(acc * z ** lo, dtype=float)
+
+
+def _chain_bad_rates(w: WorkloadSpec, draft_model: str, target_model: str,
+                     accept_threshold: ArrayLike, backtrack_threshold: ArrayLike,
+                     scores: ScoreStats, beta: ArrayLike, params: AccuracyParams | None,
+                     bins: int) -> F64:
+    """q_i, the committed step's bad rate at each difficulty bin (`chain_bad_rate` from the
+    step probabilities at the bin's draft and target rates). Shape T + (bins,)."""
+    h_d = problem_step_error_rates(w, draft_model, bins)
+    h_t = problem_step_error_rates(w, target_model, bins)
+    ta = np.asarray(accept_threshold, dtype=float)[..., None]
+    tb = np.asarray(backtrack_threshold, dtype=float)[..., None]
+    pr = rates_step_probabilities(h_d, h_t, ta, tb, scores, params,
+                                  pair_key(draft_model, target_model))
+    return np.asarray(chain_bad_rate(pr, np.asarray(beta, dtype=float)[..., None]), dtype=float)
 
 
 def chain_success(w: WorkloadSpec, draft_model: str, target_model: str,
@@ -255,14 +287,10 @@ def chain_success(w: WorkloadSpec, draft_model: str, target_model: str,
                   scores: ScoreStats, beta: ArrayLike, s_vals: NDArray[np.int64],
                   params: AccuracyParams | None = None, bins: int = DEFAULT_BINS) -> F64:
     """P(a problem's chain is right) for each difficulty bin and each number of steps S in
-    s_vals: (1 - q_i)^S (`chain_accuracy_pct`, which averages it). Shape T + (bins, len(S))."""
-    h_d = problem_step_error_rates(w, draft_model, bins)
-    h_t = problem_step_error_rates(w, target_model, bins)
-    ta = np.asarray(accept_threshold, dtype=float)[..., None]
-    tb = np.asarray(backtrack_threshold, dtype=float)[..., None]
-    pr = rates_step_probabilities(h_d, h_t, ta, tb, scores, params,
-                                  pair_key(draft_model, target_model))
-    q = chain_bad_rate(pr, np.asarray(beta, dtype=float)[..., None])
+    s_vals: (1 - q_i)^S (`chain_accuracy_pct` averages it over S by `steps_pgf`). Shape T +
+    (bins, len(S))."""
+    q = _chain_bad_rates(w, draft_model, target_model, accept_threshold, backtrack_threshold,
+                         scores, beta, params, bins)
     return np.asarray((1 - q[..., None]) ** np.asarray(s_vals), dtype=float)
 
 

@@ -1,0 +1,82 @@
+"""Work in a forked process while this one goes on (dse.search.background.Background, as `dse
+optimize` at a load sweeps the target-only and width designs during its study): the value, or
+the exception, is the one the work gives in this process; a process never asked for its result
+is stopped when the block ends."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+import dse.search.background as bg
+from dse.api import load_catalog
+from dse.search.background import Background
+
+
+def _pid_and_mapping() -> tuple[int, MappingProxyType[str, int]]:
+    return os.getpid(), MappingProxyType({"a": 1})
+
+
+def test_the_value_comes_back_from_another_process() -> None:
+    with Background(_pid_and_mapping) as job:
+        forked = job.forked
+        pid, mapping = job.result()
+    assert forked == (bg.FORKS and bg.default_processes() >= 2)
+    assert isinstance(mapping, MappingProxyType) and dict(mapping) == {"a": 1}
+    if bg.FORKS and bg.default_processes() >= 2:
+        assert pid != os.getpid()
+
+
+def test_in_this_process_where_there_is_one_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bg, "default_processes", lambda: 1)
+    with Background(_pid_and_mapping) as job:
+        assert not job.forked
+        assert job.result()[0] == os.getpid()
+
+
+def _fails() -> None:
+    raise ValueError("no such board: x")
+
+
+def test_the_exception_comes_back() -> None:
+    with Background(_fails) as job, pytest.raises(ValueError, match="no such board: x"):
+        job.result()
+
+
+def _sleeps() -> int:
+    time.sleep(60)
+    return 1
+
+
+def test_leaving_the_block_stops_the_process() -> None:
+    t0 = time.perf_counter()
+    with Background(_sleeps) as job:
+        proc = job._proc
+    assert time.perf_counter() - t0 < 10
+    if proc is not None:
+        assert not proc.is_alive()
+    with pytest.raises(RuntimeError, match="stopped before its result"):
+        job.result()
+
+
+def test_the_pool_sweep_is_the_same_forked_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The width and target-only pool of a small space: every candidate's figures equal."""
+    import argparse
+
+    from dse.cli.search import _pool_sweep
+    from dse.search import load_space
+    from dse.search.objectives import NO_CONSTRAINTS
+
+    cat = load_catalog()
+    space = load_space(cat, str(Path(__file__).parent / "data" / "load-space.toml"))
+    a = argparse.Namespace(confidence=0.5, measured_only=False)
+    with Background(lambda: _pool_sweep(cat, space, ["cost"], NO_CONSTRAINTS, a)) as job:
+        there = job.result()
+    monkeypatch.setattr(bg, "default_processes", lambda: 1)
+    here = _pool_sweep(cat, space, ["cost"], NO_CONSTRAINTS, a)
+    assert [c.to_dict() for c in there.pool] == [c.to_dict() for c in here.pool]
+    assert there.pool
