@@ -87,13 +87,13 @@ def test_littles_law_in_the_simulator(small) -> None:
 @pytest.mark.parametrize(("which", "frac"), [("small", 0.1), ("small", 0.4), ("small", 0.7),
                                             ("h100", 0.1), ("h100", 0.4), ("h100", 0.7)])
 def test_the_evaluators_agree_below_capacity(small, h100, which: str, frac: float) -> None:
-    """Throughput, TPOT, end-to-end latency and the number in the system within 5% of each
-    other up to 70% of capacity (2,000 requests: a Poisson run's span varies by 1/sqrt(n));
-    energy per token within 10% (the closed form prices a mean batch, the simulator every
-    batch: measured 1-2%) and TTFT within 25% (measured within 5%). Measured: the closed form
-    1-3% under the simulator's TPOT and 2-5% under its number in the system; before the
-    prompts per iteration were a Poisson count (the first prompt rides on the decodes' weight
-    read, the next ones add their compute whole), 6.6% and 8.1% for the 7B on an H100 at 70%."""
+    """Throughput, TPOT, TTFT, end-to-end latency, the number in the system and energy per
+    token within 5% of each other up to 70% of capacity (2,000 requests: a Poisson run's span
+    varies by 1/sqrt(n)). Measured, closed form against the simulator: TPOT -1.1% to -3.2%,
+    the number in the system -2.0% to -4.7%, TTFT -4.4% to +0.9%, energy per token +1.1% to
+    +1.9%; before the prompts per iteration were a Poisson count (the first prompt rides on the
+    decodes' weight read, the next ones add their compute whole), TPOT -6.6%, the number in
+    the system -8.1% and TTFT -8.7% for the 7B on an H100 at 70%."""
     pl = {"small": small, "h100": h100}[which]
     inp, out = (512, 64) if which == "small" else (512, 128)
     cap = serve(pl, Load("rate", 1.0, inp, out, 600), intervals=False)[
@@ -101,10 +101,8 @@ def test_the_evaluators_agree_below_capacity(small, h100, which: str, frac: floa
     load = Load("rate", frac * cap, inp, out, 2000, seed=1)
     a = serve(pl, load, intervals=False)
     b = serve(pl, load, evaluator="simulator", intervals=False)
-    for k in KEYS:
+    for k in (*KEYS, "mean_ttft_ms", "j_per_token"):
         assert a[k] == pytest.approx(b[k], rel=0.05), k
-    assert a["j_per_token"] == pytest.approx(b["j_per_token"], rel=0.10)
-    assert a["mean_ttft_ms"] == pytest.approx(b["mean_ttft_ms"], rel=0.25)
 
 
 def test_the_knee(small) -> None:
