@@ -45,6 +45,30 @@ class Terminated(BaseException):
     `finally` (temporary files, database sessions) runs on the way out."""
 
 
+# The stop a signal asked for (Ctrl-C or SIGTERM), kept by the `dse` command's handlers beside
+# the exception they raise: an exception raised where the interpreter ignores it (a __del__ or
+# a weakref callback that a library's garbage runs, "Exception ignored in ...") is lost, and a
+# long loop would then run on for ever. The loops of the long commands (each Optuna trial,
+# each hardware choice of a sweep) call `raise_if_stopped` and raise it again.
+_STOP: list[type[BaseException]] = []
+
+
+def note_stop(kind: type[BaseException]) -> None:
+    """A signal's handler: remember the stop it asked for (see _STOP)."""
+    _STOP[:] = [kind]
+
+
+def clear_stop() -> None:
+    """A command starts (or ends): no stop pending."""
+    _STOP.clear()
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop a signal asked for, if any (KeyboardInterrupt or Terminated)."""
+    if _STOP:
+        raise _STOP[0]()
+
+
 class InfeasibleError(DseError):
     """A design that cannot run (a model that does not fit, a build beyond the board)."""
 

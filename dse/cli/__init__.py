@@ -24,7 +24,15 @@ from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search, serve
 from dse.cli.common import Command
 from dse.core.process import retain_freed_memory
-from dse.errors import EXIT_SIGINT, INTERRUPTED, DseError, Terminated, UsageError
+from dse.errors import (
+    EXIT_SIGINT,
+    INTERRUPTED,
+    DseError,
+    Terminated,
+    UsageError,
+    clear_stop,
+    note_stop,
+)
 from dse.specs import Catalog
 from dse.specs.emit import jsonable
 
@@ -170,20 +178,30 @@ def say(line: str) -> None:
 
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises Terminated while inside (main thread only; the previous handler comes
-    back on leaving)."""
+    """SIGTERM raises Terminated and Ctrl-C KeyboardInterrupt while inside, each also noted
+    (dse.errors.note_stop) for the long loops to raise again where a library lost it (main
+    thread only; the previous handlers come back on leaving)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def raise_terminated(_signum: int, _frame: object) -> None:
+        note_stop(Terminated)  # raised again by the long loops if this one is lost
         raise Terminated
 
+    def raise_interrupt(_signum: int, _frame: object) -> None:
+        note_stop(KeyboardInterrupt)
+        raise KeyboardInterrupt
+
     previous = signal.signal(signal.SIGTERM, raise_terminated)
+    previous_int = signal.signal(signal.SIGINT, raise_interrupt)
+    clear_stop()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        clear_stop()
 
 
 def _run(args: argparse.Namespace) -> int:

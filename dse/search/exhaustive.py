@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dse.core.arrays import F64
-from dse.errors import DseError
+from dse.errors import DseError, raise_if_stopped
 from dse.search.candidates import Candidate
 from dse.search.families import (
     FamilyBest,
@@ -226,6 +226,7 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     per_target: dict[tuple[str, str], tuple[float, int, int]] = {}
     samples: dict[str, list[F64]] = {k: [] for k in METRICS}
     for i, got in enumerate(_summaries(job, processes, progress)):
+        raise_if_stopped()  # a Ctrl-C or SIGTERM that a library's cleanup lost
         n_designs += got.n_designs
         for why in got.reasons:
             reasons[_reason_kind(why)] += 1

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.errors import DseError, UsageError
+from dse.errors import DseError, UsageError, raise_if_stopped
 from dse.search.candidates import Candidate, trial_candidate
 from dse.search.families import (
     FamilyBest,
@@ -178,6 +178,7 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     mine: list[int] = []  # the trials this call evaluated (n_new: those that completed)
 
     def objective(trial: Any) -> Any:
+        raise_if_stopped()  # a Ctrl-C or SIGTERM that a library's cleanup lost
         mark_worker(trial)
         if not within_budget(study, trial.number, trials):
             # other workers' trials have filled the study: this one is not evaluated, and
