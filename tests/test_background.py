@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -17,23 +18,26 @@ from dse.api import load_catalog
 from dse.search.background import Background
 
 
-def _pid_and_mapping() -> tuple[int, MappingProxyType[str, int]]:
-    return os.getpid(), MappingProxyType({"a": 1})
+def _pid_and_spec() -> tuple[int, Any]:
+    return os.getpid(), load_catalog().model("qwen2.5-math-1.5b-instruct")
 
 
 def test_the_value_comes_back_from_another_process() -> None:
-    with Background(_pid_and_mapping) as job:
+    """A frozen spec comes back equal, its read-only mappings read-only again."""
+    with Background(_pid_and_spec) as job:
         forked = job.forked
-        pid, mapping = job.result()
+        pid, spec = job.result()
     assert forked == (bg.FORKS and bg.default_processes() >= 2)
-    assert isinstance(mapping, MappingProxyType) and dict(mapping) == {"a": 1}
+    here = load_catalog().model("qwen2.5-math-1.5b-instruct")
+    assert spec == here and spec is not here
+    assert isinstance(spec.sources, MappingProxyType)
     if bg.FORKS and bg.default_processes() >= 2:
         assert pid != os.getpid()
 
 
 def test_in_this_process_where_there_is_one_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bg, "default_processes", lambda: 1)
-    with Background(_pid_and_mapping) as job:
+    with Background(_pid_and_spec) as job:
         assert not job.forked
         assert job.result()[0] == os.getpid()
 

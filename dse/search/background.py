@@ -6,11 +6,10 @@ is the same either way (tested)."""
 
 from __future__ import annotations
 
-import copyreg
 import multiprocessing
 import signal
 from collections.abc import Callable
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from dse.search.exhaustive import FORKS, default_processes
@@ -23,8 +22,6 @@ def _child(conn: Any, fn: Callable[[], Any]) -> None:
     # one line; the child must not run the command's own handlers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # frozen specs hold read-only mappings: sent as their dicts, read back as mappings again
-    copyreg.pickle(MappingProxyType, lambda m: (_mapping, (dict(m),)))
     try:
         out: tuple[str, Any] = ("ok", fn())
     except BaseException as e:  # every failure goes back to the parent
@@ -35,10 +32,6 @@ def _child(conn: Any, fn: Callable[[], Any]) -> None:
         conn.send(("error", RuntimeError(f"background work failed: {e}")))
     finally:
         conn.close()
-
-
-def _mapping(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
-    return MappingProxyType(d)
 
 
 class Background(Generic[T]):

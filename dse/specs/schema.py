@@ -160,6 +160,36 @@ class Spec:
     path: str
     sources: Mapping[str, str]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a spec sent to a forked worker process (dse.search.background): its read-only
+        # mappings go as dicts marked to be made read-only again
+        state = {f.name: _sendable(getattr(self, f.name)) for f in fields(self)}
+        return _received_spec, (type(self), state)
+
+
+class _ReadOnly(dict[Any, Any]):
+    """A read-only mapping on its way to another process."""
+
+
+def _sendable(v: Any) -> Any:
+    if isinstance(v, MappingProxyType):
+        return _ReadOnly({k: _sendable(x) for k, x in v.items()})
+    if isinstance(v, tuple):
+        return tuple(_sendable(x) for x in v)
+    return v
+
+
+def _received(v: Any) -> Any:
+    if isinstance(v, _ReadOnly):
+        return MappingProxyType({k: _received(x) for k, x in v.items()})
+    if isinstance(v, tuple):
+        return tuple(_received(x) for x in v)
+    return v
+
+
+def _received_spec(cls: type[Spec], state: dict[str, Any]) -> Spec:
+    return cls(**{k: _received(v) for k, v in state.items()})
+
 
 @dataclass(frozen=True)
 class Kind:
