@@ -24,4 +24,6 @@ PAGES = [
     st.Page("dashboard/glossary.py", title="Glossary", url_path="glossary"),
 ]
 common.keep_widget_state()
-st.navigation(PAGES, position="top").run()
+page = st.navigation(PAGES, position="top")
+page.run()
+common.freeze_heap(page.url_path)  # not reached by a run that stops or reruns early

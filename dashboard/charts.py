@@ -4,7 +4,7 @@ axis carries its unit; the top margin leaves room for the chart toolbar."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -18,6 +18,44 @@ MARGIN = {"l": 10, "r": 10, "t": 70, "b": 10}
 
 
 LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"}
+
+# Fixed margins. Plotly's automatic ones (axis automargin, margin autoexpand) measure every
+# label in the browser and draw the figure again once the margins have grown: 2-4x the cost
+# of drawing What-if's charts, which are drawn anew on every change (45 -> 20 ms for the
+# latency chart, 110 -> 30 ms for the intervals chart; headless Chromium, 2-core machine).
+# These figures size their margins from their own labels instead, at CHAR_PX a character
+# (Streamlit draws chart text in 12 px Source Sans: 4.6-5.8 px a character); where an
+# estimate passes MAX_FIXED_PX (Compare's long pinned names) Plotly's margins stay.
+CHAR_PX = 6.0
+MAX_FIXED_PX = 200
+TICK_PAD_PX = 16  # the margin's pad (8 px in Streamlit's chart theme), the tick and a gap
+LEGEND_ENTRY_PX = 50  # a legend entry's symbol and gaps, and the legend's offset (x=1.02)
+X_TITLE_PX = 65  # below the plot: tick labels, the title's standoff, the 14 px title
+# left of the plot: the pad, the rotated 14 px title and its standoff, and tick labels of
+# up to 5 characters ("1000", "12.5k")
+Y_AXIS_PX = 53 + 5 * CHAR_PX
+
+
+def label_px(labels: Iterable[str]) -> float:
+    """The widest of `labels` in px, estimated at CHAR_PX a character."""
+    return CHAR_PX * max((len(s) for s in labels), default=0)
+
+
+def legend_px(names: Iterable[str]) -> float:
+    """The right margin a vertical legend of `names` takes (LEGEND_RIGHT)."""
+    return LEGEND_ENTRY_PX + label_px(names)
+
+
+def fix_margins(fig: go.Figure, *, left: float, right: float, bottom: float) -> None:
+    """Give `fig` margins in px that Plotly neither measures labels for nor grows (none
+    wider than MAX_FIXED_PX; otherwise the automatic ones, MARGIN grown to fit)."""
+    if max(left, right, bottom) > MAX_FIXED_PX:
+        fig.update_layout(margin=MARGIN)
+        return
+    fig.update_layout(margin={"l": round(left), "r": round(right), "t": MARGIN["t"],
+                              "b": round(bottom), "autoexpand": False})
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
 
 
 def _total_bars(reports: dict[str, Any], metric: str, horizontal: bool) -> dict[str, Any]:
@@ -68,8 +106,9 @@ def fig_breakdown(reports: dict[str, Any]) -> go.Figure:
            "latency_s_per_problem", "s", horizontal=True)
     fig.update_layout(barmode="stack", title="Latency per problem by role (critical path)",
                       yaxis={"autorange": "reversed"}, xaxis_title="seconds per problem (s)",
-                      height=max(280, 140 + 40 * len(names)), margin=MARGIN,
-                      legend=LEGEND_RIGHT)
+                      height=max(280, 140 + 40 * len(names)), legend=LEGEND_RIGHT)
+    fix_margins(fig, left=TICK_PAD_PX + label_px(names),
+                right=legend_px(tr.name for tr in fig.data), bottom=X_TITLE_PX)
     return fig
 
 
@@ -90,8 +129,9 @@ def fig_energy(split: dict[str, dict[str, float]],
                                     f", 90%: {total_interval_j[0]:.0f}-"
                                     f"{total_interval_j[1]:.0f} J")
     fig.update_layout(barmode="stack", title=f"Energy per problem by device<br><sup>{sub}</sup>",
-                      yaxis_title="energy per problem (J)", height=300, margin=MARGIN,
-                      legend=LEGEND_RIGHT)
+                      yaxis_title="energy per problem (J)", height=300, legend=LEGEND_RIGHT)
+    fix_margins(fig, left=Y_AXIS_PX, right=legend_px(tr.name for tr in fig.data),
+                bottom=TICK_PAD_PX + 24)
     return fig
 
 
@@ -115,7 +155,8 @@ def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
     panels = views.INTERVAL_PANELS
     n, gap = len(panels), 0.2 / len(panels)
     width = (1 - gap * (n - 1)) / n
-    traces, layout = [], {}
+    traces: list[go.Scatter] = []
+    layout: dict[str, Any] = {}
     titles = []
     for i, (m, label, unit) in enumerate(panels):
         rr = [r for r in rows if r["metric"] == m]
@@ -135,5 +176,10 @@ def fig_intervals(rows: list[dict[str, Any]]) -> go.Figure:
         titles.append({"text": f"{label} ({unit})", "x": lo + width / 2, "y": 1.0,
                        "xref": "paper", "yref": "paper", "xanchor": "center",
                        "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})
-    return go.Figure(data=traces, layout={**layout, "annotations": titles, "height": 380,
-                                          "margin": MARGIN})
+    fig = go.Figure(data=traces, layout={**layout, "annotations": titles, "height": 380})
+    # the designs' names turn by 30 degrees where they do not fit side by side (Plotly's
+    # angle): room below the panels for them turned, and right of the last for its last name
+    names_px = label_px(str(r["design"]) for r in rows)
+    fix_margins(fig, left=Y_AXIS_PX, right=TICK_PAD_PX + 0.87 * names_px,
+                bottom=TICK_PAD_PX + 0.5 * names_px + 14)
+    return fig

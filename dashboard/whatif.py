@@ -71,12 +71,11 @@ c[4].metric("Accept probability", f"{rep.p_accept:.3f}",
                                            if not design.is_speculative else ""))
 # A session's first run leaves out what the browser need not render before the numbers: the
 # open tab's charts (the chart library, a 4.7 MB script, about a second to load on a 2-core
-# machine, during which the browser draws nothing of the page) and the collapsed Hardware
-# and models expander's widgets (a fresh session's metrics 2.4-3.8 s -> 1.3-2.2 s in
-# headless Chromium, load 6); a fragment reruns the page a moment later to draw them, and
-# declares no timer on that run, so it stops.
+# machine, during which the browser draws nothing of the page); a fragment reruns the page a
+# moment later to draw them, and declares no timer on that run, so it stops. The collapsed
+# Hardware and models expander draws its widgets only when opened (controls).
 first_run = not ss.get("wi_charts_ready")
-controls(defer_hidden=first_run)  # after the headline numbers, which the browser shows first
+controls()  # after the headline numbers, which the browser shows first
 
 # ---- against the target alone: the same target placement with workflow = target-only
 alone_state = state.target_alone()
@@ -222,7 +221,7 @@ def charts_follow() -> None:
 t_lat, t_unc, t_tl, t_roof, t_sens, t_cli = st.tabs(
     ["Latency and energy", "Uncertainty", "Timeline", "Roofline", "Sensitivity",
      "Command line"], key="wi_tab", on_change="rerun")
-if defer_charts:  # the follow-up run draws the charts and the deferred controls
+if defer_charts:  # the follow-up run draws the charts
     with t_lat if t_lat.open else st.container():
         charts_follow()
 elif t_lat.open:

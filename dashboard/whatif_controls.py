@@ -30,6 +30,7 @@ ROLE_TITLES = {"draft": "Draft", "prm": "PRM", "target": "Target"}
 # each role's KV-cache, offload and host-CPU keys: their widgets' words for an absent key and
 # their overrides follow the device's kind (views.memory_overrides)
 MEMORY_KEYS = {f"{r}_{o}" for r in DEVICE_ROLES for o in views.MEMORY_OPTIONS}
+HARDWARE = "wi_hardware"  # the Hardware and models expander's open state
 
 
 def wkey(toml_key: str) -> str:
@@ -210,14 +211,15 @@ def number(box: Any, label: str, key: str, *, min_value: float, step: float, **k
 
 # ------------------------------------------------------------------------------ the sidebar
 
-def controls(*, defer_hidden: bool = False) -> None:
+def controls() -> None:
     """The sidebar's widgets (their values are in the session state already, so the page
     draws them after its headline numbers). Controls that do not apply are drawn disabled,
     so that they keep their values: a target-only design's verifier, placement, schedule,
     thresholds, draft and PRM; the PRM when the target judges; a flag or schedule the
-    placement forbids (with the reason). defer_hidden: leave out the collapsed *Hardware and
-    models* expander's 26 widgets (a session's first run, which the page follows at once with
-    another that draws them: the browser then paints the numbers without rendering them)."""
+    placement forbids (with the reason). The *Hardware and models* expander draws its 26
+    widgets only while it is open (opening it reruns the page): collapsed, they cost the
+    browser about 200 ms of its main thread on every rerun (each is re-rendered twice, stale
+    then current), and the widgets' values outlive them in the design (widget_state)."""
     cat = common.catalog()
     sb = st.sidebar
     select(sb, "System preset", cat.names("system"), "wi_system", on_change=on_system,
@@ -265,10 +267,9 @@ def controls(*, defer_hidden: bool = False) -> None:
            help=common.tip("max backtracks"))
     number(sb, "Backtrack window (steps)", wkey("backtrack_window"), min_value=1, step=1,
            disabled=alone, help=common.tip("backtrack window"))
-    with sb.expander("Hardware and models", expanded=False):
-        if defer_hidden:
-            st.caption("Each role's device, model and precision follow in a moment.")
-        else:
+    hardware = sb.expander("Hardware and models", key=HARDWARE, on_change="rerun")
+    if hardware.open:
+        with hardware:
             for role in DEVICE_ROLES:
                 role_controls(role, spec)
             number(st, "Max context (tokens)", wkey("max_context_tokens"), min_value=1,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.whatif_controls import HARDWARE
 from dse import views
 from dse.devices.registry import KINDS
 from dse.engine.evaluate import evaluate
@@ -26,16 +27,18 @@ TEST_SPACE = str(ROOT / "tests" / "data" / "dashboard-space.toml")
 
 
 def run_app(**query: str) -> AppTest:
+    """A new session's first run, What-if's *Hardware and models* expander open (its widgets
+    are drawn only while it is open, and the tests address them by key)."""
     at = AppTest.from_file(APP, default_timeout=120)
     for k, v in query.items():
         at.query_params[k] = v
+    at.session_state[HARDWARE] = True
     return at.run()
 
 
 def follow_up(at: AppTest) -> AppTest:
     """The run a browser makes a moment after a session's first What-if run (its fragment's
-    timer; AppTest runs none), which draws what the first left out: the open tab's charts and
-    the collapsed Hardware and models widgets."""
+    timer; AppTest runs none), which draws what the first left out: the open tab's charts."""
     return at.run() if "wi_charts_pending" in at.session_state else at
 
 
@@ -138,6 +141,38 @@ def test_bad_url_warns_and_opens_the_default():
     assert any("no-such-system" in w.value for w in at.warning)
     assert at.selectbox(key="wi_system").value == views.DEFAULT_SYSTEM
     assert at.session_state["wi_report"] is not None
+
+
+def test_hardware_widgets_drawn_only_while_open(cat):
+    """Collapsed, *Hardware and models* draws none of its widgets (each would cost the browser
+    a re-render on every run); opened, it draws them at the design's values, and the design,
+    its URL and its numbers stay as they were."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    ok(follow_up(at))
+    assert not [w for w in at.selectbox if w.key == "wi_target_device"]
+    before = metric(at, "Latency (s/problem)"), dict(at.query_params)
+    at.session_state[HARDWARE] = True
+    ok(at.run())
+    spec = views.default_state().spec(cat)
+    assert at.selectbox(key="wi_target_device").value == spec.target_device
+    assert (metric(at, "Latency (s/problem)"), dict(at.query_params)) == before
+
+
+def test_whatif_charts_have_fixed_margins():
+    """What-if's charts carry margins Plotly neither measures labels for nor grows
+    (dashboard/charts.py, fix_margins); a label too long for the estimate keeps Plotly's."""
+    import plotly.graph_objects as go
+
+    from dashboard import charts
+
+    at = ok(follow_up(run_app()))
+    for c in at.get("plotly_chart"):
+        layout = json.loads(c.proto.spec)["layout"]
+        assert layout["margin"]["autoexpand"] is False
+        assert layout["xaxis"]["automargin"] is False and layout["yaxis"]["automargin"] is False
+    fig = go.Figure()
+    charts.fix_margins(fig, left=charts.label_px(["x" * 40]), right=50, bottom=65)
+    assert fig.layout.margin.autoexpand is None and fig.layout.xaxis.automargin is None
 
 
 def test_infeasible_design_shows_why():

@@ -16,7 +16,7 @@ from tests.test_app_workflows import same_state
 
 
 def run_app(**query: str):
-    """A new session with its follow-up run, which draws the Hardware and models widgets."""
+    """A new session with its follow-up run (Hardware and models open: tests.test_app)."""
     return follow_up(new_session(**query))
 
 
