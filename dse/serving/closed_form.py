@@ -2,16 +2,18 @@
 referee and the source of percentiles).
 
 Open loop at a rate lambda (requests/s), every request I prompt tokens and O output tokens:
-- a decode iteration of b running sequences takes tau = t(b, m) with m = lambda tau the prompts
-  that arrive during it and join the next one (t: the engine's iteration, prompts as chunks of
-  one pass; m < 1 is the share of iterations that carry a prompt);
+- a decode iteration of b running sequences takes tau = E_k[t(b, k)] with k ~ Poisson(m), m =
+  lambda tau, the prompts that arrive during one iteration and join the next (t: the engine's
+  iteration, prompts as chunks of one pass; t is not linear in k: the first prompt rides on the
+  decodes' weight read, the next ones add their compute whole);
 - the busy share u = 1 - exp(-lambda e2el): the chance at least one request is in the system
   (its number is Poisson with mean lambda e2el, Little's law on an infinite-server queue, right
   while the caps do not bind); b = max(1, lambda (O - 1) tau / u): the decoding sequences seen
   by a busy iteration (Little's law on the decode phase);
 - TTFT = u x the mean remaining time of the iteration under way when the request arrives
-  (E[t^2] / 2 E[t] over iterations with and without a prompt) + the iteration that carries
-  its prompt; TPOT = ITL = tau; e2el = TTFT + (O - 1) tau. A fixed point in tau.
+  (E[t^2] / 2 E[t] over the prompt count) + the iteration that carries its prompt beside the
+  others that arrived with it; TPOT = ITL = tau; e2el = TTFT + (O - 1) tau. A fixed point in
+  tau.
 Capacity: the largest rate whose fixed point holds with b within max_num_seqs and the KV cache
 (sequences of I + O / 2 tokens on average) and its prompts within max_num_batched_tokens.
 Past it the queue builds: the cohort recurrence below with the arrivals spread evenly at the
@@ -85,7 +87,7 @@ def _iteration_mix(e: Engine, b: np.ndarray | float, m: np.ndarray | float, inp:
     mean of t over k is above t at the mean k (arrivals come in bursts). Past
     POISSON_MAX_MEAN prompts the count's spread is a few percent of it and k is its mean."""
     mm = np.asarray(m, dtype=float)
-    big = mm > POISSON_MAX_MEAN
+    big = ~(mm <= POISSON_MAX_MEAN)  # a non-finite count (a diverging rate) too
     bb = np.asarray(b, dtype=float)[..., None]
     k, w = _poisson_weights(np.where(big, 0.0, mm))
     w = np.where(big[..., None], 0.0, w)
@@ -147,7 +149,8 @@ def open_loop(e: Engine, load: Load, rate: float, *, closed: bool = False) -> St
     b, u, m, ttft, e2el = 1.0, 0.0, 0.0, 0.0, 0.0
     for _ in range(ITERATIONS):
         m = rate * tau
-        mean, sq, _, carrying = (float(x) for x in _iteration_mix(e, b, m, inp, ctx))
+        mean, sq, _, carrying = (float(x) for x in _iteration_mix(e, b, m, inp, ctx,
+                                                                   power=False))
         ttft = (0.0 if closed else u * float(_residual_s(mean, sq))) + carrying
         e2el = ttft + passes * tau
         u = 1.0 if closed else -math.expm1(-rate * e2el)
@@ -210,9 +213,8 @@ def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> t
     """(the index of the first of `rates` without a fixed point, or its size; whether the
     last `keep` rates all have one): `open_loop`'s steps, bounds and tolerance for every rate
     at once (the same numbers, elementwise), with the work a bracket does not need left
-    out: a rate past one known to fail is dropped (unless among the kept), a decided rate
-    leaves the arrays, and an iteration's decode-only time (its new batch's) is the next
-    iteration's."""
+    out: a rate past one known to fail is dropped (unless among the kept) and a decided rate
+    leaves the arrays (a failing rate's prompt count is not averaged over)."""
     inp, out = load.input_tokens, load.output_tokens
     ctx = _decode_ctx(load)
     cap = batch_cap(e, load)
@@ -226,7 +228,7 @@ def _first_failing(e: Engine, load: Load, rates: np.ndarray, keep: int = 0) -> t
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for _ in range(ITERATIONS):
             m = r * tau
-            mean, sq, _, carrying = _iteration_mix(e, b, m, inp, ctx)
+            mean, sq, _, carrying = _iteration_mix(e, b, m, inp, ctx, power=False)
             ttft = u * _residual_s(mean, sq) + carrying
             e2el = ttft + passes * tau
             u = -np.expm1(-r * e2el)
