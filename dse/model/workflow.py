@@ -252,9 +252,9 @@ def chain_accuracy_pct(w: WorkloadSpec, draft_model: str, target_model: str,
 
 def steps_pgf(z: ArrayLike, s_vals: NDArray[np.int64], s_p: F64) -> F64:
     """E_S[z^S] for S ~ (s_vals, s_p) at every z (the generating function of the steps per
-    problem): Horner's rule over the consecutive values s_vals[0]..s_vals[-1], one multiply-add
-    per value instead of a power per (z, S); equal to (z[..., None] ** s_vals * s_p).sum(-1)
-    to rounding (tested). E.g. S in {1, 2} with p (0.5, 0.5) at z = 0.9: 0.45 + 0.405."""
+    problem): Horner's rule over the consecutive values min(S)..max(S), one multiply-add per
+    value instead of a power per (z, S); equal to (z[..., None] ** s_vals * s_p).sum(-1) to
+    rounding (tested). E.g. S in {1, 2} with p (0.5, 0.5) at z = 0.9: 0.45 + 0.405."""
     z = np.asarray(z, dtype=float)
     s = np.asarray(s_vals)
     lo = int(s.min())
