@@ -19,6 +19,7 @@ prefill's by the larger of that and the unfitted check of prompts at a batch
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from typing import Any
@@ -184,7 +185,9 @@ INTERVAL_KEYS = ("request_throughput", "output_throughput", "total_token_through
                  "mean_in_system", "j_per_token", "avg_power_w", "cost_usd_per_mtok")
 
 
+@functools.cache
 def _serving_cv() -> dict[str, Any]:
+    """dse/data/serving_cv.json, read once (package data; callers only read it)."""
     import json
     from importlib import resources
 
