@@ -279,16 +279,27 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if not r.best:
         raise InfeasibleError(f"no feasible design among {r.n_designs:,} (constraints: "
                               f"{_constraint_text(r.constraints)}); relax the constraints")
-    payload["by_family"] = [f.to_dict() for f in r.by_family]
-    payload["measured_only"] = r.measured_only
-    payload["ties"] = [t.to_dict() for t in r.ties]
+    payload |= _families_payload(r)
     width = text_width(a)
     if ld is not None:
         return _at_load(cat, space, objectives, r.pool, ld, payload, head, width,
                         (a, title, None))
-    text = (head + "\n" + _best_table(cat, objectives, r.pareto, width) + _ties_text(r.ties)
+    return payload, _single_stream_text(cat, objectives, r.pareto, r, head, width, files)
+
+
+def _families_payload(r: Any) -> dict[str, Any]:
+    """A search's by-family answer for --json (a sweep's or a study's result)."""
+    return {"by_family": [f.to_dict() for f in r.by_family], "measured_only": r.measured_only,
+            "ties": [t.to_dict() for t in r.ties]}
+
+
+def _single_stream_text(cat: Catalog, objectives: list[str], shown: list[Any], r: Any,
+                        head: str, width: int | None, files: list[str]) -> str:
+    """A search's answer one problem at a time: its head, the shown designs, the front's ties
+    and each family's best with its margin."""
+    text = (head + "\n" + _best_table(cat, objectives, shown, width) + _ties_text(r.ties)
             + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
-    return payload, wrap(text, width) + _wrote_text(files)
+    return wrap(text, width) + _wrote_text(files)
 
 
 def _at_load(cat: Catalog, space: Any, objectives: list[str], pool: list[Any], ld: Any,
@@ -399,9 +410,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                    or f"constraints: {_constraint_text(r.constraints)}")
             raise InfeasibleError(f"study {r.study_name}: no feasible design in {r.n_trials} "
                                   f"trials: {why}; relax the constraints or run more trials")
-        payload["by_family"] = [f.to_dict() for f in r.by_family]
-        payload["measured_only"] = r.measured_only
-        payload["ties"] = [t.to_dict() for t in r.ties]
+        payload |= _families_payload(r)
         width = text_width(a)
         if ld is not None:
             from dse.search.at_load import study_pool
@@ -411,9 +420,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             pool = study_pool(cat, space, study, sub.pool if sub is not None else [])
             return _at_load(cat, space, objectives, pool, ld, payload, head, width,
                             (a, title, csv_text(trials)))
-        text = (head + "\n" + _best_table(cat, objectives, r.best, width) + _ties_text(r.ties)
-                + SHOWN_NOTE + _families_text(objectives, r.by_family, width))
-        return payload, wrap(text, width) + _wrote_text(files)
+        return payload, _single_stream_text(cat, objectives, r.best, r, head, width, files)
 
 
 def _pool_sweep(cat: Catalog, space: Any, objectives: list[str], cons: Any,

@@ -74,6 +74,7 @@ def _poisson_weights(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return k, w / w.sum(axis=-1, keepdims=True)
 
 
+# log k! for the grid: K is at most 64 + 5 sqrt(64) + 5 + 1 = 110 (POISSON_MAX_MEAN's)
 _LGAMMA = np.array([math.lgamma(j + 1.0) for j in range(160)])
 
 
