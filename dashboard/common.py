@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import charts
 from dse import views
 from dse.engine.report import Report
 from dse.errors import DseError
@@ -342,6 +343,17 @@ def chart_config(name: str) -> dict[str, Any]:
 def chart(fig: Any, key: str, **kwargs: Any) -> Any:
     """st.plotly_chart with the house configuration (SVG download, no Plotly logo)."""
     return st.plotly_chart(fig, key=key, config=chart_config(key), **kwargs)
+
+
+def vega(c: charts.Chart, key: str) -> Any:
+    """A Vega-Lite chart of dashboard/charts.py: its rows as the data, its specification
+    apart (a concatenation of panels keeps its own width; a single chart takes the
+    column's)."""
+    import pandas as pd
+
+    concat = "hconcat" in c.spec or "vconcat" in c.spec
+    return st.vega_lite_chart(pd.DataFrame(c.rows), c.spec, key=key,
+                              width="content" if concat else "stretch")
 
 
 def open_in_whatif(state: views.DesignState) -> None:

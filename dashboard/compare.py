@@ -78,12 +78,12 @@ if ok:
     st.download_button("Comparison (CSV)", views.rows_csv(csv_rows),
                        file_name="compare.csv", mime="text/csv", key="cp_download_csv")
     sub = {n: reports[n] for n in ok}
-    common.chart(charts.fig_intervals(views.interval_rows(sub)), key="cp_fig_intervals")
+    common.vega(charts.fig_intervals(views.interval_rows(sub)), key="cp_fig_intervals")
     c1, c2 = st.columns(2)
     with c1:
-        common.chart(charts.fig_breakdown(sub), key="cp_fig_latency")
+        common.vega(charts.fig_breakdown(sub), key="cp_fig_latency")
     with c2:
-        common.chart(charts.fig_energy_designs(sub), key="cp_fig_energy")
+        common.vega(charts.fig_energy_designs(sub), key="cp_fig_energy")
 
 st.subheader("Pinned designs")
 for i, (n, s) in enumerate(zip(names, pinned, strict=True)):

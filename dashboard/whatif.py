@@ -228,16 +228,17 @@ elif t_lat.open:
     with t_lat:
         c1, c2 = st.columns(2)
         with c1:
-            common.chart(charts.fig_breakdown({this_name: quick, **quick_others}),
-                         key="wi_fig_lat")
+            common.vega(charts.fig_breakdown({this_name: quick, **quick_others}),
+                        key="wi_fig_lat")
             if base:
                 st.caption("Error bars: the 90% interval of this design's and the target "
                            "alone's latency; the GPU baselines' are on the Uncertainty tab.")
         with c2:
             iv_j = quick.intervals.get("energy_j_per_problem")
-            common.chart(charts.fig_energy(views.energy_split(design, rep),
-                                           None if iv_j is None else (iv_j[0], iv_j[1])),
-                         key="wi_fig_energy")
+            split = views.energy_split(design, rep)
+            common.vega(charts.fig_energy(split), key="wi_fig_energy")
+            st.caption(charts.energy_caption(split, None if iv_j is None
+                                             else (iv_j[0], iv_j[1])))
         if design.is_speculative:
             st.caption(f"Communication share {rep.communication_share:.4%}; speculation stall "
                        f"{rep.speculation_stall_ratio:.2%}; wasted tokens "
@@ -253,7 +254,7 @@ if t_unc.open:
         full = common.report_with_intervals(params)
         with_iv = {this_name: full,
                    **{n: common.report_with_intervals(common.key(s)) for n, s in others.items()}}
-        common.chart(charts.fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
+        common.vega(charts.fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
         iv = full.intervals
         st.caption("90% intervals (dse.uncertainty, each factor moved by the closed form, as "
                    "`dse evaluate`): latency "

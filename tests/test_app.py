@@ -9,7 +9,9 @@ import json
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from dashboard.whatif_controls import HARDWARE
@@ -40,6 +42,16 @@ def follow_up(at: AppTest) -> AppTest:
     """The run a browser makes a moment after a session's first What-if run (its fragment's
     timer; AppTest runs none), which draws what the first left out: the open tab's charts."""
     return at.run() if "wi_charts_pending" in at.session_state else at
+
+
+def vega(at: AppTest) -> list:
+    """The page's Vega-Lite charts (dashboard/charts.py)."""
+    return list(at.get("vega_lite_chart"))
+
+
+def vega_rows(chart) -> pd.DataFrame:
+    """A Vega-Lite chart's data, as the page sent it."""
+    return convert_arrow_bytes_to_pandas_df(chart.proto.data.data)
 
 
 def ok(at: AppTest) -> AppTest:
@@ -73,10 +85,10 @@ def test_whatif_default_shows_the_closed_form(cat):
         f"{brsd.latency_s_per_problem / rep.latency_s_per_problem:.2f}x")
     # a session's first run leaves the charts out (the browser shows the numbers first); its
     # fragment's timed rerun, a full rerun here, draws the open tab's two
-    assert len(at.get("plotly_chart")) == 0
+    assert len(at.get("plotly_chart")) == len(vega(at)) == 0
     assert "Drawing the charts..." in [c.value for c in at.caption]
     ok(at.run())
-    assert len(at.get("plotly_chart")) == 2  # the open tab: latency and energy
+    assert len(vega(at)) == 2  # the open tab: latency and energy (Vega-Lite)
     assert at.query_params["system"] == views.DEFAULT_SYSTEM
     for tab, charts in (("Timeline", 1), ("Roofline", 1), ("Sensitivity", 1),
                         ("Command line", 0)):
@@ -94,13 +106,18 @@ def test_whatif_uncertainty_tab(cat):
     at = ok(run_app())
     at.session_state["wi_tab"] = "Uncertainty"
     ok(at.run())
-    assert len(at.get("plotly_chart")) == 1
+    assert len(vega(at)) == 1 and not at.get("plotly_chart")
     spec = cat.get("system", views.DEFAULT_SYSTEM)
     d = build_design(cat, spec, PRESETS[views.DEFAULT_SCHEDULE])
     w = cat.get("workload", views.DEFAULT_WORKLOAD)
     full = attach(evaluate(d, w), d, w)
     lo, hi = full.intervals["latency_s_per_problem"]
     assert any(f"latency {lo:.3f}-{hi:.3f} s" in c.value for c in at.caption)
+    rows = vega_rows(vega(at)[0])  # the chart's error bars are the same interval
+    (this,) = rows[(rows.order == 0) & (rows.metric == "latency_s_per_problem")].itertuples()
+    assert (this.low, this.value, this.high) == pytest.approx(
+        (lo, full.latency_s_per_problem, hi))
+    assert set(rows.order) == set(range(5))  # this design, the target alone, 3 GPU baselines
     (table,) = [t.value for t in at.table if "component" in t.value.columns]
     assert set(table["component"]) >= {"draft", "prm", "target"}
     assert set(table["status"]) <= {"calibrated", "cross-validated", "extrapolated"}
@@ -158,21 +175,31 @@ def test_hardware_widgets_drawn_only_while_open(cat):
     assert (metric(at, "Latency (s/problem)"), dict(at.query_params)) == before
 
 
-def test_whatif_charts_have_fixed_margins():
-    """What-if's charts carry margins Plotly neither measures labels for nor grows
-    (dashboard/charts.py, fix_margins); a label too long for the estimate keeps Plotly's."""
-    import plotly.graph_objects as go
-
-    from dashboard import charts
-
+def test_whatif_charts_keep_their_specification_across_a_threshold(cat):
+    """What-if's two charts are Vega-Lite specifications with their data apart
+    (dashboard/charts.py): a new threshold sends new rows under the same specification, so the
+    page's charts take them in place. The rows are the reports' numbers."""
     at = ok(follow_up(run_app()))
-    for c in at.get("plotly_chart"):
-        layout = json.loads(c.proto.spec)["layout"]
-        assert layout["margin"]["autoexpand"] is False
-        assert layout["xaxis"]["automargin"] is False and layout["yaxis"]["automargin"] is False
-    fig = go.Figure()
-    charts.fix_margins(fig, left=charts.label_px(["x" * 40]), right=50, bottom=65)
-    assert fig.layout.margin.autoexpand is None and fig.layout.xaxis.automargin is None
+    specs = [c.proto.spec for c in vega(at)]
+    lat = vega_rows(vega(at)[0])
+    at.slider(key="wi_accept_threshold").set_value(0.8)
+    ok(at.run())
+    assert [c.proto.spec for c in vega(at)] == specs
+    for spec in specs:
+        assert "values" not in json.dumps(json.loads(spec).get("data", {}))
+    rep = expected(cat, views.DEFAULT_SYSTEM, views.DEFAULT_WORKLOAD, views.DEFAULT_SCHEDULE,
+                   accept_threshold=0.8)
+    rows = vega_rows(vega(at)[0])
+    this = rows[(rows.order == 0) & rows.part.notna()]
+    assert this.value.sum() == pytest.approx(sum(rep.latency_breakdown_s.values()))
+    assert not rows.equals(lat)
+    (total,) = rows[(rows.order == 0) & rows.total.notna()].itertuples()
+    assert total.total == pytest.approx(rep.latency_s_per_problem)
+    assert total.low < total.total < total.high
+    energy = vega_rows(vega(at)[1])
+    assert energy.value.sum() == pytest.approx(rep.energy_j_per_problem, rel=1e-9)
+    assert any(c.value.startswith(f"Energy per problem: {rep.energy_j_per_problem:.0f} J")
+               for c in at.caption)
 
 
 def test_infeasible_design_shows_why():

@@ -141,7 +141,7 @@ def test_pin_from_whatif_then_compare_round_trips_through_the_url(cat):
     assert table.loc["Δ latency per problem", names[1]] == (
         f"{r1.latency_s_per_problem / r0.latency_s_per_problem - 1:+.1%}")
     assert table.loc["Δ latency per problem", names[0]] == "+0.0%"
-    assert len(fresh.get("plotly_chart")) == 3  # intervals, latency, energy
+    assert len(fresh.get("vega_lite_chart")) == 3  # intervals, latency, energy
 
 
 def test_compare_reference_unpin_and_open(cat):

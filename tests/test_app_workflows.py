@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from dse import views
@@ -212,10 +212,10 @@ def test_compare_a_target_alone_beside_a_speculative_design(cat, downloads):  # 
     assert table.loc["draft", names[1]] == "none (target alone)"
     assert table.loc["workflow", names[1]] == "target alone"
     assert table.loc["schedule", names[1]] == "target-only"
-    assert len(at.get("plotly_chart")) == 3
-    energy = json.loads(at.get("plotly_chart")[2].proto.spec)["data"]
-    draft = next(t for t in energy if t["name"].startswith("draft"))
-    assert draft["y"][1] == 0.0  # the target alone spends nothing on a draft
+    assert len(at.get("vega_lite_chart")) == 3
+    energy = convert_arrow_bytes_to_pandas_df(at.get("vega_lite_chart")[2].proto.data.data)
+    (draft,) = energy[(energy.order == 1) & (energy.part == "draft device")].value
+    assert draft == 0.0  # the target alone spends nothing on a draft
     rows = list(csv.DictReader(io.StringIO(
         served(at, downloads, "Comparison (CSV)").decode())))
     assert [r["design"] for r in rows] == names and rows[1]["p_accept"] == "0.0"

@@ -205,7 +205,7 @@ def test_dashboard_in_a_browser(cat, server, browser):
                                  and "Latency (s/problem)" in metrics(d))
     check_metrics(drv, expected(cat, drv.current_url))
     WebDriverWait(drv, 30).until(ec.presence_of_element_located(
-        (By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]')))
+        (By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')))
     no_exception(drv)
     drv.save_screenshot(str(ARTIFACTS / "whatif.png"))
     # a widget change: shadow sync flips, the page re-renders and the URL follows
@@ -280,7 +280,7 @@ def test_compare_in_a_browser(cat, server, browser):
     want = [views.short_label(s, i) for i, s in enumerate(states)]
     WebDriverWait(drv, 60).until(lambda d: pinned_names(d) == want)
     WebDriverWait(drv, 60).until(lambda d: len(d.find_elements(
-        By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]')) == 3)
+        By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')) == 3)
     no_exception(drv)
     drv.save_screenshot(str(ARTIFACTS / "compare.png"))
     # the URL round trip: a reload shows the same pinned set
