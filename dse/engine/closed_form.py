@@ -62,6 +62,10 @@ from dse.specs.scenario import WorkloadSpec
 F64 = NDArray[np.float64]
 QUAD_POINTS = 5
 RESP_POINTS = 4
+# (QUAD_POINTS, RESP_POINTS) of the coarser grid an interval's factor ends may be evaluated on
+# (dse.uncertainty.evaluate_at: each end's move relative to the coarse grid's own central value,
+# applied to the full grid's): 54 grid points a position (2 x 3 x 3 x 3) instead of 500
+COARSE_QUADRATURE = (3, 2)
 # the head starts after a reject are iterated until they move by less than this share of an
 # attempt's mean time
 AHEAD_REL_TOL = 1e-3
@@ -155,13 +159,18 @@ HEADLINE_METRICS = ("latency_s_per_problem", "goodput_tokens_per_s", "j_per_toke
 
 
 def closed_form_headline_batch(batch: Costs, members: Sequence[Costs],
-                               rows: Sequence[int] | None = None) -> list[dict[str, float]]:
+                               rows: Sequence[int] | None = None, *,
+                               quadrature: tuple[int, int] = (QUAD_POINTS, RESP_POINTS)
+                               ) -> list[dict[str, float]]:
     """`closed_form_batch`'s HEADLINE_METRICS alone, equal to its to the bit: the attempts
     are composed by `compose_headline` (time, energy above idle, next head start) and the
     step-ahead stall's exact probability is not taken, so the rest of the report (critical
     path split, busy times, stalls, waste) is never computed. What an interval's factor ends
-    need (dse.uncertainty.evaluate_at): about a third less work with step-ahead."""
-    return [headline_of(finite(r)) for r in _batch(batch, members, rows, headline=True)]
+    need (dse.uncertainty.evaluate_at): about a third less work with step-ahead. quadrature:
+    the points of each token-count axis and of the context's (COARSE_QUADRATURE: a coarser
+    grid)."""
+    return [headline_of(finite(r)) for r in _batch(batch, members, rows, headline=True,
+                                                   quadrature=quadrature)]
 
 
 def headline_of(r: Report) -> dict[str, float]:
@@ -183,9 +192,12 @@ def closed_form_batch(batch: Costs, members: Sequence[Costs],
 
 
 def _batch(batch: Costs, members: Sequence[Costs], rows: Sequence[int] | None, *,
-           headline: bool) -> list[Report]:
+           headline: bool, quadrature: tuple[int, int] = (QUAD_POINTS, RESP_POINTS)
+           ) -> list[Report]:
     """closed_form_batch; headline=True: only the fields of `Headline` are composed and
-    expected (the reports' other fields are 0: they never leave this module)."""
+    expected (the reports' other fields are 0: they never leave this module). quadrature:
+    (points of each token-count axis, points of the context)."""
+    n_quad, n_resp = quadrature
     d, w, s = batch.design, batch.workload, batch.design.schedule
     comp = compose_headline if headline else compose
     rows = list(range(len(members))) if rows is None else list(rows)
@@ -199,8 +211,8 @@ def _batch(batch: Costs, members: Sequence[Costs], rows: Sequence[int] | None, *
     n_pos = int(s_vals.max())
     tpos = np.arange(n_pos, dtype=float)
     resp = tpos * m_c
-    qx = token_quadrature(xbar, w.draft_step_tokens_cv, QUAD_POINTS)
-    qt = token_quadrature(tbar, w.target_step_tokens_cv, QUAD_POINTS)
+    qx = token_quadrature(xbar, w.draft_step_tokens_cv, n_quad)
+    qt = token_quadrature(tbar, w.target_step_tokens_cv, n_quad)
     bt_on = s.backtracking
     win = d.backtrack_window
 
@@ -222,17 +234,17 @@ def _batch(batch: Costs, members: Sequence[Costs], rows: Sequence[int] | None, *
                 u_a[t] = ((mass * runs * xbar).sum() + pa ** t * (t * xbar + batch.prompt)) / pa
     u_a[0] = batch.prompt
 
-    # the context at position t is a sum of t random step lengths: RESP_POINTS equal-probability
+    # the context at position t is a sum of t random step lengths: n_resp equal-probability
     # points of a gamma with that mean and variance (the step-length spread inside max())
     cv2 = w.draft_step_tokens_cv ** 2
-    pts = _gamma_quantiles(n_pos, cv2) * (m_c * cv2)
+    pts = _gamma_quantiles(n_pos, cv2, n_resp) * (m_c * cv2)
     pts = np.where(tpos[:, None] > 0, pts * (resp[:, None] / np.maximum(
         pts.mean(axis=1, keepdims=True), 1e-300)), 0.0)
     # grid layout: [context point, x, z, nt, batch, t]: the long axes innermost
-    (_, x, z, nt), wgt = _grid((np.zeros(RESP_POINTS), np.full(RESP_POINTS, 1 / RESP_POINTS)),
+    (_, x, z, nt), wgt = _grid((np.zeros(n_resp), np.full(n_resp, 1 / n_resp)),
                                qx, qx, qt)
     ew = _Weights(wgt, (nb, n_pos))
-    R = np.ascontiguousarray(pts.T).reshape(RESP_POINTS, 1, 1, 1, 1, n_pos)
+    R = np.ascontiguousarray(pts.T).reshape(n_resp, 1, 1, 1, 1, n_pos)
 
     anchor = np.maximum(R - (j_mean - 1) * m_c, 0.0)
 
@@ -346,11 +358,11 @@ def _batch(batch: Costs, members: Sequence[Costs], rows: Sequence[int] | None, *
 
 
 @lru_cache(maxsize=64)
-def _gamma_quantiles(n_pos: int, cv2: float) -> F64:
-    """RESP_POINTS equal-probability points (quantiles (i + 1/2) / RESP_POINTS) of unit-scale
-    gammas of shape t / cv2 for positions t = 0..n_pos-1 [n_pos, RESP_POINTS] (read-only:
-    shared by every design of a workload)."""
-    qs = (np.arange(RESP_POINTS) + 0.5) / RESP_POINTS
+def _gamma_quantiles(n_pos: int, cv2: float, n: int = RESP_POINTS) -> F64:
+    """n equal-probability points (quantiles (i + 1/2) / n) of unit-scale gammas of shape
+    t / cv2 for positions t = 0..n_pos-1 [n_pos, n] (read-only: shared by every design of a
+    workload)."""
+    qs = (np.arange(n) + 0.5) / n
     shape_t = np.maximum(np.arange(n_pos, dtype=float) / max(cv2, 1e-9), 1e-9)
     pts = special.gammaincinv(shape_t[:, None], qs[None, :])
     pts.flags.writeable = False

@@ -68,13 +68,19 @@ def evaluate_batch(batch: Design, members: Sequence[Design], workload: WorkloadS
 
 
 def evaluate_headline_batch(batch: Design, members: Sequence[Design], workload: WorkloadSpec,
-                            rows: Sequence[int] | None = None) -> list[dict[str, float]]:
+                            rows: Sequence[int] | None = None, *,
+                            quadrature: tuple[int, int] | None = None
+                            ) -> list[dict[str, float]]:
     """`evaluate_batch`'s headline metrics alone (dse.engine.closed_form.HEADLINE_METRICS:
     latency, goodput, energy, J/token, tokens, accuracy, p_accept), equal to its to the bit
-    with less work: what an interval's factor ends need."""
+    with less work: what an interval's factor ends need. quadrature: a speculative design's
+    quadrature points (token-count axes, context), e.g. closed_form.COARSE_QUADRATURE; None:
+    the closed form's own (the other workflows' closed forms have no such grid)."""
     from dse.engine.closed_form import closed_form_headline_batch, headline_of
 
     if not batch.is_speculative:
         return [headline_of(evaluate(m, workload)) for m in members]
     return closed_form_headline_batch(Costs(batch, workload),
-                                      [Costs(m, workload) for m in members], rows)
+                                      [Costs(m, workload) for m in members], rows,
+                                      **({} if quadrature is None
+                                         else {"quadrature": quadrature}))

@@ -114,6 +114,7 @@ def dynamic_energy_by_power_key(d: Design, w: WorkloadSpec, r: Report) -> dict[s
 
 
 MOVES = ("mean-value", "closed-form")
+GRIDS = ("coarse", "full")  # evaluate_at's closed-form moves: which quadrature grid
 # distinct designs per batched closed form: past these the grid arrays (with step-ahead the
 # full (x, z, nt) grid) outgrow the caches and a call runs slower per design; with glibc
 # keeping freed memory (dse/core/process.py, as the dse command does) a U280 design took 1.1 ms
@@ -121,15 +122,27 @@ MOVES = ("mean-value", "closed-form")
 # 9-12 ms alone (one core, CPU time; benchmarks/bench_engine.py)
 BATCH = 8
 BATCH_STEP_AHEAD = 4
+# on the coarse grid (54 points a position against 500) a batch of 32 is smaller than one of 4
+# on the full grid: a U280 design's and its GPU baselines' intervals took 22-45 ms with every
+# end in one batch against 30-63 ms in batches of 4 (one core, min of 7, this module's
+# `attach`)
+BATCH_COARSE = 32
 
 
-def batch_size(d: Design) -> int:
-    """Distinct designs per batched closed form of the design's factor ends."""
+def batch_size(d: Design, grid: str = "full") -> int:
+    """Distinct designs per batched closed form of the design's factor ends on the grid."""
+    if grid == "coarse":
+        return BATCH_COARSE
     return BATCH_STEP_AHEAD if d.is_speculative and d.schedule.step_ahead else BATCH
 
 
+# the metrics a factor end moves additively on the coarse grid (the rest move by their ratio)
+ADDITIVE_MOVES = ("accuracy", "p_accept")
+
+
 def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_METRICS, *,
-                moves: str = "closed-form", central: Report | None = None) -> EvaluateAt:
+                moves: str = "closed-form", central: Report | None = None,
+                grid: str = "coarse") -> EvaluateAt:
     """A function from factor values to the metrics of the perturbed design, around the
     closed form's central report.
 
@@ -144,12 +157,21 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     width), the accuracy from the closed form's accuracy-only pass. Power factors alone
     move only the energy, linearly: they are computed from the central report without
     another evaluation (`dynamic_energy_by_power_key`).
-    central: the design's closed-form report, where the caller has it."""
-    from dse.engine.closed_form import HEADLINE_METRICS, accuracy_only
+    central: the design's closed-form report, where the caller has it.
+    grid: with closed-form moves of a speculative design's headline metrics, "coarse" evaluates
+    each factor end on the closed form's coarser quadrature (closed_form.COARSE_QUADRATURE,
+    54 grid points a position instead of 500: 2-3x faster) and applies its move relative to
+    that grid's own central value to the central report (a ratio; accuracy and p_accept, which
+    the grid does not change, a difference): the grid's error is common to an end and the
+    centre and cancels. "full": each end on the closed form's own grid (the check of
+    "coarse", tests/test_uncertainty.py)."""
+    from dse.engine.closed_form import COARSE_QUADRATURE, HEADLINE_METRICS, accuracy_only
     from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 
     if moves not in MOVES:
         raise ValueError(f"moves: {moves!r}; valid: {', '.join(MOVES)}")
+    if grid not in GRIDS:
+        raise ValueError(f"grid: {grid!r}; valid: {', '.join(GRIDS)}")
     if not d.is_speculative:  # one generation: the closed form is as fast as the mean value
         moves = "closed-form"
     central = central if central is not None else evaluate(d, w)
@@ -175,6 +197,27 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
 
     memo: dict[tuple[tuple[str, float], ...], Metrics] = {}
     lean = set(metrics) <= set(HEADLINE_METRICS)  # the headline alone: less to compose
+    quad = COARSE_QUADRATURE if grid == "coarse" and lean and d.is_speculative else None
+    base: dict[str, Mapping[str, float]] = {}  # "c": the coarse grid's central headline
+
+    def coarse_central() -> Mapping[str, float]:
+        if "c" not in base:  # unless `many` had it evaluated in its first batch
+            base["c"] = evaluate_headline_batch(d, [d], w, quadrature=quad)[0]
+        return base["c"]
+
+    def headline(rs: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
+        """The headline metrics of factor ends: on the coarse grid, each one's move from
+        that grid's central value applied to the central report."""
+        if quad is None:
+            return [pick(r) for r in rs]
+        out, b0 = [], coarse_central()
+        for r in rs:
+            row = {}
+            for m in (*metrics, "p_accept"):
+                v, b, c = float(r[m]), float(b0[m]), float(getattr(central, m))
+                row[m] = c + v - b if m in ADDITIVE_MOVES or b == 0 else c * v / b
+            out.append(row)
+        return out
 
     def at(values: Mapping[str, float]) -> Metrics:
         key = tuple(sorted(values.items()))
@@ -194,7 +237,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
             r = relative(values)
         elif lean:  # the headline alone, as `many`'s batches
             d2, w2 = perturbed(d, w, values)
-            return pick(evaluate_headline_batch(d2, [d2], w2)[0])
+            return headline(evaluate_headline_batch(d2, [d2], w2, quadrature=quad))[0]
         else:
             r = evaluate(*perturbed(d, w, values))
         return pick(r)
@@ -206,19 +249,29 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
 
     def many(points: Sequence[Mapping[str, float]]) -> list[Metrics]:
         """`at` of each point; the closed form's points that move only placements' times and
-        powers evaluated together (dse.engine.evaluate.evaluate_batch), BATCH at a time."""
+        powers evaluated together (dse.engine.evaluate.evaluate_batch), `batch_size` at a
+        time."""
         out: list[Metrics | None] = [None] * len(points)
         batched = [i for i, v in enumerate(points) if moves == "closed-form" and v
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
-        for batch, sel, rows in batches(d, [points[i] for i in batched], batch_size(d)):
-            idx = [batched[j] for j in sel]
-            members = [scale_design(d, points[i]) for i in idx]
-            rs: Sequence[Mapping[str, float] | Report] = (
-                evaluate_headline_batch(batch, members, w, rows) if lean
-                else evaluate_batch(batch, members, w, rows))
-            for i, r in zip(idx, rs, strict=True):
-                out[i] = memo[tuple(sorted(points[i].items()))] = pick(r)
+        # on the coarse grid its central value rides in the first batch (a row of ones)
+        first: list[Mapping[str, float]] = (
+            [{}] if quad is not None and batched and "c" not in base else [])
+        todo = [*first, *(points[i] for i in batched)]
+        for batch, sel, rows in batches(d, todo,
+                                        batch_size(d, "full" if quad is None else "coarse")):
+            members = [scale_design(d, todo[j]) for j in sel]
+            if not lean:
+                rs = [pick(r) for r in evaluate_batch(batch, members, w, rows)]
+            else:
+                raw = evaluate_headline_batch(batch, members, w, rows, quadrature=quad)
+                if first and sel[0] == 0:
+                    base["c"], sel, raw = raw[0], sel[1:], raw[1:]
+                rs = headline(raw)
+            for j, r in zip(sel, rs, strict=True):
+                i = batched[j - len(first)]
+                out[i] = memo[tuple(sorted(points[i].items()))] = r
         return [o if o is not None else at(v) for o, v in zip(out, points, strict=True)]
 
     return BatchAt(at, many)
