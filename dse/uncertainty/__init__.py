@@ -164,7 +164,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     that grid's own central value to the central report (a ratio; accuracy and p_accept, which
     the grid does not change, a difference): the grid's error is common to an end and the
     centre and cancels. "full": each end on the closed form's own grid (the check of
-    "coarse", tests/test_uncertainty.py)."""
+    "coarse", tests/test_closed_form_batch.py)."""
     from dse.engine.closed_form import COARSE_QUADRATURE, HEADLINE_METRICS, accuracy_only
     from dse.engine.evaluate import evaluate, evaluate_batch, evaluate_headline_batch
 
