@@ -6,11 +6,12 @@ These are Vega-Lite charts drawn on a canvas, their data apart from their specif
 the figures What-if draws anew on every change of a knob. A change that keeps the
 specification (a new threshold, a flag) sends new rows only, which the page's chart takes in
 place; Plotly, which What-if drew them with before, laid out and drew every SVG element of
-both charts again (legends included) and loaded its 4 MB library on a session's first page: a
-threshold step settled in 509-537 ms with Plotly and 369-392 ms with these, a fresh session
-in 3.2 s and 1.6-1.7 s (bench_browser.py, 2-core machine, docs/benchmarks.md). The
-specifications hold no value that changes with the design (titles and sort orders are
-fixed; totals and intervals go to the captions beside them) so that they stay the same.
+both charts again (legends included) and loaded its 4.7 MB script (Vega's: 0.8 MB) on a
+session's first page: a threshold step settled in 509-537 ms with Plotly and 369-392 ms with
+these, a fresh session in 3.2 s and 1.6-1.7 s (bench_browser.py, 2-core machine,
+docs/benchmarks.md). The specifications hold no value that changes with the design (titles
+and sort orders are fixed; totals and intervals go to the captions beside them) so that they
+stay the same.
 What-if's other figures (timeline, roofline, tornado) are Plotly's (dashboard/
 whatif_figures.py): drawn once per tab visit, where Plotly's hover and zoom pay."""
 
