@@ -7,7 +7,8 @@ press that moves the accept threshold's slider one step, the click on a toggle o
 dropdown option) and a MutationObserver records when the "Latency (s/problem)" metric shows
 its new value ("latency"), when any metric last changed ("every metric": the baselines'
 speed-ups and energy gains, the intervals under the headline) and when the page last changed
-before a second of quiet ("settled": the charts). A fresh session is timed from the
+before a second of quiet ("settled": the charts; a canvas chart's draw calls count as a
+change, since they change no element). A fresh session is timed from the
 navigation's start. The last case steps the threshold with the Uncertainty tab open (its
 intervals chart, provenance table and joint intervals redrawn). Prints the median and range of
 each, with the Dashboard issue's target for the new value and the Speed issue's for the page
@@ -71,6 +72,13 @@ PROBE_JS = """
     if (a !== p.all) { p.all = a; p.allAt = now; }
   }).observe(document, {subtree: true, childList: true, characterData: true,
                         attributes: true});
+  // a chart drawn on a canvas (Vega-Lite's) changes no element: its draw calls count as
+  // changes of the page too
+  const C = CanvasRenderingContext2D.prototype;
+  for (const m of ['clearRect', 'fillRect', 'fill', 'stroke', 'fillText', 'drawImage']) {
+    const f = C[m];
+    C[m] = function (...args) { p.last = performance.now(); return f.apply(this, args); };
+  }
 })();
 """.replace("LABEL", repr(LATENCY))
 

@@ -251,10 +251,11 @@ elif t_lat.open:
                           if design.colocated else ""))
 if t_unc.open:
     with t_unc:
+        # the chart first on the page and drawn last: the tables below need only this design's
+        # intervals (cached), so the browser draws them while the GPU baselines' intervals are
+        # computed; until then the container keeps the last run's chart
+        chart_box = st.container()
         full = common.report_with_intervals(params)
-        with_iv = {this_name: full,
-                   **{n: common.report_with_intervals(common.key(s)) for n, s in others.items()}}
-        common.vega(charts.fig_intervals(views.interval_rows(with_iv)), key="wi_fig_intervals")
         iv = full.intervals
         st.caption("90% intervals (dse.uncertainty, each factor moved by the closed form, as "
                    "`dse evaluate`): latency "
@@ -274,6 +275,11 @@ if t_unc.open:
                        "joint), so the errors they share (the target on its GPU, the "
                        "workload) cancel in the difference; 0 outside the interval: decided.")
         st.table(views.provenance_rows(full), hide_index=True)  # long bases wrap
+        with_iv = {this_name: full,
+                   **{n: common.report_with_intervals(common.key(s)) for n, s in others.items()}}
+        with chart_box:
+            common.vega(charts.fig_intervals(views.interval_rows(with_iv)),
+                        key="wi_fig_intervals")
 if t_tl.open:
     with t_tl:
         ss.setdefault("wi_timeline_seed", 0)
