@@ -172,3 +172,18 @@ def test_coarse_grid_intervals_on_random_designs(cat, rng: random.Random) -> Non
         return
     gap = _grid_gap(d, cat.get("workload", case.workload))
     assert max(gap.values(), default=0.0) <= COARSE_END_SHARE, (case.describe(), gap)
+
+
+def test_headline_pass_refuses_a_metric_that_is_not_finite() -> None:
+    """The headline pass checks the metrics it returns, as `finite` checks a report: a NaN
+    comes out as one DseError naming it, never as a number."""
+    from dataclasses import replace
+
+    from dse.engine import closed_form
+    from dse.errors import DseError
+
+    d = build_design(CAT, load_system(CAT, "paper-config1-u280"), PRESETS["heteroreason"])
+    r = evaluate(d, CAT.workload("math500"))
+    assert closed_form._finite_headline(r) == headline_of(r)
+    with pytest.raises(DseError, match="j_per_token = inf"):
+        closed_form._finite_headline(replace(r, j_per_token=float("inf")))
