@@ -8,6 +8,7 @@ evaluator's, or the simulator's means: `report_from_replay`); `finite` refuses o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,9 +123,10 @@ def assemble(c: Costs, evaluator: str, *, latency: float, crit: dict[str, float]
     )
 
 
-def finite(r: Report) -> Report:
+def finite(r: Report, only: Sequence[str] | None = None) -> Report:
     """The report, or a DseError naming the first metric that is NaN or infinite (inputs at
-    the edge of the model's range must not come out as silent NaNs)."""
+    the edge of the model's range must not come out as silent NaNs). only: check these
+    fields alone (a headline pass, whose other fields are never read)."""
     def walk(prefix: str, v: Any) -> str | None:
         if is_dataclass(v) and not isinstance(v, type):  # its fields, as to_dict gives them
             v = {f.name: getattr(v, f.name) for f in fields(v)}
@@ -134,7 +136,8 @@ def finite(r: Report) -> Report:
             return f"{prefix.lstrip('.')} = {v}"
         return None
 
-    bad = walk("", r)  # not r.to_dict(): no deep copy of every report the closed form makes
+    # not r.to_dict(): no deep copy of every report the closed form makes
+    bad = walk("", r) if only is None else walk("", {m: getattr(r, m) for m in only})
     if bad:
         raise DseError(f"{r.system} on {r.workload} ({r.schedule}): the model gives {bad}; "
                        "an input is outside its valid range")

@@ -198,12 +198,13 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     memo: dict[tuple[tuple[str, float], ...], Metrics] = {}
     lean = set(metrics) <= set(HEADLINE_METRICS)  # the headline alone: less to compose
     quad = COARSE_QUADRATURE if grid == "coarse" and lean and d.is_speculative else None
-    base: dict[str, Mapping[str, float]] = {}  # "c": the coarse grid's central headline
+    coarse0: Mapping[str, float] | None = None  # the coarse grid's central headline
 
     def coarse_central() -> Mapping[str, float]:
-        if "c" not in base:  # unless `many` had it evaluated in its first batch
-            base["c"] = evaluate_headline_batch(d, [d], w, quadrature=quad)[0]
-        return base["c"]
+        nonlocal coarse0
+        if coarse0 is None:  # unless `many` had it evaluated in its first batch
+            coarse0 = evaluate_headline_batch(d, [d], w, quadrature=quad)[0]
+        return coarse0
 
     def headline(rs: Sequence[Mapping[str, float]]) -> list[dict[str, float]]:
         """The headline metrics of factor ends: on the coarse grid, each one's move from
@@ -256,8 +257,9 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
                    and is_time_only(v) and not all(k.startswith("power:") for k in v)
                    and tuple(sorted(v.items())) not in memo]
         # on the coarse grid its central value rides in the first batch (a row of ones)
+        nonlocal coarse0
         first: list[Mapping[str, float]] = (
-            [{}] if quad is not None and batched and "c" not in base else [])
+            [{}] if quad is not None and batched and coarse0 is None else [])
         todo = [*first, *(points[i] for i in batched)]
         for batch, sel, rows in batches(d, todo,
                                         batch_size(d, "full" if quad is None else "coarse")):
@@ -267,7 +269,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
             else:
                 raw = evaluate_headline_batch(batch, members, w, rows, quadrature=quad)
                 if first and sel[0] == 0:
-                    base["c"], sel, raw = raw[0], sel[1:], raw[1:]
+                    coarse0, sel, raw = raw[0], sel[1:], raw[1:]
                 rs = headline(raw)
             for j, r in zip(sel, rs, strict=True):
                 i = batched[j - len(first)]
