@@ -29,6 +29,8 @@ def verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> None:
     else:
         st.caption("No target-only design in this space: list `target-only` under "
                    "`[workflows] workflow` in the space file to weigh the target alone.")
+    for note in vf.idle_draft_notes(fams, objectives):
+        st.caption(note)
 
 
 def show(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> None:

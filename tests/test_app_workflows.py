@@ -269,3 +269,19 @@ def test_design_space_families_and_measured_devices(cat, families_space):
     assert at.title[0].value == "What-if"
     assert at.query_params["workflow"] == "target-only"
     same_state(cat, at)
+
+
+def test_design_space_says_when_a_speculative_best_accepts_no_draft_step():
+    """The default space by energy per token (the main job's): each speculative family whose
+    best accepts under 1% of its draft's steps gets its line under the verdict, and only
+    those (on this model the GPU family's best is the target judging at threshold 1.0)."""
+    at = ok(run_app())
+    ok(at.switch_page("dashboard/design_space.py").run())
+    at.multiselect(key="ds_objectives").set_value(["j_per_token"])
+    ok(at.button(key="ds_run").click().run(timeout=300))
+    table = frame(at, "family")
+    idle = [f for f, pa in zip(table["family"], table["accept probability"], strict=True)
+            if "speculation" in f and float(pa) < 0.01]
+    notes = [c.value for c in at.caption if "its best design accepts" in c.value]
+    assert [n.split(":")[0] for n in notes] == idle
+    assert idle == ["GPU-draft speculation"]

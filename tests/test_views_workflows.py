@@ -414,3 +414,37 @@ def test_the_statement_when_the_target_alone_wins():
     # a family without a feasible design reads so
     (row,) = vf.family_rows([FamilyBest("target-only", None, note="none here")], ["accuracy"])
     assert row == {"family": "target alone", "design": "none here"}
+
+
+def test_a_speculative_best_that_accepts_no_draft_step_is_said():
+    """A speculative family whose best accepts no draft step (here the target judging at
+    threshold 1.0) is the target alone with a draft and a verifier added: one line says so,
+    in the dashboard and the CLI; a family that accepts 1% or more, the target alone and a
+    width design (p_accept 0: no draft) get none."""
+    from dse.cli.search import _families_text
+    from dse.search.families import idle_drafts
+
+    def with_accept(f, pa):
+        return replace(f, candidate=SimpleNamespace(**{**vars(f.candidate),
+                                                       "metrics": {"accuracy": 80.0,
+                                                                   "p_accept": pa}}))
+
+    fams = [with_accept(family("target-only", 83.0, winner=True), 0.0),
+            with_accept(family("gpu-speculative", 80.0, margin=-3.0, interval=[-4, -2]), 0.0),
+            with_accept(family("fpga-speculative", 80.0, margin=-3.0, interval=[-4, -2]),
+                        0.004),
+            with_accept(family("width", 80.0, margin=-3.0, interval=[-4, -2]), 0.0)]
+    assert [f.family for f in idle_drafts(fams)] == ["gpu-speculative", "fpga-speculative"]
+    gpu, fpga = vf.idle_draft_notes(fams, ["accuracy"])
+    assert gpu.startswith("GPU-draft speculation: its best design accepts no draft step "
+                          "(p_accept 0): the target writes every step")
+    assert fpga.startswith("FPGA-draft speculation: its best design accepts under 1% of its "
+                           "draft's steps (p_accept 0.004)")
+    assert gpu.endswith("does better on accuracy.")
+    fams[2] = with_accept(fams[2], 0.01)
+    assert [f.family for f in idle_drafts(fams)] == ["gpu-speculative"]
+    for f in fams:  # the CLI's table reads the candidate's label and design
+        f.candidate.design = SimpleNamespace(system=None)
+    text = _families_text(["accuracy"], fams, None)
+    assert "\ngpu-speculative: its best design accepts no draft step (p_accept 0)" in text
+    assert "fpga-speculative: its best" not in text

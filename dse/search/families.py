@@ -201,6 +201,38 @@ def ties_sentence(ties: Sequence[FrontTie], *, first: int = 1) -> str:
             "every objective): " + ", ".join(tied) + ".")
 
 
+IDLE_ACCEPT = 0.01  # a speculative family's best accepting under 1% of draft steps: idle
+
+
+def idle_drafts(fams: Sequence[FamilyBest]) -> list[FamilyBest]:
+    """The speculative families whose best design accepts (almost) no draft step (p_accept
+    under IDLE_ACCEPT): the target writes every step, so the design is the target alone with
+    a draft and a verifier added, and the search found no design of the family that uses its
+    draft's steps, meets the constraints and does better on the objective (each family's
+    best is the best feasible one the search found)."""
+    out = []
+    for f in fams:
+        if f.candidate is None or not f.family.endswith("speculative"):
+            continue
+        pa = f.candidate.metrics.get("p_accept")
+        if pa is not None and float(pa) < IDLE_ACCEPT:
+            out.append(f)
+    return out
+
+
+def idle_draft_note(f: FamilyBest, objective: str, name: str | None = None) -> str:
+    """One line for an `idle_drafts` family, e.g. "gpu-speculative: its best design accepts
+    no draft step (p_accept 0): ..."; name: how the family is called (its key by default)."""
+    assert f.candidate is not None
+    pa = float(f.candidate.metrics.get("p_accept", 0.0))
+    what = ("accepts no draft step (p_accept 0)" if pa == 0 else
+            f"accepts under {IDLE_ACCEPT:.0%} of its draft's steps (p_accept {pa:.2g})")
+    return (f"{name or f.family}: its best design {what}: the target writes every step, so "
+            "it is the target alone with a draft and a verifier added; the search found no "
+            "design of this family that uses its draft's steps, meets the constraints and "
+            f"does better on {objective}.")
+
+
 def no_speculation_wins(fams: Sequence[FamilyBest], objective_metric: str, sign: float
                         ) -> bool:
     """Whether the best target-only design is at least as good as every other family's best

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dse.search.families import MARGIN_METRICS, FamilyBest, no_speculation_wins
+from dse.search.families import (
+    MARGIN_METRICS,
+    FamilyBest,
+    idle_draft_note,
+    idle_drafts,
+    no_speculation_wins,
+)
 from dse.search.objectives import OBJECTIVES, direction
 from dse.views.search import fmt, label
 
@@ -118,6 +124,17 @@ def families_verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> s
     if unsure:
         text += f" Not decided (0 inside the joint 90% interval) for {' and '.join(unsure)}."
     return text
+
+
+def idle_draft_notes(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> list[str]:
+    """A line for each speculative family whose best design accepts (almost) no draft step
+    (dse.search.families.idle_drafts): it is the target alone with a draft and a verifier
+    added."""
+    if not objectives:
+        return []
+    words = label(OBJECTIVES.get(objectives[0], objectives[0])).words
+    return [idle_draft_note(f, words, FAMILY_LABELS.get(f.family, f.family))
+            for f in idle_drafts(fams)]
 
 
 def winner_vs_target_alone(fams: Sequence[FamilyBest], objectives: Sequence[str]
