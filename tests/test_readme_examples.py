@@ -84,3 +84,46 @@ def test_readme_example_is_current(cmd: str, expected: str, tmp_path: Path,
         strip = re.compile(r" in [0-9.]+ s;")
         assert [strip.sub("", ln).rstrip() for ln in got.splitlines()] == [
             strip.sub("", ln).rstrip() for ln in expected.splitlines()]
+
+
+def _read_after(text: str, block_start: str) -> str:
+    """The "Read: ..." paragraph that follows the README example starting with block_start."""
+    i = text.index(block_start)
+    j = text.index("\nRead: ", i)
+    return " ".join(text[j + 1:text.index("\n\n", j)].split())
+
+
+def test_the_readmes_read_paragraphs_state_the_examples_numbers():
+    """The prose under the README's evaluate and main-job examples restates their figures
+    (rounded): it must move when a regenerated example moves (it once kept 3.7 s and 15.4
+    points under an evaluate example that gave -3.471 s and -19.52 points)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    ev = re.search(r"heteroreason - the target alone .*?\n\s+(-[\d.]+) s/problem.*?"
+                   r"(-[\d.]+) accuracy pts", text, re.S)
+    assert ev is not None
+    read = _read_after(text, "$ dse evaluate --system paper-config1-u280 --scenario math500\n")
+    assert f"{-float(ev.group(1)):.1f} s per problem faster" in read
+    assert f"{-float(ev.group(2)):.1f} points less accurate" in read
+    block = text[text.index("$ dse sweep --objective j_per_token"):]
+    margins = {fam: float(m) for fam, m in re.findall(
+        r"^(gpu-speculative|fpga-speculative|width)\s+\S+\s+\+([\d.]+) \[", block, re.M)}
+    best = float(re.search(r"^target-only\s+([\d.]+) \[", block, re.M).group(1))
+    read = _read_after(text, "$ dse sweep --objective j_per_token")
+    assert f"{best:.2f} J/token" in read
+    assert (f"{margins['gpu-speculative']:.2f}, {margins['fpga-speculative']:.2f} and "
+            f"{margins['width']:.2f} J/token more") in read
+
+
+def test_the_search_pages_read_paragraph_states_its_examples_numbers():
+    """docs/commands/search.md's prose under its study example restates each family's margin
+    and the ends of its joint interval (rounded) as the example's table gives them."""
+    text = (ROOT / "docs/commands/search.md").read_text(encoding="utf-8")
+    start = "$ dse optimize --objective j_per_token --out best"
+    block = text[text.index(start):text.index("\nRead: ", text.index(start))]
+    read = _read_after(text, start)
+    rows = re.findall(r"^(gpu-speculative|fpga-speculative|width)\s+\S+\s+\+([\d.]+) "
+                      r"\[\+([\d.]+) to \+([\d.]+)\]", block, re.M)
+    assert len(rows) == 3
+    for _fam, m, lo, hi in rows:
+        assert f"{float(m):.2f}" in read
+        assert f"+{float(lo):.2f} to +{float(hi):.2f}" in read

@@ -145,7 +145,9 @@ FITS: dict[str, FitSpec] = {f.profile: f for f in (
     FitSpec("hf-4.51", (LAUNCH, QUANT),
             "HF transformers 4.51 generate(): the Qwen3 speed benchmark on H20 (input 1)"),
     FitSpec("sglang", (E_MEM, GAP, STEP, QUANT),
-            "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1)"),
+            "SGLang 0.4.6: the Qwen3 speed benchmark on H20 (Qwen3 0.6B-32B, input 1); "
+            "SGLang of March 2025: the EAGLE-3 paper's batch-1 baseline on an H100 "
+            "(Llama-3.1-8B-Instruct, MT-bench)"),
     FitSpec("tensorrt-llm", (COMPUTE, FP8, _by_gen(PREFILL), ALLREDUCE),
             "TensorRT-LLM 0.5 time to first token (GPT-J 6B, A100 FP16, H100/L40S FP8)"),
     FitSpec("llama.cpp", (_by_gen(E_MEM), STEP, COMPUTE, PCIE_AR, PCIE_AR_CALL),
