@@ -331,7 +331,9 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
         "max_num_seqs": r.get("max_num_seqs") or max_num_seqs,
         "max_num_batched_tokens": r.get("max_num_batched_tokens"),
         "utilisation": load.rate / (reps * cap), "accuracy": r.get("accuracy"),
-        "tokens_per_problem": tokens, "p_accept": c.metrics.get("p_accept"),
+        "tokens_per_problem": tokens,
+        # a sweep's pool candidates carry the mean-value model's metrics: the report's then
+        "p_accept": c.metrics.get("p_accept", None if rep is None else rep.p_accept),
         "single_stream": {k: v for k, v in c.metrics.items()
                           if isinstance(v, float | int) and not isinstance(v, bool)}}
     iv = {k: list(v) for k, v in r.get("intervals", {}).items()

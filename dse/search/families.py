@@ -211,8 +211,8 @@ def idle_drafts(fams: Sequence[FamilyBest]) -> list[FamilyBest]:
     draft's steps, meets the constraints and does better on the objective (each family's
     best is the best feasible one the search found)."""
     out = []
-    for f in fams:
-        if f.candidate is None or not f.family.endswith("speculative"):
+    for f in fams:  # step-level speculation (token speculation's proposer has no p_accept)
+        if f.candidate is None or f.family not in ("gpu-speculative", "fpga-speculative"):
             continue
         pa = f.candidate.metrics.get("p_accept")
         if pa is not None and float(pa) < IDLE_ACCEPT:
