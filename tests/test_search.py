@@ -323,6 +323,25 @@ def test_optimize_finds_the_sweep_optimum_and_resumes(cat, tiny, tmp_path):
     assert studies[0]["best_values"][0] == pytest.approx(exact, rel=1e-9)
 
 
+def test_a_study_evaluates_each_hardware_choice_once(cat, tiny, monkeypatch):
+    """25 trials over the tiny space's 6 hardware choices: each choice's grid is computed
+    once and the trials that draw it again read it (the study's answer is the same: the
+    test above)."""
+    from dse.search.grid import Evaluator
+
+    seen: list[Any] = []
+    real = Evaluator.evaluate
+
+    def counted(self: Evaluator, hw: Any) -> Any:
+        seen.append(hw)
+        return real(self, hw)
+
+    monkeypatch.setattr(Evaluator, "evaluate", counted)
+    r = optimize(cat, tiny, ["j_per_token"], trials=25, seed=1)
+    assert r.n_trials == 25
+    assert 1 < len(seen) == len(set(seen)) <= 6
+
+
 def test_optimize_multi_objective_front_is_feasible(cat, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'm.db'}"
     r = optimize(cat, tiny, ["j_per_token", "latency"], trials=30, seed=0, storage=url)

@@ -176,6 +176,9 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     knobs = study_knobs(cat, space, algorithm=not single)
 
     mine: list[int] = []  # the trials this call evaluated (n_new: those that completed)
+    # each hardware choice's grid, once: the sampler draws the same choice again and again
+    # (102 distinct in the main job's 300 trials); the result is a pure function of it, read only
+    evaluated: dict[Any, Any] = {}
 
     def objective(trial: Any) -> Any:
         raise_if_stopped()  # a Ctrl-C or SIGTERM that a library's cleanup lost
@@ -206,7 +209,9 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                                 "(--measured-only)")
             trial.set_user_attr("violation", 1.0)
             return worst[0] if single else worst
-        r = ev.evaluate(hw)
+        r = evaluated.get(hw)
+        if r is None:
+            r = evaluated[hw] = ev.evaluate(hw)
         if r.reasons:
             trial.set_user_attr("infeasible", "; ".join(r.reasons))
             trial.set_user_attr("violation", 1.0)
