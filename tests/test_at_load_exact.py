@@ -100,3 +100,24 @@ def test_by_family_is_every_candidate_served_one_by_one(cat):
     ranked = [sign * float(s.candidate.metrics[metric]) for s in res.ranked]
     assert ranked == sorted(ranked) and ranked[0] == pytest.approx(min(v for v, _ in
                                                                        best.values()))
+
+
+def test_parts_with_disjoint_families_combine_to_one_pass(cat):
+    """The pool split by family (the target-only designs, with their token speculation, and
+    the width designs), each part served on its own and combined: exactly one pass's answer
+    (the screen is within a family), as `dse optimize --rate` relies on."""
+    from dse.search.at_load import _family, combine, serve_pool
+
+    space = load_space(cat, SPACE)
+    pool = sweep(cat, space, ["cost"], pool=True, families=False).pool
+    load = LoadSpec(20.0)
+    one = search_at_load(cat, space, "cost", pool, load)
+    alone = [c for c in pool if _family(cat, c) == "target-only"]
+    rest = [c for c in pool if _family(cat, c) != "target-only"]
+    assert alone and rest
+    got = combine(load, "cost", [serve_pool(cat, space, "cost", p, load) for p in (rest, alone)])
+    assert [s.candidate.to_dict() for s in got.ranked] == \
+        [s.candidate.to_dict() for s in one.ranked]
+    assert [f.to_dict() for f in got.by_family] == [f.to_dict() for f in one.by_family]
+    assert (got.infeasible, got.examples, got.n_pool, got.n_served) == \
+        (one.infeasible, one.examples, one.n_pool, one.n_served)

@@ -67,20 +67,26 @@ def test_leaving_the_block_stops_the_process() -> None:
         job.result()
 
 
-def test_the_pool_sweep_is_the_same_forked_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The width and target-only pool of a small space: every candidate's figures equal."""
+def test_the_pool_at_load_is_the_same_forked_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The width and target-only pool of a small space, served at 20 requests/s (as `dse
+    optimize --rate` does beside its study): every served design's figures equal."""
     import argparse
 
-    from dse.cli.search import _pool_sweep
+    from dse.cli.search import _pool_at_load
     from dse.search import load_space
+    from dse.search.loads import LoadSpec
     from dse.search.objectives import NO_CONSTRAINTS
 
     cat = load_catalog()
     space = load_space(cat, str(Path(__file__).parent / "data" / "load-space.toml"))
     a = argparse.Namespace(confidence=0.5, measured_only=False)
-    with Background(lambda: _pool_sweep(cat, space, ["cost"], NO_CONSTRAINTS, a)) as job:
+    ld = LoadSpec(20.0)
+    with Background(lambda: _pool_at_load(cat, space, ["cost"], NO_CONSTRAINTS, a, ld)) as job:
         there = job.result()
     monkeypatch.setattr(bg, "default_processes", lambda: 1)
-    here = _pool_sweep(cat, space, ["cost"], NO_CONSTRAINTS, a)
-    assert [c.to_dict() for c in there.pool] == [c.to_dict() for c in here.pool]
-    assert there.pool
+    here = _pool_at_load(cat, space, ["cost"], NO_CONSTRAINTS, a, ld)
+    assert there.feasible
+    assert [s.candidate.to_dict() for s in there.feasible] == \
+        [s.candidate.to_dict() for s in here.feasible]
+    assert (there.n_jobs, there.n_served, there.reasons) == \
+        (here.n_jobs, here.n_served, here.reasons)

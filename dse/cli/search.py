@@ -283,8 +283,10 @@ def run_sweep(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     payload |= _families_payload(r)
     width = text_width(a)
     if ld is not None:
-        return _at_load(cat, space, objectives, r.pool, ld, payload, head, width,
-                        (a, title, None))
+        from dse.search.at_load import search_at_load
+
+        res = search_at_load(cat, space, objectives[0], r.pool, ld)
+        return _at_load(res, payload, head, width, (a, title, None))
     return payload, _single_stream_text(cat, objectives, r.pareto, r, head, width, files)
 
 
@@ -303,21 +305,18 @@ def _single_stream_text(cat: Catalog, objectives: list[str], shown: list[Any], r
     return wrap(text, width) + _wrote_text(files)
 
 
-def _at_load(cat: Catalog, space: Any, objectives: list[str], pool: list[Any], ld: Any,
-             payload: dict[str, Any], head: str, width: int | None,
+def _at_load(res: Any, payload: dict[str, Any], head: str, width: int | None,
              out: tuple[argparse.Namespace, str, str | None]) -> tuple[Any, str]:
-    """The search's answer at the load (dse.search.at_load): its payload replaces the
-    single-stream best and by_family (kept under single_stream_best); `out` (the arguments,
-    the plot's title, a study's trials.csv): --out's files are the search at the load's
-    (dse.search.served_design.load_files: best.toml the design it chose, with its [serving]
-    table)."""
+    """The search's answer at the load (`res`, dse.search.at_load's): its payload replaces
+    the single-stream best and by_family (kept under single_stream_best); `out` (the
+    arguments, the plot's title, a study's trials.csv): --out's files are the search at the
+    load's (dse.search.served_design.load_files: best.toml the design it chose, with its
+    [serving] table)."""
     from dse import __version__
     from dse.cli.search_load import load_payload, load_text, no_design
-    from dse.search.at_load import search_at_load
     from dse.search.files import write_outputs
     from dse.search.served_design import load_files
 
-    res = search_at_load(cat, space, objectives[0], pool, ld)
     if not res.ranked:
         raise InfeasibleError(no_design(res))
     a, title, trials_csv = out
@@ -375,9 +374,10 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     quiet_optuna()
     from dse.search.background import Background
 
-    # at a load, the target-only and width designs are swept on another CPU while the study runs
-    with (Background(lambda: _pool_sweep(cat, space, objectives, cons, a)) if ld is not None
-          else nullcontext()) as swept:
+    # at a load, the target-only and width designs are swept and served at the load on
+    # another CPU while the study runs
+    with (Background(lambda: _pool_at_load(cat, space, objectives, cons, a, ld))
+          if ld is not None else nullcontext()) as swept:
         # a resumed or shared study: each process samples its own designs (worker = its pid)
         r = optimize(cat, space, objectives, cons, trials=a.trials, timeout=a.timeout,
                      seed=a.seed, storage=None if memory else url, study_name=a.study_name,
@@ -414,14 +414,25 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         payload |= _families_payload(r)
         width = text_width(a)
         if ld is not None:
-            from dse.search.at_load import study_pool
+            from dse.search.at_load import combine, serve_pool, study_pool
 
             assert swept is not None
-            sub = swept.result()
-            pool = study_pool(cat, space, study, sub.pool if sub is not None else [])
-            return _at_load(cat, space, objectives, pool, ld, payload, head, width,
-                            (a, title, csv_text(trials)))
+            part = swept.result()
+            mine = serve_pool(cat, space, objectives[0], study_pool(cat, space, study, []), ld)
+            res = combine(ld, objectives[0], [*([] if part is None else [part]), mine])
+            return _at_load(res, payload, head, width, (a, title, csv_text(trials)))
         return payload, _single_stream_text(cat, objectives, r.best, r, head, width, files)
+
+
+def _pool_at_load(cat: Catalog, space: Any, objectives: list[str], cons: Any,
+                  a: argparse.Namespace, ld: Any) -> Any:
+    """`_pool_sweep`'s designs served at the load (dse.search.at_load.serve_pool: their
+    families, target-only, token-speculative and width, are none of the study's, so the
+    combined answer is one pass's); None where the space has none."""
+    from dse.search.at_load import serve_pool
+
+    sub = _pool_sweep(cat, space, objectives, cons, a)
+    return None if sub is None else serve_pool(cat, space, objectives[0], sub.pool, ld)
 
 
 def _pool_sweep(cat: Catalog, space: Any, objectives: list[str], cons: Any,

@@ -368,10 +368,28 @@ MARGINS = ("cost_usd_per_mtok", "j_per_token", "goodput_tokens_per_s",
            "latency_s_per_problem")
 
 
-def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidate],
-                   load: LoadSpec, *, token_speculative: bool = True) -> LoadResult:
-    """The pool's designs at the load, ranked by the objective there, and each family's best
-    with its margin against the winner (module docstring)."""
+@dataclass
+class LoadPart:
+    """A share of a pool served at the load (`serve_pool`): its feasible designs, each of its
+    families' best (with its 90% ends), the families it had jobs for, the infeasible designs
+    by reason, its jobs and the designs it served. `combine` makes the answer of one or
+    several parts; parts with disjoint families give exactly one pass's answer (the screen is
+    within a family), so `dse optimize --rate` serves the target-only and width sweep's pool
+    in its background process while its study runs and the study's speculative designs
+    after it."""
+
+    feasible: list[Served]
+    best: dict[str, Served]
+    pooled: set[str]
+    reasons: Counter[str]
+    examples: dict[str, str]
+    n_jobs: int
+    n_served: int
+    seconds: float
+
+
+def check_load_search(objective: str, space: Any) -> None:
+    """A search at a load ranks one workload's problems by a metric the load changes."""
     if objective not in LOAD_METRICS:
         raise UsageError(f"--rate: objective {objective} does not depend on the load; rank by "
                          f"one of {', '.join(LOAD_METRICS)} (a design's accuracy is the same "
@@ -379,6 +397,21 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
     if len(space.workloads) != 1:
         raise UsageError(f"--rate: space {space.name} weighs a mix of workloads; at a load a "
                          "search serves one workload's problems (a space with one workload)")
+
+
+def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidate],
+                   load: LoadSpec, *, token_speculative: bool = True) -> LoadResult:
+    """The pool's designs at the load, ranked by the objective there, and each family's best
+    with its margin against the winner (module docstring)."""
+    part = serve_pool(cat, space, objective, pool, load, token_speculative=token_speculative)
+    return combine(load, objective, [part], token_speculative=token_speculative)
+
+
+def serve_pool(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidate],
+               load: LoadSpec, *, token_speculative: bool = True) -> LoadPart:
+    """The pool's designs served at the load, screened within each family (module
+    docstring), each family's best served again with its 90% ends."""
+    check_load_search(objective, space)
     from dse.io.resolve import report
     from dse.uncertainty import attach
 
@@ -419,8 +452,7 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         return got[2]
 
     def value(s: Served) -> float:
-        v = s.candidate.metrics.get(metric)
-        return math.inf if v is None else sign * float(v)
+        return _value(s, metric, sign)
 
     for j in jobs:
         if j.family in best and j.bound >= value(best[j.family]):
@@ -453,7 +485,37 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
         if full.feasible:
             feasible[next(i for i, x in enumerate(feasible) if x is s)] = full
             best[fam] = full
-    feasible.sort(key=value)
+    return LoadPart(feasible, best, pooled, reasons, examples, len(jobs), n_served,
+                    time.perf_counter() - t0)
+
+
+def _value(s: Served, metric: str, sign: int) -> float:
+    v = s.candidate.metrics.get(metric)
+    return math.inf if v is None else sign * float(v)
+
+
+def combine(load: LoadSpec, objective: str, parts: Sequence[LoadPart], *,
+            token_speculative: bool = True) -> LoadResult:
+    """The answer at the load from served parts: every feasible design ranked, each family's
+    best (the better of two parts' where both had the family) with its margin against the
+    winner; the parts' counts added, their seconds too (the work, wherever it ran)."""
+    metric, sign = LOAD_METRICS[objective]
+
+    def value(s: Served) -> float:
+        return _value(s, metric, sign)
+
+    feasible = sorted((s for p in parts for s in p.feasible), key=value)
+    best: dict[str, Served] = {}
+    for p in parts:
+        for fam, s in p.best.items():
+            if fam not in best or value(s) < value(best[fam]):
+                best[fam] = s
+    pooled = set().union(*(p.pooled for p in parts))
+    reasons: Counter[str] = sum((p.reasons for p in parts), Counter())
+    examples: dict[str, str] = {}
+    for p in parts:
+        for k, v in p.examples.items():
+            examples.setdefault(k, v)
     fams: list[FamilyBest] = []
     if feasible:
         win = feasible[0]
@@ -477,7 +539,8 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
                     margin[m], lo_hi[m] = got
             fams.append(FamilyBest(fam, fb.candidate, margin, lo_hi))
     return LoadResult(load, objective, feasible, fams, best, dict(reasons), examples,
-                      len(jobs), n_served, time.perf_counter() - t0)
+                      sum(p.n_jobs for p in parts), sum(p.n_served for p in parts),
+                      sum(p.seconds for p in parts))
 
 
 def _label(s: Served) -> str:
