@@ -26,7 +26,7 @@ from dse.cli import main as dse_main
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/commands/catalog-roofline.md", "docs/commands/evaluate-simulate.md",
-         "docs/commands/search.md", "docs/commands/serve.md")
+         "docs/commands/search.md", "docs/commands/serve.md", "docs/commands/compare.md")
 BLOCK = re.compile(r"^```\n(\$ dse .*?)^```", re.S | re.M)
 STUDY_DIR = "/tmp/ex"
 

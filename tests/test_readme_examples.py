@@ -1,9 +1,9 @@
 """The README's and the command pages' example outputs are what the commands print today.
 
-Each ```-block in README.md and docs/commands/{catalog-roofline,evaluate-simulate,search}.md
+Each ```-block in README.md and docs/commands/{catalog-roofline,evaluate-simulate,search,compare}.md
 that starts with `$ dse ...` is run (in-process, through dse.cli.main) and its output compared
 with the block's text, exactly for the commands whose output is deterministic (roofline,
-evaluate, simulate with a seed, export); a search's example (a sweep, a seeded study) is
+evaluate, simulate with a seed, export, compare); a search's example (a sweep, a seeded study) is
 checked for its result lines (its timing varies; a study runs in a fresh directory, which the
 page calls /tmp/ex). Every example is the 100-column text (COLUMNS unset; docs/cli.md, Output
 width). Regenerate a block by running its command and pasting the output."""
@@ -22,11 +22,11 @@ from dse.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^```\n(\$ dse .*?)^```", re.S | re.M)
-EXACT = ("roofline", "evaluate", "simulate", "export")
+EXACT = ("roofline", "evaluate", "simulate", "export", "compare")
 
 
 PAGES = ("README.md", "docs/commands/catalog-roofline.md", "docs/commands/evaluate-simulate.md",
-         "docs/commands/search.md")
+         "docs/commands/search.md", "docs/commands/compare.md")
 STUDY_DIR = "/tmp/ex"  # where the search page's study ran
 
 
@@ -56,7 +56,10 @@ def run(argv: list[str]) -> str:
 
 
 def test_readme_has_examples() -> None:
-    assert {shlex.split(c)[1] for c, _ in examples(("README.md",))} >= {*EXACT, "sweep"}
+    assert {shlex.split(c)[1] for c, _ in examples(("README.md",))} >= {
+        "roofline", "evaluate", "simulate", "export", "sweep"}
+    assert {shlex.split(c)[1] for c, _ in _page_examples("docs/commands/compare.md")} == {
+        "compare"}
     assert {shlex.split(c)[1] for c, _ in _page_examples("docs/commands/search.md")} == {
         "sweep", "optimize"}
 

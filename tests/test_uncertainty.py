@@ -177,7 +177,7 @@ def test_first_order_matches_monte_carlo_closed_form(cat, system):
     percentiles within about 10% of it; the rest is the first order's curvature), and where
     the factors are narrow (paper-config1-u280) each end within 20% both ways. Wide, skewed
     factors (the V80 system's PRM and init prefill, borrowed from every stack and widened:
-    x0.4-2.6) put the first-order upper end outside the draws' (3.76 s against 3.39 s): wider,
+    x0.65-1.54) put the first-order upper end outside the draws' (3.27 s against 3.17 s): wider,
     the safe side, and said in docs/uncertainty.md. The mean-value moves only screen the
     search's grid (docs/uncertainty.md says how far they sit)."""
     d, w = design(cat, system), cat.workload("math500")
