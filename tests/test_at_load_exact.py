@@ -57,6 +57,7 @@ def test_first_failing_is_open_loops_first_failure(cat):
             assert got == (want, all(open_loop(e, ld, float(x)) is not None for x in kept))
 
 
+@pytest.mark.slow  # about 25 s: every pool design served alone
 def test_by_family_is_every_candidate_served_one_by_one(cat):
     """Each family's best at 20 problems/s and its figures: the search's (screened, capacity
     by rounds, reports reused) equal the best of every pool design (and each target-only

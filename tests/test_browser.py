@@ -33,6 +33,8 @@ CHROME = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-brows
                                                      "google-chrome")) if p), None)
 DRIVER = shutil.which("chromedriver")
 
+pytestmark = pytest.mark.slow  # Chromium and a Streamlit server: about a minute in all
+
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
                                 "(pip install '.[test]')")
 if CHROME is None or DRIVER is None:

@@ -98,6 +98,7 @@ def test_one_step_problems(tmp_path):
     assert r["backtracks_per_problem"] == 0.0
 
 
+@pytest.mark.slow  # about 35 s
 def test_one_token_steps(tmp_path):
     """Steps of one token (draft and target): evaluates, committed tokens = steps."""
     d = edge_workload(tmp_path, draft_step_tokens_mean="1", target_step_tokens_mean="1",

@@ -223,6 +223,7 @@ def test_simulator_percentiles_and_determinism(cat, u280):
     assert p["latency_p50_s"] <= p["latency_p95_s"] <= p["latency_p99_s"]
 
 
+@pytest.mark.slow  # about a minute: thousands of simulated problems per system
 def test_closed_form_agrees_with_simulator(cat):
     """Mean latency and J/token within 2% for every shipped system x workload x schedule at
     5,000 simulated problems."""

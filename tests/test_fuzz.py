@@ -71,6 +71,7 @@ def test_step_ahead_never_slower_than_sequential_twin(cat, rng: random.Random):
         case.describe()
 
 
+@pytest.mark.slow  # 150 malformed catalogs, about 10 s
 @fuzz(150)
 @given(rng=st.randoms(use_true_random=False))
 def test_malformed_catalog_gives_one_line(tmp_path, rng: random.Random):

@@ -18,6 +18,8 @@ import pytest
 from dse.cli import main
 from dse.validation import serving_cv
 
+pytestmark = pytest.mark.slow  # every held-out row served by dse serve: about a minute
+
 ROWS = serving_cv.rows()
 
 # the aggregate docs/validation.md states (dse reproduce --markdown): figures judged, within

@@ -73,12 +73,14 @@ def cli_run(tmp_path_factory):
         encoding="utf-8")
 
 
+@pytest.mark.slow  # the reproduce run (about 30 s) it shares
 def test_validation_doc_is_current(cli_run):
     _, md, _ = cli_run
     assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == md, (
         "docs/validation.md is stale: run `dse reproduce --markdown docs/validation.md`")
 
 
+@pytest.mark.slow  # the reproduce run it shares
 def test_reproduce_json(cli_run):
     out, md, page = cli_run
     assert set(out["summary"]) >= {"rows", "within", "fitted", "calibrated", "copied",
@@ -167,6 +169,7 @@ def test_reproduce_shows_progress_on_a_terminal(monkeypatch):
     assert "reproduce: 100.0%" in err.getvalue()
 
 
+@pytest.mark.slow  # the reproduce run it shares
 def test_ratio_of_shared_hardware_is_narrower(cat, cli_run):
     """Two schedules on the same GPUs share every device factor: the interval of their ratio
     (T2's speed-up) is far narrower than either latency's."""

@@ -44,6 +44,7 @@ def test_pessimistic_checks_are_stricter(cat, space):
                   >= lat.metrics["latency_s_per_problem"] - 1e-12)
 
 
+@pytest.mark.slow  # about 10 s: the default space swept twice
 def test_sweep_confidence(cat, space):
     c = Constraints(min_accuracy=67.0)
     loose = sweep(cat, space, ["j_per_token"], c, confidence=0.5)

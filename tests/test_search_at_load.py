@@ -207,15 +207,9 @@ def test_a_service_costs_the_same_at_the_same_load_a_replica(cat):
 def test_the_text_at_load_says_when_a_speculative_best_accepts_no_draft_step(capsys):
     """The default space at 20 requests/s (docs/commands/search.md's example): the GPU
     family's best is the target judging the 0.5B's steps at threshold 1.0, which accepts
-    none; the text says so as the single-stream answer does, for the families whose best
-    accepts under 1% (from --json), and never for token speculation (no draft steps)."""
-    argv = ["sweep", "--objective", "cost", "--rate", "20", "--processes", "1"]
-    assert main([*argv, "--json"]) == 0
-    js = json.loads(capsys.readouterr().out)
-    idle = [f["family"] for f in js["by_family"]
-            if f["family"] in ("gpu-speculative", "fpga-speculative") and f["design"]
-            and f["metrics"]["p_accept"] < 0.01]
-    assert idle == ["gpu-speculative"]
-    assert main(argv) == 0
+    none; the text says so as the single-stream answer does, and never for token speculation
+    (no draft steps). tests/test_views_workflows.py covers the rule on hand-made families."""
+    assert main(["sweep", "--objective", "cost", "--rate", "20", "--processes", "1"]) == 0
     text = capsys.readouterr().out
-    assert re.findall(r"^(\S+): its best design accepts", text, re.M) == idle
+    assert re.findall(r"^(\S+): its best design accepts", text, re.M) == ["gpu-speculative"]
+    assert "gpu-speculative: its best design accepts no draft step (p_accept 0)" in text

@@ -43,6 +43,7 @@ def doc() -> Mapping[str, Any]:
     return judge.load()
 
 
+@pytest.mark.slow  # about 30 s: the judge's fit rerun
 def test_calibration_is_current() -> None:
     """`scripts/calibrate_target_judge.py --check` refits (about 30 s) and compares."""
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibrate_target_judge.py"),
