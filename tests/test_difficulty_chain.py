@@ -116,7 +116,9 @@ def test_accept_all_is_the_draft_and_reject_all_the_target(data, dataset, beta):
     assert _chain(w, draft, target, 1.0, tb, sc, beta, p) >= w.accuracy[target] - 1e-6
 
 
-@settings(max_examples=25, deadline=None)
+# derandomized: a random search found the law broken by 0.15 points in one corner (the
+# expected failure below); CI must not fail at random on it
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(data=st.data(), dataset=st.sampled_from(DATASETS), ta=st.floats(0.01, 0.99),
        nesting=st.floats(0.0, 1.0))
 def test_self_speculation_is_at_most_a_step_search(data, dataset, ta, nesting):
@@ -134,6 +136,22 @@ def test_self_speculation_is_at_most_a_step_search(data, dataset, ta, nesting):
     tb = data.draw(st.floats(0.0, 1.0))
     beta = data.draw(st.floats(0.0, 1.0))
     assert _chain(w, model, model, ta, tb, sc, beta, p) <= _step_search_pct(w, model, sc, 3) + 0.02
+
+
+@pytest.mark.xfail(strict=True, reason="the law is not a theorem: a threshold keeps a good "
+                   "first sample that a best-of-2 ranking can lose to a higher-scored bad one")
+def test_self_speculation_above_a_step_search_in_one_corner():
+    """A random search (hypothesis, 2026-12-07) found forward RSD above step search with 2
+    candidates: Llama-3.1-70B-Instruct (94.1% on GSM8K) as its own draft, accept threshold
+    0.5, a PRM whose good steps score 0.945 on average and bad ones 0.25, errors not nested:
+    96.155% against 96.001%. Accepting a first sample that clears the threshold keeps a good
+    step that a ranking of two can lose to a bad one scored higher, so RSD is not below step
+    search everywhere; by 0.15 points here, on a strong policy (docs/model.md)."""
+    w = catalog().workload("gsm8k")
+    m = "llama-3.1-70b-instruct"
+    sc = scores_of(0.9453125, 0.25)
+    p = replace(shipped(), error_nesting=0.0)
+    assert _chain(w, m, m, 0.5, 0.5, sc, 0.0, p) <= _step_search_pct(w, m, sc, 2) + 0.02
 
 
 def test_self_speculation_gains_little_on_math500():

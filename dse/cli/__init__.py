@@ -193,14 +193,26 @@ def _sigterm_raises() -> Iterator[None]:
         note_stop(KeyboardInterrupt)
         raise KeyboardInterrupt
 
+    def unraisable(u: sys.UnraisableHookArgs) -> None:
+        # a stop raised inside a clean-up the interpreter runs for a library (a weakref or
+        # finaliser callback) is "ignored" with a traceback on standard error; it is noted and
+        # raised again by the long loops, so the command still ends in its one line: say
+        # nothing here, and pass every other unraisable exception on
+        if isinstance(u.exc_value, KeyboardInterrupt | Terminated):
+            return
+        previous_hook(u)
+
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     previous_int = signal.signal(signal.SIGINT, raise_interrupt)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     clear_stop()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
         clear_stop()
 
 
