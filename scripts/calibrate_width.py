@@ -84,6 +84,9 @@ def sources(doc: Mapping[str, Any]) -> dict[str, str]:
         "verifier_separation": f"{FIT}: one separation per verifier without a published "
         "ProcessBench F1 (ORMs, LLM judges, the implicit PRMs of 2412.01981); an unseen one "
         "takes their median",
+        "answer_chance": "not fitted: 1 / the answer options of a dataset whose every problem "
+        "is multiple choice (dse/data/width_published.toml [[dataset]] answer_options with its "
+        "source: MMLU STEM 4); free-form datasets 0",
         "steps": "step search's steps per problem: the shipped workloads' steps_mean (gsm8k 6, "
         "math500 7.4, gaokao2023en 7, olympiadbench 9.5), MATH500's elsewhere (assumption)",
     }

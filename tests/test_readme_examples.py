@@ -119,7 +119,8 @@ def test_the_readmes_read_paragraphs_state_the_examples_numbers():
 
 def test_the_search_pages_read_paragraph_states_its_examples_numbers():
     """docs/commands/search.md's prose under its study example restates each family's margin
-    and the ends of its joint interval (rounded) as the example's table gives them."""
+    and the ends of its joint interval (rounded: two decimals, two significant digits below
+    0.1) as the example's table gives them."""
     text = (ROOT / "docs/commands/search.md").read_text(encoding="utf-8")
     start = "$ dse optimize --objective j_per_token --out best"
     block = text[text.index(start):text.index("\nRead: ", text.index(start))]
@@ -127,6 +128,9 @@ def test_the_search_pages_read_paragraph_states_its_examples_numbers():
     rows = re.findall(r"^(gpu-speculative|fpga-speculative|width)\s+\S+\s+\+([\d.]+) "
                       r"\[\+([\d.]+) to \+([\d.]+)\]", block, re.M)
     assert len(rows) == 3
+    def rounded(v: str) -> str:
+        return f"{float(v):.2f}" if float(v) >= 0.1 else f"{float(v):.2g}"
+
     for _fam, m, lo, hi in rows:
         assert f"{float(m):.2f}" in read
-        assert f"+{float(lo):.2f} to +{float(hi):.2f}" in read
+        assert f"+{rounded(lo)} to +{rounded(hi)}" in read

@@ -434,6 +434,8 @@ def test_a_speculative_best_that_accepts_no_draft_step_is_said():
             with_accept(family("fpga-speculative", 80.0, margin=-3.0, interval=[-4, -2]),
                         0.004),
             with_accept(family("width", 80.0, margin=-3.0, interval=[-4, -2]), 0.0)]
+    fams[3].candidate.design = SimpleNamespace(system=SimpleNamespace(
+        workflow_name="best-of-n", samples=4))
     assert [f.family for f in idle_drafts(fams)] == ["gpu-speculative", "fpga-speculative"]
     gpu, fpga = vf.idle_draft_notes(fams, ["accuracy"])
     assert gpu.startswith("GPU-draft speculation: its best design accepts no draft step "
@@ -443,8 +445,39 @@ def test_a_speculative_best_that_accepts_no_draft_step_is_said():
     assert gpu.endswith("does better on accuracy.")
     fams[2] = with_accept(fams[2], 0.01)
     assert [f.family for f in idle_drafts(fams)] == ["gpu-speculative"]
-    for f in fams:  # the CLI's table reads the candidate's label and design
+    for f in fams[:3]:  # the CLI's table reads the candidate's label and design
         f.candidate.design = SimpleNamespace(system=None)
     text = _families_text(["accuracy"], fams, None)
     assert "\ngpu-speculative: its best design accepts no draft step (p_accept 0)" in text
     assert "fpga-speculative: its best" not in text
+
+
+def test_a_width_best_as_accurate_as_its_policy_alone_is_said():
+    """Majority voting over 2 samples is one sample's accuracy (a 1-1 tie is split at random):
+    a width family whose best is that design is the target alone with a second sample, and one
+    line says so; majority over 4, or best-of-2, gets none."""
+    from dse.cli.search import _families_text
+    from dse.search.families import idle_widths
+
+    def width(workflow, n):
+        f = family("width", 74.2, margin=0.01, interval=[0.007, 0.012])
+        f.candidate.design = SimpleNamespace(system=SimpleNamespace(workflow_name=workflow,
+                                                                    samples=n))
+        return f
+
+    target = family("target-only", 74.2, winner=True)
+    target.candidate.design = SimpleNamespace(system=None)
+    for workflow, n, idle in (("majority", 2, True), ("majority", 4, False),
+                              ("best-of-n", 2, False)):
+        fams = [target, width(workflow, n)]
+        assert [f.family for f in idle_widths(fams)] == (["width"] if idle else [])
+        notes = vf.idle_draft_notes(fams, ["accuracy"])
+        text = _families_text(["accuracy"], fams, None)
+        if idle:
+            (note,) = notes
+            assert note.startswith("width (N samples ranked or voted): its best design, "
+                                   "majority voting over 2 samples, is exactly as accurate "
+                                   "as its policy alone")
+            assert "\nwidth: its best design, majority voting over 2 samples" in text
+        else:
+            assert notes == [] and "its best design, majority" not in text

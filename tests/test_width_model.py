@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ agree = st.floats(0.0, 1.0)
 sep = st.floats(0.0, 5.0)
 decep = st.floats(0.0, 0.4)
 samples = st.integers(1, 64)
+chance = st.sampled_from([0.0, 0.2, 0.25, 0.5])  # 1 / options of a multiple-choice dataset
 
 
 def acc(method: str, **kw: float) -> float:
@@ -45,6 +47,18 @@ def test_pass_at_n_by_hand():
     assert acc("pass-at-n", solo_accuracy_pct=50, concentration=2, samples=3) == pytest.approx(75)
     assert acc("pass-at-n", solo_accuracy_pct=50, concentration=math.inf,
                samples=3) == pytest.approx(87.5)
+
+
+def test_multiple_choice_by_hand():
+    """Four options (chi 0.25), A 62.5%: the mean solve rate is (0.625 - 0.25) / 0.75 = 0.5.
+    No spread, N 2: pass@2 = 1 - (0.5 x 0.75)^2 = 85.9375%; a perfect verifier keeps a
+    solving sample when one exists (0.75) and else a guess: 0.75 + 0.25 x 0.25 = 81.25%;
+    maj@2 of two samples is one of them: A. Free-form (chi 0) is the plain model."""
+    kw = {"solo_accuracy_pct": 62.5, "concentration": math.inf, "samples": 2, "chance": 0.25}
+    assert acc("pass-at-n", **kw) == pytest.approx(85.9375)
+    assert acc("best-of-n", separation=math.inf, deception=0.0, **kw) == pytest.approx(81.25)
+    assert acc("majority", **kw) == pytest.approx(62.5)
+    assert acc("best-of-n", chance=0.0) == acc("best-of-n")
 
 
 def test_count_distribution_by_hand():
@@ -95,6 +109,31 @@ def test_params_by_hand():
     assert p.prm_separation(70.0, "min") == pytest.approx(1.44)
     assert p.verifier("x", "product", None) == (pytest.approx(2.0), "default")
     assert p.agreement_for("olympiadbench") == (pytest.approx(0.3), False)
+    mc = WidthParams(concentration={"mmlu_stem": 0.4}, concentration_per_log_odds=0.5,
+                     agreement={}, deception=0.1, separation_intercept=0.2,
+                     separation_per_f1=2.0, aggregation_factor={},
+                     answer_chance={"mmlu_stem": 0.25})
+    # 4 options, no favourite wrong option (g 0: the default of no fitted agreement is their
+    # mean, none here: 0.5, so set it): A 40% is a solve rate of (0.40 - 0.25) / 0.75 = 20%,
+    # c = 0.4 x 4^0.5 = 0.8; g 0.4: a guess is right with chance 0.6 x 0.25 = 0.15
+    mc = replace(mc, agreement={"mmlu_stem": 0.0})
+    assert mc.chance_for("mmlu_stem") == 0.25 and mc.chance_for("math") == 0.0
+    assert replace(mc, agreement={"mmlu_stem": 0.4}).chance_for("mmlu_stem") == 0.15
+    assert mc.concentration_for("mmlu_stem", 40.0) == (pytest.approx(0.8), True)
+
+
+def test_model_half_width_line_by_hand():
+    """The interval's model part: (3 + 0.6 x 5)^2 - 1.5^2 = 33.75, sqrt 5.81; a line that is
+    below the rows' noise gives 0. The quantile line of y = x at 90% is y = x."""
+    from dse.uncertainty.width_accuracy import model_half_width_points
+    from dse.validation.width import quantile_line
+
+    line = {"intercept": 3.0, "per_gain": 0.6, "noise": 1.5}
+    np.testing.assert_allclose(model_half_width_points([-5.0, 5.0], line),
+                               [math.sqrt(33.75)] * 2)
+    assert float(model_half_width_points(0.0, {**line, "noise": 4.0})) == 0.0
+    a, b = quantile_line(np.arange(10.0), np.arange(10.0), 0.9)
+    assert (a, b) == (pytest.approx(0.0, abs=1e-9), pytest.approx(1.0))
 
 
 # ---- numerics -----------------------------------------------------------------------------
@@ -138,26 +177,29 @@ def test_bad_arguments_are_refused():
         acc("beam-me-up")
     with pytest.raises(ValueError, match="whole numbers"):
         acc("best-of-n", samples=2.5)
+    with pytest.raises(ValueError, match="chance"):
+        acc("best-of-n", chance=1.0)
 
 
 # ---- laws ---------------------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None)
-@given(a=solo, c=conc, g=agree, d=sep, e=decep, s=st.floats(1.0, 12.0))
-def test_one_sample_is_the_policy_alone(a, c, g, d, e, s):
+@given(a=solo, c=conc, g=agree, d=sep, e=decep, s=st.floats(1.0, 12.0), chi=chance)
+def test_one_sample_is_the_policy_alone(a, c, g, d, e, s, chi):
+    a = max(a, 100 * chi)  # a multiple-choice policy is at or above chance
     for m in METHODS:
         got = acc(m, solo_accuracy_pct=a, concentration=c, agreement=g, separation=d,
-                  deception=e, samples=1, steps=s)
+                  deception=e, samples=1, steps=s, chance=chi)
         assert got == pytest.approx(a, abs=1e-6), m
 
 
 @settings(max_examples=40, deadline=None)
-@given(a=solo, c=conc, g=agree, d=st.floats(-2.0, 5.0), e=decep, n=samples)
-def test_every_response_method_at_most_pass_at_n(a, c, g, d, e, n):
-    top = acc("pass-at-n", solo_accuracy_pct=a, concentration=c, samples=n)
+@given(a=solo, c=conc, g=agree, d=st.floats(-2.0, 5.0), e=decep, n=samples, chi=chance)
+def test_every_response_method_at_most_pass_at_n(a, c, g, d, e, n, chi):
+    top = acc("pass-at-n", solo_accuracy_pct=a, concentration=c, samples=n, chance=chi)
     for m in RESPONSE_LEVEL:
         assert acc(m, solo_accuracy_pct=a, concentration=c, agreement=g, separation=d,
-                   deception=e, samples=n) <= top + 1e-6, m
+                   deception=e, samples=n, chance=chi) <= top + 1e-6, m
 
 
 @settings(max_examples=40, deadline=None)

@@ -75,7 +75,7 @@ def load_text(res: Any, width: int | None, head: str) -> str:
     """The search at the load: its line, the ranked designs, each family's best with its
     margin, the infeasible designs counted by reason."""
     from dse.search.at_load import LOAD_METRICS, label
-    from dse.search.families import idle_draft_note, idle_drafts
+    from dse.search.families import idle_notes
 
     ld = res.load
     metric, _ = LOAD_METRICS[res.objective]
@@ -103,7 +103,7 @@ def load_text(res: Any, width: int | None, head: str) -> str:
                f"{unit}, [90% interval of the difference])")
     out.append(table(["family", unit, "replicas", "TTFT ms", "TPOT ms", "accuracy %",
                       "margin vs #1"], frows, width=width))
-    out += [idle_draft_note(f, res.objective) for f in idle_drafts(res.by_family)]
+    out += idle_notes(res.by_family, res.objective)
     out.append("")
     for f in res.by_family:
         s = res.served.get(f.family)

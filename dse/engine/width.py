@@ -104,26 +104,31 @@ def width_accuracy(c: Costs) -> WidthAccuracy:
         f1_table = d.prm_placement.model.processbench_f1 or {}
         f1 = f1_table.get(w.processbench_subset)
         sep, basis = p.verifier(d.prm_placement.model.name, d.aggregation, f1)
+    chance = p.chance_for(w.dataset)
     acc = _accuracy_pct(a, d.workflow, d.samples, conc, agreement,
-                        0.0 if sep is None else sep, p.deception, d.beam_width, w.steps_mean)
+                        0.0 if sep is None else sep, p.deception, d.beam_width, w.steps_mean,
+                        chance)
     if d.samples == 1:  # one sample is the policy alone, exactly (not to quadrature error)
         acc = a
     elif d.workflow in SEARCHES:  # never above what N whole samples reach (module docstring)
         acc = min(acc, float(accuracy_pct(solo_accuracy_pct=a, method="pass-at-n",
-                                          samples=d.samples, concentration=conc)))
+                                          samples=d.samples, concentration=conc,
+                                          agreement=agreement, chance=chance)))
     return WidthAccuracy(acc, a, conc, fitted, sep, basis, f1)
 
 
 @lru_cache(maxsize=4096)
 def _accuracy_pct(a: float, method: str, samples: int, conc: float, agreement: float,
-                  sep: float, deception: float, beam_width: Any, steps: float) -> float:
+                  sep: float, deception: float, beam_width: Any, steps: float,
+                  chance: float) -> float:
     """dse.width.accuracy.accuracy_pct of one design, each distinct question once (a search's
     intervals move the device factors, which leave it alone, about 12 times a design)."""
     from dse.width.accuracy import accuracy_pct
 
     return float(accuracy_pct(solo_accuracy_pct=a, method=method, samples=samples,
                               concentration=conc, agreement=agreement, separation=sep,
-                              deception=deception, beam_width=beam_width, steps=steps))
+                              deception=deception, beam_width=beam_width, steps=steps,
+                              chance=chance))
 
 
 def _budget_steps(c: Costs) -> tuple[NDArray[np.int64], F64]:

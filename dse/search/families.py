@@ -233,6 +233,42 @@ def idle_draft_note(f: FamilyBest, objective: str, name: str | None = None) -> s
             f"does better on {objective}.")
 
 
+def idle_widths(fams: Sequence[FamilyBest]) -> list[FamilyBest]:
+    """The width family's best when it is exactly as accurate as its policy alone: majority
+    voting over 2 samples (a 1-1 tie is split at random, so maj@2 is one sample's accuracy,
+    dse.width.voting); the search found no width design that adds accuracy, meets the
+    constraints and does better on the objective."""
+    out = []
+    for f in fams:
+        if f.candidate is None or f.family != "width":
+            continue
+        s = f.candidate.design.system
+        if s.workflow_name == "majority" and s.samples == 2:
+            out.append(f)
+    return out
+
+
+def idle_width_note(f: FamilyBest, objective: str, name: str | None = None) -> str:
+    """One line for an `idle_widths` family; name: how the family is called (its key by
+    default)."""
+    return (f"{name or f.family}: its best design, majority voting over 2 samples, is exactly as "
+            "accurate as its policy alone (a 1-1 tie is split at random, so the second vote "
+            "changes nothing): it is the target alone with a second sample; the search found "
+            "no design of this family that adds accuracy, meets the constraints and does better "
+            f"on {objective}.")
+
+
+def idle_notes(fams: Sequence[FamilyBest], objective: str,
+               names: Mapping[str, str] | None = None) -> list[str]:
+    """The idle-draft and idle-width lines of a search's families, in family order."""
+    name = (names or {}).get
+    drafts = {id(f) for f in idle_drafts(fams)}
+    widths = {id(f) for f in idle_widths(fams)}
+    return [idle_draft_note(f, objective, name(f.family)) if id(f) in drafts
+            else idle_width_note(f, objective, name(f.family))
+            for f in fams if id(f) in drafts | widths]
+
+
 def no_speculation_wins(fams: Sequence[FamilyBest], objective_metric: str, sign: float
                         ) -> bool:
     """Whether the best target-only design is at least as good as every other family's best

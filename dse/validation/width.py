@@ -11,16 +11,20 @@ cross-validation fold refits from the same starts on its training rows and predi
 out rows with what it fitted; a parameter its training rows cannot pin (a dataset, a verifier
 or an aggregation they lack) takes the model's default (dse.width.params).
 
-Intervals (90%) of a held-out prediction: h = sqrt(h_model^2 + (1.645 se)^2) where se =
+Intervals (90%) of a held-out prediction: h = sqrt(h_model(gain)^2 + (1.645 se)^2) where se =
 100 sqrt(P (1 - P) / n) is the row's own binomial spread (P the prediction, n its test-set
-size) and h_model is the 90% quantile of the absolute cross-validation residuals pooled over
-every scheme, less (in quadrature) 1.645 x the median binomial spread of those residuals' rows
-(their own sampling noise is in the residuals already).
+size) and h_model(gain) (dse.uncertainty.width_accuracy.model_half_width_points) is the 90%
+quantile line of the absolute cross-validation residuals pooled over every scheme against
+the fold's predicted gain over the policy alone, intercept + per_gain |gain| (linear quantile
+regression: least absolute weighted deviations, a linear programme), less (in quadrature)
+1.645 x the median binomial spread of those residuals' rows (their own sampling noise is in
+the residuals already). Why a line: the residuals grow with the predicted gain (a method that
+adds little is a small step from a measured solo accuracy, pass@64 a long one), so one pooled
+quantile is too wide for the first and too narrow for the second.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from dse.core.arrays import F64
-from dse.validation.width_rows import Row, row_groups
+from dse.uncertainty.width_accuracy import model_half_width_points
+from dse.validation.width_rows import Row, answer_chance, row_groups
 from dse.width.accuracy import accuracy_pct
 from dse.width.params import DATASET_ALIASES, FITTED_AGGREGATIONS, WidthParams
 
@@ -86,7 +91,8 @@ class Layout:
             deception=float(x[sh + 1]),
             separation_intercept=float(x[sh + 2]), separation_per_f1=float(x[sh + 3]),
             aggregation_factor=dict(zip(self.aggregations, map(float, x[ag:vs]), strict=True)),
-            verifier_separation=dict(zip(self.verifiers, map(float, x[vs:]), strict=True)))
+            verifier_separation=dict(zip(self.verifiers, map(float, x[vs:]), strict=True)),
+            answer_chance=answer_chance())
 
     def start(self, s: Sequence[float]) -> tuple[F64, F64, F64]:
         """(x0, lower, upper) from one of STARTS."""
@@ -110,7 +116,8 @@ class Layout:
             m[i, sh] = 1  # gamma
             if ds in self.datasets:
                 m[i, self.datasets.index(ds)] = 1
-            if r.method in VOTES and ds in self.vote_datasets:
+            if ((r.method in VOTES or ds in answer_chance())  # a guess's chance: (1 - g) / k
+                    and ds in self.vote_datasets):
                 m[i, nd + self.vote_datasets.index(ds)] = 1
             if r.verifier != "none":
                 m[i, sh + 1] = 1
@@ -149,7 +156,8 @@ def predict(rows: Sequence[Row], p: WidthParams) -> F64:
             agreement=np.array([p.agreement_for(r.dataset)[0] for r in sel]),
             separation=np.array([row_separation(r, p) for r in sel]),
             deception=p.deception, beam_width=np.array([max(r.beam_width, 1) for r in sel]),
-            steps=np.array([r.steps for r in sel]))
+            steps=np.array([r.steps for r in sel]),
+            chance=np.array([p.chance_for(r.dataset) for r in sel]))
     return out
 
 
@@ -210,27 +218,48 @@ def cross_validate(rows: Sequence[Row], scheme: str) -> dict[str, Any]:
                           for i in np.flatnonzero(done)}}
 
 
+def quantile_line(x: F64, y: F64, level: float) -> tuple[float, float]:
+    """(a, b), both >= 0, minimising the pinball loss of y against a + b x at the quantile
+    `level` (linear quantile regression as a linear programme: y - a - b x = u - v, u, v >= 0,
+    minimise sum level u + (1 - level) v). E.g. y = x on 0..9 at 0.9: (0, 1)."""
+    from scipy.optimize import linprog
+
+    n = len(y)
+    cost = np.concatenate([[0.0, 0.0], np.full(n, level), np.full(n, 1 - level)])
+    eye = np.eye(n)
+    a_eq = np.hstack([np.ones((n, 1)), np.asarray(x, dtype=float)[:, None], eye, -eye])
+    res = linprog(cost, A_eq=a_eq, b_eq=np.asarray(y, dtype=float), bounds=(0, None),
+                  method="highs")
+    if not res.success:
+        raise RuntimeError(f"quantile regression failed: {res.message}")
+    return float(res.x[0]), float(res.x[1])
+
+
 def model_half_width(rows: Sequence[Row], cv: Mapping[str, Mapping[str, Any]],
-                     pred: Mapping[str, float]) -> float:
-    """h_model (module docstring) from the pooled CV residuals."""
+                     pred: Mapping[str, float]) -> dict[str, float]:
+    """h_model's line (module docstring) from the pooled CV residuals: {intercept, per_gain,
+    noise}, each in points."""
     by_id = {r.id: r for r in rows}
-    res, se = [], []
+    res, gain, se = [], [], []
     for scheme in SCHEMES:
         for rid, e in cv[scheme]["residuals"].items():
+            r = by_id[rid]
             res.append(abs(e))
-            se.append(float(binomial_se_pct(np.array(pred[rid]),
-                                            np.array(by_id[rid].n_problems))))
-    q = float(np.quantile(res, 0.9))
-    return math.sqrt(max(q * q - (Z90 * float(np.median(se))) ** 2, 0.0))
+            gain.append(abs(r.accuracy_pct + e - r.solo_pct))  # the fold's predicted gain
+            se.append(float(binomial_se_pct(np.array(pred[rid]), np.array(r.n_problems))))
+    a, b = quantile_line(np.array(gain), np.array(res), 0.9)
+    return {"intercept": a, "per_gain": b, "noise": Z90 * float(np.median(se))}
 
 
-def judge(held: Sequence[Row], p: WidthParams, h_model: float) -> dict[str, Any]:
+def judge(held: Sequence[Row], p: WidthParams, h_model: Mapping[str, float]
+          ) -> dict[str, Any]:
     """The held-out rows predicted by the full fit, with intervals; summaries over the rows
     not repeating a fit row ('new') and over all."""
     pred = predict(held, p)
     obs = np.array([r.accuracy_pct for r in held])
     se = binomial_se_pct(pred, np.array([r.n_problems for r in held]))
-    half = np.sqrt(h_model ** 2 + (Z90 * se) ** 2)
+    model = model_half_width_points(pred - np.array([r.solo_pct for r in held]), h_model)
+    half = np.sqrt(model ** 2 + (Z90 * se) ** 2)
     err = pred - obs
     inside = np.abs(err) <= half
     new = np.array([not r.same_as_fit_row for r in held])
@@ -293,7 +322,10 @@ def markdown_section(doc: Mapping[str, Any]) -> list[str]:
     out += ["", f"Held-out rows (never fitted; {h['new']['n']} that do not repeat a fit row): "
             f"**{h['new']['within_3_points']:.0%} within 3 points, {h['new']['coverage_90']:.0%} "
             f"inside the 90% interval at a median half-width of "
-            f"{h['new']['median_half_width']:.1f} points** (h_model {h['h_model']:.1f}).", "",
+            f"{h['new']['median_half_width']:.1f} points** (the model's own 90% error "
+            f"{h['h_model']['intercept']:.2f} + {h['h_model']['per_gain']:.2f} x |predicted "
+            f"gain over the policy alone| points, less the rows' noise "
+            f"{h['h_model']['noise']:.2f} in quadrature).", "",
             "| method | rows | within 3 pts | in 90% interval | median abs error |",
             "|---|---|---|---|---|"]
     for m, v in sorted(h["by_method"].items()):

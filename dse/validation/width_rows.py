@@ -85,6 +85,13 @@ def published() -> Mapping[str, Any]:
     return tomllib.loads(text)
 
 
+def answer_chance() -> dict[str, float]:
+    """chi = 1 / answer_options of each dataset whose `[[dataset]]` entry gives its options
+    (multiple choice); free-form datasets are absent (0)."""
+    return {str(d["name"]): 1.0 / int(d["answer_options"])
+            for d in published()["dataset"] if int(d.get("answer_options", 0)) > 0}
+
+
 def _solo_key(solo_id: str) -> tuple[str, str]:
     """(paper, prompt) of a [[solo]] id: 'solo.<paper>...' or 'solo.carried.<paper>.<prompt>'."""
     parts = solo_id.split(".")

@@ -17,8 +17,7 @@ from typing import Any
 from dse.search.families import (
     MARGIN_METRICS,
     FamilyBest,
-    idle_draft_note,
-    idle_drafts,
+    idle_notes,
     no_speculation_wins,
 )
 from dse.search.objectives import OBJECTIVES, direction
@@ -129,12 +128,12 @@ def families_verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> s
 def idle_draft_notes(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> list[str]:
     """A line for each speculative family whose best design accepts (almost) no draft step
     (dse.search.families.idle_drafts): it is the target alone with a draft and a verifier
-    added."""
+    added; and for a width best that is exactly as accurate as its policy alone (majority of
+    2: dse.search.families.idle_widths)."""
     if not objectives:
         return []
     words = label(OBJECTIVES.get(objectives[0], objectives[0])).words
-    return [idle_draft_note(f, words, FAMILY_LABELS.get(f.family, f.family))
-            for f in idle_drafts(fams)]
+    return idle_notes(fams, words, FAMILY_LABELS)
 
 
 def winner_vs_target_alone(fams: Sequence[FamilyBest], objectives: Sequence[str]

@@ -26,6 +26,18 @@ overstates the beam's survival when it also holds wrong prefixes. After S - 1 st
 step is chosen as in step search: beam(p) = T_B(r)^(S - 1) P_best(r), T_B = P(one of the top B
 of N is correct) (judge, eq. 2). B = 1 is step search exactly.
 
+Multiple choice: a sample that does not solve its problem is still right with chance chi
+(dse.width.params.WidthParams.chance_for: (1 - g) / options, g the dataset's agreement: it
+gives the favourite wrong option with chance g, else an option at random; 0 for a free-form
+answer), and the Beta is of the solve rate q, mean (A - chi) / (1 - chi).
+pass@N = 1 - E[(1 - q)^N] (1 - chi)^N. Every other method keeps one
+response or one answer: where it is a solving sample's (acc(q), the method on the solve rate:
+a verifier scores a lucky guess as the wrong response it is; the votes count the solving
+samples against the others as for a free-form answer) it is right, else it is a guess, right
+with chance chi: acc(q) + (1 - acc(q)) chi. For the votes this is an approximation (stated):
+a guess that hits the right option adds no vote to it, and the other options' split is the
+agreement's.
+
 Laws (tests/test_width_model.py, hypothesis): one sample = the policy alone (A) for every
 method; every response-level method <= pass@N; pass@N and best-of-N non-decreasing in N; a
 perfect verifier (d = inf, e = 0) gives pass@N for best-of-N and the per-step oracle for step
@@ -44,7 +56,8 @@ from dse.width import voting
 from dse.width.difficulty import (
     DEFAULT_NODES,
     correct_count_pmf,
-    pass_at_n,
+    expected_power_of_miss,
+    solve_rate_mean,
     solve_rate_nodes,
 )
 from dse.width.judge import best_is_correct, top_has_correct
@@ -83,7 +96,7 @@ def accuracy_given_rate(method: str, p: F64, *, samples: F64, separation: F64, d
 def accuracy_pct(*, solo_accuracy_pct: ArrayLike, method: Method | str, samples: ArrayLike,
                  concentration: ArrayLike, agreement: ArrayLike = 0.0,
                  separation: ArrayLike = 0.0, deception: ArrayLike = 0.0,
-                 beam_width: ArrayLike = 1, steps: ArrayLike = 7.0,
+                 beam_width: ArrayLike = 1, steps: ArrayLike = 7.0, chance: ArrayLike = 0.0,
                  n_nodes: int = DEFAULT_NODES) -> F64:
     """Accuracy in percent of a width method over a dataset, broadcast over every array
     argument.
@@ -94,36 +107,42 @@ def accuracy_pct(*, solo_accuracy_pct: ArrayLike, method: Method | str, samples:
     (majority and weighted); separation: d of the verifier (inf: perfect; below 0: it prefers
     wrong answers); deception: its e in [0, 1) (dse.width.judge; WidthParams.verifier in
     dse.width.params gives d from a PRM's ProcessBench F1); beam_width: B (beam only); steps:
-    S, steps per problem (searches only). Hand check: A 50, c 2 (uniform p), pass-at-n, N 3:
-    75.0."""
+    S, steps per problem (searches only); chance: chi, the chance that a sample which does not
+    solve its problem is right anyway (module docstring; 0 free-form). Hand check: A 50, c 2
+    (uniform p), pass-at-n, N 3: 75.0."""
     if method not in METHODS:
         raise ValueError(f"unknown width method {method!r}; known: {', '.join(METHODS)}")
-    a, n, c, g, d, e, b, s = (np.asarray(v, dtype=float) for v in np.broadcast_arrays(
+    a, n, c, g, d, e, b, s, chi = (np.asarray(v, dtype=float) for v in np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (solo_accuracy_pct, samples, concentration,
                                                 agreement, separation, deception,
-                                                beam_width, steps))))
+                                                beam_width, steps, chance))))
     if np.any(n < 1) or np.any(n != np.round(n)):
         raise ValueError("samples must be whole numbers >= 1")
     if np.any((a < 0) | (a > 100)):
         raise ValueError("solo_accuracy_pct must be within 0-100")
+    if np.any((chi < 0) | (chi >= 1)):
+        raise ValueError("chance must be within [0, 1)")
     shape = a.shape
-    a, n, c, g, d, e, b, s = (v.ravel() for v in (a, n, c, g, d, e, b, s))
-    if method == "pass-at-n":
-        out = pass_at_n(a / 100, c, n)
+    a, n, c, g, d, e, b, s, chi = (v.ravel() for v in (a, n, c, g, d, e, b, s, chi))
+    q = solve_rate_mean(a / 100, chi)  # the mean solve rate (A itself when free-form)
+    if method == "pass-at-n":  # every one of N samples misses: unsolved and a wrong guess
+        out = 1 - expected_power_of_miss(q, c, n) * (1 - chi) ** n
     elif method in ("majority", "weighted-best-of-n"):
         out = np.empty(a.shape)
         for value in np.unique(n):  # the count distributions have N + 1 entries
             m = np.flatnonzero(n == value)
-            pmf = correct_count_pmf(a[m] / 100, c[m], int(value))
+            pmf = correct_count_pmf(q[m], c[m], int(value))  # samples solving the problem
             if method == "weighted-best-of-n":
                 out[m] = voting.weighted(pmf, g[m], d[m], e[m])
                 continue
             for gv in np.unique(g[m]):  # one count table per agreement
                 sel = g[m] == gv
                 out[m[sel]] = voting.majority(pmf[sel], float(gv))
+        out = out + (1 - out) * chi  # else the vote went to a guessed option
     else:
-        p, w = solve_rate_nodes(a / 100, c, n_nodes)
+        p, w = solve_rate_nodes(q, c, n_nodes)
         acc = accuracy_given_rate(method, p, samples=n, separation=d, deception=e,
                                   beam_width=b, steps=s)
-        out = np.sum(w * acc, axis=-1)
+        solved = np.sum(w * acc, axis=-1)  # the chosen response solves its problem
+        out = solved + (1 - solved) * chi  # else its option is a guess
     return np.asarray(100 * out, dtype=float).reshape(shape)

@@ -23,6 +23,11 @@ Gauss-Jacobi nodes (Golub and Welsch 1969): for the weight (1 - x)^alpha (1 + x)
 whose eigenvalues are the nodes and the squared first components of its eigenvectors the
 weights (normalised to 1). With x = 2 p - 1, alpha = (1 - A) c - 1 and beta = A c - 1 the
 weight is the Beta density.
+
+Multiple choice. On a dataset whose answers are one of k options a sample that does not solve
+its problem still lands on the right option by chance chi = 1 / k: the Beta is then of the
+solve rate q (mean E[q] = (A - chi) / (1 - chi), `solve_rate_mean`) and one sample is right
+with p = q + (1 - q) chi (dse.width.accuracy).
 """
 
 from __future__ import annotations
@@ -168,6 +173,18 @@ def correct_count_pmf(solo_accuracy: ArrayLike, concentration: ArrayLike, sample
     log_bb = (logc + lgamma(k + sa) + lgamma(n - k + sb) - lgamma(n + ca)
               + lgamma(ca) - lgamma(sa) - lgamma(sb))
     return np.asarray(np.exp(np.where(iid[..., None], log_iid, log_bb)), dtype=float)
+
+
+def solve_rate_mean(solo_accuracy: ArrayLike, chance: ArrayLike) -> F64:
+    """The mean solve rate E[q] behind a solo accuracy A on a multiple-choice dataset: a sample
+    that does not solve its problem still picks the right option with chance chi (1 / options;
+    0 for a free-form answer), so A = E[q] + (1 - E[q]) chi and E[q] = (A - chi) / (1 - chi),
+    clipped to [0, 1] (a policy at or below chance solves nothing). E.g. A 0.72, chi 0.25:
+    0.47 / 0.75 = 0.6267."""
+    a = np.asarray(solo_accuracy, dtype=float)
+    chi = np.asarray(chance, dtype=float)
+    return np.asarray(np.clip((a - chi) / np.where(chi < 1, 1 - chi, 1.0), 0.0, 1.0),
+                      dtype=float)
 
 
 DEFAULT_BINS = 32  # equal-probability bins of the solve rate (dse.model.workflow's chain accuracy)

@@ -20,6 +20,11 @@ and a verifier's separation.
   without a published F1 (an ORM, an LLM judge, an unpublished PRM) has a separation of its
   own (`verifier_separation`, keyed "verifier|aggregation") where the fit saw it, else
   `default_separation`, the median of those.
+- answer_chance (not fitted: the answer format): 1 / options of a dataset whose every answer
+  is one of a fixed set of options (MMLU STEM: 4); free-form datasets 0. A sample that does not
+  solve its problem gives the favourite wrong option with the dataset's agreement g, else an
+  option at random, so it is right anyway with chance (1 - g) / options (`chance_for`,
+  dse.width.accuracy).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class WidthParams:
     separation_per_f1: float
     aggregation_factor: Mapping[str, float]
     verifier_separation: Mapping[str, float] = field(default_factory=dict)
+    answer_chance: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def default_concentration(self) -> float:
@@ -79,14 +85,26 @@ class WidthParams:
         vals = list(self.agreement.values())
         return sum(vals) / len(vals) if vals else 0.5
 
+    def chance_for(self, dataset: str) -> float:
+        """The chance that a sample which does not solve its problem is right anyway: 0 on a
+        free-form dataset; on a multiple-choice one (1 / options, not fitted: the dataset's
+        format, dse/data/width_published.toml [[dataset]]) the sample gives the problem's
+        favourite wrong option with the dataset's agreement g (as a vote's wrong answers
+        do) and else an option at random: (1 - g) / options. E.g. 4 options, g 0.4: 0.15."""
+        options_chance = self.answer_chance.get(DATASET_ALIASES.get(dataset, dataset), 0.0)
+        return float(options_chance) * (1 - self.agreement_for(dataset)[0])
+
     def concentration_for(self, dataset: str, solo_accuracy_pct: float) -> tuple[float, bool]:
         """(c, fitted?) of a policy with solo accuracy A (percent) on a dataset: the dataset's
-        own c (or its alias's; else the default) times ((1 - A) / A)^gamma. E.g. c_dataset 0.4,
-        gamma 0.5, A 20%: 0.4 x 4^0.5 = 0.8."""
+        own c (or its alias's; else the default) times ((1 - q) / q)^gamma, q the mean solve
+        rate (A itself on a free-form dataset; (A - chi) / (1 - chi) on a multiple-choice one).
+        E.g. c_dataset 0.4, gamma 0.5, A 20%: 0.4 x 4^0.5 = 0.8."""
         key = DATASET_ALIASES.get(dataset, dataset)
         fitted = key in self.concentration
         base = float(self.concentration[key]) if fitted else self.default_concentration
-        a = min(max(solo_accuracy_pct / 100.0, 0.005), 0.995)
+        chi = self.chance_for(dataset)
+        q = (solo_accuracy_pct / 100.0 - chi) / (1 - chi)
+        a = min(max(q, 0.005), 0.995)
         return base * ((1 - a) / a) ** self.concentration_per_log_odds, fitted
 
     def agreement_for(self, dataset: str) -> tuple[float, bool]:
@@ -126,7 +144,8 @@ class WidthParams:
                 "separation_intercept": self.separation_intercept,
                 "separation_per_f1": self.separation_per_f1,
                 "aggregation_factor": dict(self.aggregation_factor),
-                "verifier_separation": dict(self.verifier_separation)}
+                "verifier_separation": dict(self.verifier_separation),
+                "answer_chance": dict(self.answer_chance)}
 
 
 def from_dict(doc: Mapping[str, Any]) -> WidthParams:
@@ -139,7 +158,8 @@ def from_dict(doc: Mapping[str, Any]) -> WidthParams:
         separation_per_f1=float(doc["separation_per_f1"]),
         aggregation_factor={str(k): float(v) for k, v in doc["aggregation_factor"].items()},
         verifier_separation={str(k): float(v)
-                             for k, v in doc.get("verifier_separation", {}).items()})
+                             for k, v in doc.get("verifier_separation", {}).items()},
+        answer_chance={str(k): float(v) for k, v in doc.get("answer_chance", {}).items()})
 
 
 @cache
