@@ -201,7 +201,10 @@ def test_write_files_interrupted_while_writing_leaves_the_old_set(
 
 def test_a_signal_during_the_renames_waits_until_all_are_in_place(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C arriving while the set is renamed into place is held back until the last one."""
+    """Ctrl-C arriving while the set is renamed into place is held back until the last one.
+    (Python's own SIGINT handler is installed for the test: a run started in the background
+    by a non-interactive shell inherits SIGINT ignored, and then no Ctrl-C arrives at all.)"""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     real = os.replace
     seen = []
 
@@ -212,8 +215,11 @@ def test_a_signal_during_the_renames_waits_until_all_are_in_place(
         real(a, b)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "replace", replace)
-    with pytest.raises(KeyboardInterrupt):
-        write_files(tmp_path / "out", _files(), force=True)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_files(tmp_path / "out", _files(), force=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(seen) == 3
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == _files()
 
