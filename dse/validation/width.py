@@ -42,7 +42,8 @@ GENERATED_BY = "scripts/calibrate_width.py"
 CV_FILE = "width_cv.json"
 VOTES = ("majority", "weighted-best-of-n")
 SCHEMES = ("source", "policy", "verifier", "dataset", "samples")
-Z90 = 1.6448536269514722
+LEVEL = 0.9  # the intervals' coverage
+Z90 = 1.6448536269514722  # the two-sided normal quantile at LEVEL
 # fixed default starts: (concentration, gamma, agreement, deception, intercept, per F1,
 # aggregation factor, verifier separation)
 STARTS = ((0.4, 0.3, 0.3, 0.05, 0.5, 1.5, 1.0, 1.0),
@@ -111,12 +112,13 @@ class Layout:
         finite-difference Jacobian perturbs parameters of disjoint rows together."""
         nd, sh, ag, vs = self._offsets()
         m = np.zeros((len(rows), self.size()))
+        multiple_choice = answer_chance()
         for i, r in enumerate(rows):
             ds = DATASET_ALIASES.get(r.dataset, r.dataset)
             m[i, sh] = 1  # gamma
             if ds in self.datasets:
                 m[i, self.datasets.index(ds)] = 1
-            if ((r.method in VOTES or ds in answer_chance())  # a guess's chance: (1 - g) / k
+            if ((r.method in VOTES or ds in multiple_choice)  # a guess's chance: (1 - g) / k
                     and ds in self.vote_datasets):
                 m[i, nd + self.vote_datasets.index(ds)] = 1
             if r.verifier != "none":
@@ -247,7 +249,7 @@ def model_half_width(rows: Sequence[Row], cv: Mapping[str, Mapping[str, Any]],
             res.append(abs(e))
             gain.append(abs(r.accuracy_pct + e - r.solo_pct))  # the fold's predicted gain
             se.append(float(binomial_se_pct(np.array(pred[rid]), np.array(r.n_problems))))
-    a, b = quantile_line(np.array(gain), np.array(res), 0.9)
+    a, b = quantile_line(np.array(gain), np.array(res), LEVEL)
     return {"intercept": a, "per_gain": b, "noise": Z90 * float(np.median(se))}
 
 

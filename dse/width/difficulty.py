@@ -26,8 +26,9 @@ weight is the Beta density.
 
 Multiple choice. On a dataset whose answers are one of k options a sample that does not solve
 its problem still lands on the right option by chance chi (at most 1 / k:
-dse.width.params.WidthParams.chance_for): the Beta is then of the solve rate q (mean E[q] = (A - chi) / (1 - chi), `solve_rate_mean`) and one sample is right
-with p = q + (1 - q) chi (dse.width.accuracy).
+dse.width.params.WidthParams.chance_for): the Beta is then of the solve rate q (mean
+E[q] = (A - chi) / (1 - chi), `solve_rate_mean`) and one sample is right with
+p = q + (1 - q) chi (dse.width.accuracy).
 """
 
 from __future__ import annotations

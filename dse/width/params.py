@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dse.data import sources_of, versioned_toml
+from dse.width.difficulty import solve_rate_mean
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "width_model.toml"
 SCHEMA_VERSION = 1
@@ -102,8 +103,7 @@ class WidthParams:
         key = DATASET_ALIASES.get(dataset, dataset)
         fitted = key in self.concentration
         base = float(self.concentration[key]) if fitted else self.default_concentration
-        chi = self.chance_for(dataset)
-        q = (solo_accuracy_pct / 100.0 - chi) / (1 - chi)
+        q = float(solve_rate_mean(solo_accuracy_pct / 100.0, self.chance_for(dataset)))
         a = min(max(q, 0.005), 0.995)
         return base * ((1 - a) / a) ** self.concentration_per_log_odds, fitted
 
