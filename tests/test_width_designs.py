@@ -386,6 +386,51 @@ def test_sweep_and_optimize_report_the_width_family(tmp_path, capsys, monkeypatc
     assert rows and any(m in out for m in ("best-of-n x", "majority x", "beam x"))
 
 
+def test_a_width_family_short_of_the_accuracy_bound_says_how_close(cat, tmp_path, capsys,
+                                                                   monkeypatch):
+    """A width family with no design that meets --min-accuracy gets its most accurate design
+    under the other constraints and one line saying where it falls short (the sweep, the
+    study, --json and the dashboard's lines); a feasible family gets none. Majority over 2
+    samples is the policy alone's 74.2% with the width model's wider interval, so its low end
+    is under the target alone's (70.98): a bound of 70 keeps the target and drops it."""
+    from dse.search.exhaustive import sweep
+    from dse.search.objectives import Constraints
+    from dse.search.space import load_space
+    from dse.views import families as vf
+
+    p = space_file(tmp_path, 'methods = ["majority"]\nsamples = [2]')
+    code = main(["sweep", "--space", str(p), "--objective", "j_per_token", "--min-accuracy",
+                 "70", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    fams = {f["family"]: f for f in json.loads(out)["by_family"]}
+    w, t = fams["width"], fams["target-only"]
+    assert w["design"] is None and t["design"] is not None and t["nearest"] is None
+    near = w["nearest"]
+    assert near["design"]["workflow"] == "majority" and near["design"]["samples"] == 2
+    low = near["intervals"]["accuracy"][0]
+    assert low < 70 <= t["intervals"]["accuracy"][0]
+    assert near["line"].startswith("width: no design of this family meets the constraints; "
+                                   "its most accurate under the others, majority N=2")
+    assert near["line"].endswith(f"its 90% interval's low end, {low:.4g}, is under "
+                                 "min_accuracy 70.")
+    code = main(["sweep", "--space", str(p), "--objective", "j_per_token", "--min-accuracy",
+                 "60", "--json"])  # the majority of 2 meets 60: no line
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert all(f["nearest"] is None for f in json.loads(out)["by_family"])
+    monkeypatch.chdir(tmp_path)
+    code = main(["optimize", "--space", str(p), "--objective", "latency", "--trials", "6",
+                 "--study-name", "near", "--min-accuracy", "70"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "\nwidth: no design of this family meets the constraints; its most accurate" in out
+    res = sweep(cat, load_space(cat, p), ["j_per_token"], Constraints(min_accuracy=70.0))
+    (line,) = [n for n in vf.idle_draft_notes(res.by_family, ["j_per_token"])
+               if "no design of this family" in n]
+    assert line.startswith("width (N samples ranked or voted): no design of this family")
+
+
 # --------------------------------------------------------------------------- dashboard
 
 

@@ -12,8 +12,8 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,9 +24,11 @@ from dse.search.candidates import Candidate
 from dse.search.families import (
     FamilyBest,
     FrontTie,
+    checked_accuracy,
     family_bests,
     front_ties,
     identity,
+    nearest_note,
 )
 from dse.search.grid import Evaluator, HardwareResult, candidate, feasible_mask
 from dse.search.objectives import (
@@ -297,7 +299,9 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
                 mine.append(accurate(cat, space, c))
             bests[fam] = min(mine, key=lambda b: dirs[0] * float(
                 b.metrics.get(OBJECTIVES[objectives[0]], math.inf)))
-        fams = family_bests(cat, space.workloads, best[0], bests, families_of(space))
+        fams = with_nearest(cat, space, family_bests(cat, space.workloads, best[0], bests,
+                                                     families_of(space)),
+                            cons, confidence, measured_only)
     ties = front_ties(cat, space.workloads, front, [OBJECTIVES[o] for o in objectives]) \
         if reevaluate else []
     kept = []
@@ -308,6 +312,33 @@ def sweep(cat: Catalog, space: Space, objectives: Sequence[str],
     return SweepResult(objectives, cons, n_designs, n_feasible, len(hws),
                        time.perf_counter() - t0, best, front, points, dict(reasons), examples,
                        confidence, fams, measured_only, ties, kept)
+
+
+def with_nearest(cat: Catalog, space: Space, fams: list[FamilyBest],
+                 cons: Mapping[str, float], confidence: float, measured_only: bool
+                 ) -> list[FamilyBest]:
+    """The families, the width family's `nearest` filled where it has no feasible design under
+    a min_accuracy bound: its most accurate design (of the accurate closed form's TOP_K by
+    central accuracy, the one whose accuracy is highest where the bound is checked) under every
+    other constraint, when that design misses the bound. Without it a user asking for 80%
+    reads only "no feasible design" and not how close the family came."""
+    bound = cons.get("min_accuracy")
+    width = tuple(a for a in space.arrangements if a.is_width)
+    if not bound or not width:
+        return fams
+    out = []
+    for f in fams:
+        if f.family == "width" and f.candidate is None:
+            sub = sweep(cat, replace(space, arrangements=width), ["accuracy"],
+                        Constraints(**{**cons, "min_accuracy": 0.0}), confidence=confidence,
+                        measured_only=measured_only, families=False)
+            if sub.n_feasible and sub.pareto:
+                c = max(sub.pareto, key=lambda b: checked_accuracy(b, confidence))
+                if checked_accuracy(c, confidence) < bound:
+                    f = replace(f, nearest=c,
+                                nearest_line=nearest_note(f.family, c, bound, confidence))
+        out.append(f)
+    return out
 
 
 def measured_hardware(hws: Sequence[Hardware]) -> list[Hardware]:

@@ -40,6 +40,11 @@ class FamilyBest:
     evidence: tuple[str, ...] = ()
     is_winner: bool = False
     note: str = ""
+    # no feasible design: the family's most accurate design under every other constraint,
+    # where the accuracy bound is what it misses, and a line saying so
+    # (dse.search.exhaustive.with_nearest, `nearest_note`)
+    nearest: Candidate | None = None
+    nearest_line: str = ""
 
     def decided(self, metric: str) -> bool | None:
         iv = self.margin_interval.get(metric)
@@ -56,7 +61,11 @@ class FamilyBest:
                 "margin": self.margin, "margin_interval": self.margin_interval,
                 "decided": {m: self.decided(m) for m in self.margin},
                 "evidence": list(self.evidence), "is_winner": self.is_winner,
-                "note": self.note}
+                "note": self.note,
+                "nearest": None if self.nearest is None else {
+                    "design": self.nearest.to_dict()["design"],
+                    "metrics": self.nearest.metrics, "intervals": self.nearest.intervals,
+                    "line": self.nearest_line}}
 
 
 def evidence(d: Design, provenance: Mapping[str, Mapping[str, str]],
@@ -256,6 +265,40 @@ def idle_width_note(f: FamilyBest, objective: str, name: str | None = None) -> s
             "changes nothing): it is the target alone with a second sample; the search found "
             "no design of this family that adds accuracy, meets the constraints and does better "
             f"on {objective}.")
+
+
+def checked_accuracy(c: Candidate, confidence: float) -> float:
+    """A design's accuracy where a min_accuracy bound is checked: the low end of its 90%
+    interval (confidence above 0.5, as dse.search.shown checks it), else its central value."""
+    iv = c.intervals.get("accuracy")
+    if confidence > 0.5 and iv is not None:
+        return float(iv[0])
+    return float(c.metrics["accuracy"])
+
+
+def nearest_note(family: str, c: Candidate, min_accuracy: float, confidence: float) -> str:
+    """The line for a family with no feasible design whose most accurate design `c` under the
+    other constraints misses the accuracy bound: what it reaches, and where it is checked."""
+    iv = c.intervals.get("accuracy")
+    where = ("its 90% interval's low end" if confidence > 0.5 and iv is not None
+             else "its central value")
+    span = f" [{iv[0]:.4g}-{iv[1]:.4g}]" if iv is not None else ""
+    return (f"{family}: no design of this family meets the constraints; its most accurate "
+            f"under the others, {c.label}, is at {c.metrics['accuracy']:.4g}%{span}, and "
+            f"{where}, {checked_accuracy(c, confidence):.4g}, is under min_accuracy "
+            f"{min_accuracy:g}.")
+
+
+def nearest_notes(fams: Sequence[FamilyBest], names: Mapping[str, str] | None = None
+                  ) -> list[str]:
+    """The `nearest_line` of each family that has one; names: how the families are called
+    (their keys by default)."""
+    out = []
+    for f in fams:
+        if f.nearest_line:
+            name = (names or {}).get(f.family, f.family)
+            out.append(name + f.nearest_line[len(f.family):])
+    return out
 
 
 def idle_notes(fams: Sequence[FamilyBest], objective: str,

@@ -299,7 +299,7 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
     exhaustively (one design per target placement, per policy, PRM, method and N: the sweeps
     of those arrangements), each speculative family from the study's best feasible trial of
     it (none: the study did not reach it)."""
-    from dse.search.exhaustive import sweep
+    from dse.search.exhaustive import sweep, with_nearest
     from dse.search.objectives import Constraints
 
     bests: dict[str, Candidate | None] = {}
@@ -327,7 +327,9 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
         if identity(c) == identity(winner):
             c = winner
         bests[fam] = c
-    return family_bests(cat, space.workloads, winner, bests, families_of(space))
+    return with_nearest(cat, space, family_bests(cat, space.workloads, winner, bests,
+                                                 families_of(space)),
+                        cons, confidence, measured_only)
 
 
 def study_shortlist(study: Any, n_objectives: int) -> list[Candidate]:

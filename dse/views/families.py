@@ -18,6 +18,7 @@ from dse.search.families import (
     MARGIN_METRICS,
     FamilyBest,
     idle_notes,
+    nearest_notes,
     no_speculation_wins,
 )
 from dse.search.objectives import OBJECTIVES, direction
@@ -128,12 +129,13 @@ def families_verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> s
 def idle_draft_notes(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> list[str]:
     """A line for each speculative family whose best design accepts (almost) no draft step
     (dse.search.families.idle_drafts): it is the target alone with a draft and a verifier
-    added; and for a width best that is exactly as accurate as its policy alone (majority of
-    2: dse.search.families.idle_widths)."""
+    added; for a width best that is exactly as accurate as its policy alone (majority of
+    2: dse.search.families.idle_widths); and for a family with no feasible design, what its
+    most accurate design reaches against the accuracy bound (dse.search.families.nearest_notes)."""
     if not objectives:
         return []
     words = label(OBJECTIVES.get(objectives[0], objectives[0])).words
-    return idle_notes(fams, words, FAMILY_LABELS)
+    return idle_notes(fams, words, FAMILY_LABELS) + nearest_notes(fams, FAMILY_LABELS)
 
 
 def winner_vs_target_alone(fams: Sequence[FamilyBest], objectives: Sequence[str]
