@@ -390,6 +390,8 @@ def widget_state(state: views.DesignState) -> views.DesignState:
     # optional keys (prm_tp) may be absent from both: no override
     overrides = {k: v for k, v in values.items() if base.get(k) != v and v is not None
                  and not (v == 0 and k in DEFAULT_KNOBS and k not in base)}
+    # a build knob's widget at 0 is its default: the preset's key cleared ("" is absent)
+    overrides |= {k: "" for k in DEFAULT_KNOBS if overrides.get(k) == 0}
     # a role's software, build knobs and memory options follow its device: switching to a
     # preset whose draft is on a GPU must not carry the FPGA preset's engine and knobs along
     # as overrides, nor a GPU draft's KV cache, offload or host CPU onto an FPGA

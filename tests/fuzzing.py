@@ -104,9 +104,13 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
             over["draft_engine"] = "flexllm"
             lo, hi = dev.clock_min_hz / 1e6, dev.clock_max_hz / 1e6
             over["fpga_clock_MHz"] = round(lo + (hi - lo) * rng.random(), 1)
-            over["fpga_memory_channels"] = rng.choice([0, max(dev.memory_channels // 2, 1),
-                                                       dev.memory_channels])
-            over["fpga_mac_lanes"] = rng.choice([0, 512, 1024, 2048, 4096])
+            # None: the key left out (the board's channels, the engine's lanes)
+            channels = rng.choice([None, max(dev.memory_channels // 2, 1), dev.memory_channels])
+            lanes = rng.choice([None, 512, 1024, 2048, 4096])
+            if channels is not None:
+                over["fpga_memory_channels"] = channels
+            if lanes is not None:
+                over["fpga_mac_lanes"] = lanes
         else:
             over["draft_precision"] = rng.choice(GPU_PRECISIONS)
             over["draft_serving"] = rng.choice(cat.names("gpu-serving"))
@@ -115,8 +119,10 @@ def random_design_case(cat: Catalog, rng: Any) -> DesignCase:
     sched = rng.choice(list(PRESETS.values())).with_flags(**flags) if rng.random() < 0.5 \
         else rng.choice(list(PRESETS.values()))
     u = rng.random()
-    if u < 0.15:  # the target alone
+    if u < 0.15:  # the target alone (an FPGA draft's build knobs do not apply: refused)
         over["workflow"] = "target-only"
+        for k in ("fpga_clock_MHz", "fpga_memory_channels", "fpga_mac_lanes"):
+            over.pop(k, None)
     elif u < 0.5:  # a target judge, roles sharing a GPU, or both
         if rng.random() < 0.5:
             over["verifier"] = "target"
@@ -610,7 +616,6 @@ fpgas = ["u280"]
 fpga_precisions = ["w8a8"]
 fpga_engines = ["flexllm"]
 fpga_clock_MHz = [200.0, 300.0]
-fpga_memory_channels = [0]
 fpga_mac_lanes = [2048]
 
 [prm]

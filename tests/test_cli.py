@@ -37,8 +37,9 @@ def test_roofline_every_board_model_pair(cat, capsys):
             assert r["precision"] == ("w8a8" if d in cat.names("fpga") else "bf16"), (d, m)
         m = models[i % len(models)]
         code, out, err = run(capsys, "roofline", "--model", m, "--device", d, "--json")
-        assert code == 0, (d, m, err)
-        assert json.loads(out) == json.loads(json.dumps(roofline(cat, model=m, device=d)))
+        want = roofline(cat, model=m, device=d)
+        assert code == (0 if want["fits"] else 4), (d, m, err)  # as dse evaluate exits
+        assert json.loads(out) == json.loads(json.dumps(want))
 
 
 def test_roofline_text_and_defaults(capsys):
@@ -58,11 +59,15 @@ def test_fpga_clock_changes_speed(capsys):
 
 
 def test_does_not_fit_is_reported(capsys):
-    code, out, _ = run(capsys, "roofline", "--model", "qwen2.5-math-72b-instruct", "--device",
-                       "u280", "--json")
-    assert code == 0
+    """Printed (the JSON, or the table with its infeasible line), then one error line and
+    exit 4, as dse evaluate exits for a design that cannot run."""
+    code, out, err = run(capsys, "roofline", "--model", "qwen2.5-math-72b-instruct", "--device",
+                         "u280", "--json")
+    assert code == 4
     r = json.loads(out)
     assert r["fits"] is False and any("do not fit" in w for w in r["infeasible"])
+    assert err.startswith("dse roofline: error: qwen2.5-math-72b-instruct on u280 is "
+                          "infeasible: ") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("what", ["boards", "models", "serving", "scenarios"])
@@ -234,3 +239,121 @@ def test_simulate_bad_trace(tmp_path, capsys):
     code, _, err = run(capsys, "simulate", "--system", "paper-config1-u280", "--scenario",
                        "gsm8k", "--trace", str(bad))
     assert code == 3 and "decision" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["optimize", "--storage", "memory", "--trials", "1"],
+    ["simulate", "--system", "paper-config1-u280", "--scenario", "math500", "--problems", "5"],
+    ["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "a100-80gb-pcie", "--batch", "1"],
+])
+def test_a_seed_beyond_what_a_generator_takes_is_refused_by_its_flag(argv, capsys, tmp_path,
+                                                                      monkeypatch):
+    """--seed is 0..2**32-1 on every command (docs/cli.md): Optuna's samplers seed numpy's
+    RandomState, which takes no more; one line naming the flag, exit 2, no study left."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--seed", str(2**32)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert e.value.code == 2
+    assert err.endswith("argument --seed: must be in 0..4294967295, got 4294967296"), err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_goodput_slo_given_twice_is_refused_as_the_searches_refuse_it(capsys):
+    """`dse serve --goodput ttft:100 ttft:5000` is one line and exit 2, as `--slo ttft:500
+    ttft:600` is for the searches (dse.search.loads), not the last value silently."""
+    code = main(["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "a100-80gb-pcie",
+                 "--rate", "1", "--goodput", "ttft:100", "ttft:5000"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == "dse serve: error: --goodput: ttft given twice", err
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "a100-80gb-pcie"],
+    ["sweep"],
+])
+def test_a_rate_past_any_rack_is_refused_by_its_flag(argv, capsys):
+    """--rate is at most 1e6 requests/s (dse.core.limits.MAX_RATE_PER_S): 1e308 is one line
+    naming the flag and exit 2, not a page of numpy overflow warnings."""
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--rate", "1e308"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2
+    assert err[-1].endswith("argument --rate: must be at most 1e+06 requests/s, got '1e308'")
+    assert not any("Warning" in ln for ln in err)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "simulate"])
+def test_a_system_without_a_scenario_is_told_what_to_add(command, capsys):
+    """A system file never names a workload: the line says --scenario is required with
+    --system and how to find one (it once blamed a design file the user never gave)."""
+    code = main([command, "--system", "paper-config1-u280"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (f"dse {command}: error: --scenario: required with --system (a system names "
+                   "no workload: e.g. --scenario math500; dse catalog scenarios lists them)")
+
+
+@pytest.mark.parametrize("argv", [["studies"], ["export", "--study", "s", "--out", "bundle"]])
+def test_the_memory_storage_is_said_to_hold_nothing_after_its_optimize(argv, capsys, tmp_path,
+                                                                       monkeypatch):
+    """`--storage memory` (dse optimize's in-memory study) cannot be listed or exported: one
+    line says why, not SQLAlchemy's URL parse error."""
+    monkeypatch.chdir(tmp_path)
+    code = main([*argv, "--storage", "memory"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--storage memory: an in-memory study ends with the `dse optimize` " \
+        "that ran it" in err and "\n" not in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_unknown_workload_in_a_space_names_its_file_and_key(tmp_path, capsys):
+    from pathlib import Path
+
+    shipped = Path(__file__).parents[1] / "scenarios" / "spaces" / "default.toml"
+    text = shipped.read_text()
+    assert "\nmath500 = 1.0" in text
+    bad = tmp_path / "space.toml"
+    bad.write_text(text.replace("\nmath500 = 1.0", "\nnope = 1.0"))
+    code = main(["sweep", "--space", str(bad)])
+    err = capsys.readouterr().err.strip()
+    assert code == 3
+    assert err.startswith(f"dse sweep: error: {bad}: workloads.nope: unknown workload 'nope'; "
+                          "valid: aime24, "), err
+
+
+def test_a_range_past_its_bound_names_the_end_the_user_wrote(tmp_path, capsys):
+    """accept_threshold = {start = 0, stop = 1.7, step = 0.05}: the line names `stop` and 1.7,
+    not the first grid point past 1 (1.05), which the user never wrote."""
+    from pathlib import Path
+
+    shipped = Path(__file__).parents[1] / "scenarios" / "spaces" / "default.toml"
+    line = "accept_threshold = { start = 0.0, stop = 1.0, step = 0.05 }"
+    text = shipped.read_text()
+    assert line in text
+    bad = tmp_path / "space.toml"
+    bad.write_text(text.replace(line, line.replace("1.0,", "1.7,")))
+    code = main(["sweep", "--space", str(bad)])
+    err = capsys.readouterr().err.strip()
+    assert code == 3
+    assert err == f"dse sweep: error: {bad}: algorithm.accept_threshold.stop: must be <= 1, " \
+        "got 1.7", err
+
+
+def test_a_workload_whose_budget_cannot_hold_its_prompt_and_a_step_is_refused(tmp_path, capsys):
+    """A workload file's own max_context_tokens below its prompt plus one step (MATH500's
+    98.9 + 53 tokens: 152) is refused naming the key, as `--set max_context_tokens=1` is; it
+    was accepted and put the accuracy at 44%."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "scenarios" / "workloads" / "math500.toml").read_text()
+    text = re.sub(r"(?m)^max_context_tokens = \d+$", "max_context_tokens = 100", text, count=1)
+    text = text.replace('name = "math500"', 'name = "tiny"')
+    wl = tmp_path / "tiny.toml"
+    wl.write_text(text)
+    code = main(["evaluate", "--system", "paper-config1-3090", "--scenario", str(wl)])
+    err = capsys.readouterr().err.strip()
+    assert code == 3
+    assert err == (f"dse evaluate: error: {wl}: max_context_tokens: 100 tokens cannot hold the "
+                   "prompt (98.9 tokens) and one step (53 tokens): at least 152 needed"), err

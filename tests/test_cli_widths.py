@@ -164,7 +164,7 @@ def test_wide_gives_the_one_line_rows(name: str, monkeypatch: pytest.MonkeyPatch
     else:  # the whole design in the row, no list under the table
         assert [h.split()[-1] for h in heads] == ["design", "design"]
         rows = [ln for ln in out.splitlines() if re.match(r"^\d  ", ln)]
-        assert any(" | prm " in r and " | target " in r for r in rows)
+        assert any(" | target " in r and (" | prm " in r or " | verifier" in r) for r in rows)
         assert "the designs in full" not in out
     assert len(heads) == len({*heads})
     buf = io.StringIO()
@@ -212,6 +212,18 @@ def test_a_column_too_wide_alone_wraps_its_cells() -> None:
     assert " ".join(text.split()[5:]) == " ".join(["word"] * 30)
 
 
+@pytest.mark.parametrize("name", ["sweep", "sweep two objectives", "optimize", "compare"])
+def test_at_the_narrowest_width_only_a_single_unbreakable_word_overflows(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 40 columns (MIN_WIDTH) a line may pass the width only when it is one word that no
+    rule may break (a model@device/precision name, a path): a bracketed phrase of prose such as
+    "[joint 90% interval of the difference]" wraps like any words."""
+    monkeypatch.setenv("COLUMNS", "40")
+    out = run(COMMANDS[name])
+    over = [ln for ln in too_wide(out, 40) if len(ln.split()) > 1]
+    assert not over, over
+
+
 def test_prose_wraps_with_a_hanging_indent_and_keeps_intervals_whole() -> None:
     line = ("heteroreason - the target alone: -3.654 s/problem [-5.59 to -1.99], -0.425 J/token "
             "[-1.51 to +1.082], -15.44 accuracy pts [-19.88 to -10.99]")
@@ -226,6 +238,9 @@ def test_prose_wraps_with_a_hanging_indent_and_keeps_intervals_whole() -> None:
                                                       "t @ rtx-3090"]
     assert wrap_line("see /a/very/long/path/that/does/not/fit", 10) == [
         "see", "  /a/very/long/path/that/does/not/fit"]  # a path is never broken
+    assert chunks("x [of the y]") == ["x", " ", "[of", " ", "the", " ", "y]"]  # prose
+    assert chunks("on j, [joint 90% interval of the difference])")[-1] == "difference])"
+    assert chunks("d [+0.49 to +0.82] s") == ["d [+0.49 to +0.82]", " ", "s"]
 
 
 # ------------------------------------------------------------------ dse reproduce

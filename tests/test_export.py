@@ -12,6 +12,7 @@ import configparser
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -361,6 +362,64 @@ def test_force_replaces_whole_bundle(bundles, tmp_path, monkeypatch, exchange):
     write_bundle(files, out, force=True)
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(files)
     assert [p.name for p in tmp_path.iterdir()] == ["b"]  # no temporary directories left
+
+
+def test_force_keeps_the_files_the_user_added(tmp_path, capsys):
+    """`dse export --out ex1 --force` over an earlier bundle: exit 0, the new bundle's files
+    replace the old one's, and a file the user added there (ex1/mynotes.txt) is kept, as
+    `sweep`/`optimize --out --force` keep theirs."""
+    out = tmp_path / "ex1"
+    args = ["export", "--system", "paper-config1-u280", "--out", str(out)]
+    assert main(args) == 0
+    (out / "mynotes.txt").write_text("notes\n", encoding="utf-8")
+    assert main(args) == 2 and "not empty" in capsys.readouterr().err
+    assert main([*args, "--force", "--schedule", "brsd"]) == 0
+    assert (out / "mynotes.txt").read_text(encoding="utf-8") == "notes\n"
+    assert "schedule: brsd" in (out / "host" / "scheduler.yaml").read_text()
+
+
+def test_force_replaces_the_bundles_files_and_nothing_else(bundles, tmp_path):
+    """Over an FPGA bundle, a GPU one: its unchanged fpga/ files go (with the directory they
+    alone held); the user's files, directories (an empty one too) and links stay, a file the
+    user changed that the new bundle does not write stays, and one it writes is replaced."""
+    old, new = bundles["paper-config1-u280"][1], bundles["paper-config2-3090"][1]
+    out = tmp_path / "b"
+    write_bundle(old, out)
+    changed = next(p for p in old if p.startswith("fpga/") and p.endswith(".ini"))
+    (out / changed).write_text("my edit\n", encoding="utf-8")
+    (out / "design.toml").write_text("my edit\n", encoding="utf-8")
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    (out / "mine" / "deep").mkdir(parents=True)
+    (out / "mine" / "deep" / "a.txt").write_text("a\n", encoding="utf-8")
+    (out / "empty").mkdir()
+    (out / "gpu" / "my.yaml").write_text("b\n", encoding="utf-8")
+    (out / "link").symlink_to("notes.txt")
+    inode = (out / "notes.txt").stat().st_ino
+    write_bundle(new, out, force=True)
+    on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    users = {changed, "notes.txt", "mine/deep/a.txt", "gpu/my.yaml", "link"}
+    assert on_disk == set(new) | users
+    assert all((out / p).read_bytes() == d for p, d in new.items())  # design.toml replaced
+    assert (out / changed).read_text(encoding="utf-8") == "my edit\n"
+    assert (out / "notes.txt").stat().st_ino == inode  # the same file, not a copy
+    assert os.readlink(out / "link") == "notes.txt" and (out / "empty").is_dir()
+    fpga_dirs = {str(p.relative_to(out)) for p in (out / "fpga").rglob("*") if p.is_dir()}
+    assert fpga_dirs == {str(Path(changed).parent)}  # only the one that keeps a file
+    assert [p.name for p in tmp_path.iterdir()] == ["b"]  # no temporary directories left
+
+
+def test_force_refuses_a_users_file_where_the_bundle_needs_a_directory(bundles, tmp_path):
+    old, new = bundles["paper-config1-u280"][1], bundles["paper-config2-3090"][1]
+    out = tmp_path / "b"
+    write_bundle(old, out)
+    shutil.rmtree(out / "gpu")
+    (out / "gpu").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="gpu is a file, where the new bundle writes a "
+                       "directory"):
+        write_bundle(new, out, force=True)
+    assert (out / "gpu").read_text(encoding="utf-8") == "mine\n"
+    assert all((out / p).read_bytes() == d for p, d in old.items() if not p.startswith("gpu/"))
+    assert [p.name for p in tmp_path.iterdir()] == ["b"]
 
 
 def test_no_partial_bundle_on_failure(bundles, tmp_path, monkeypatch):

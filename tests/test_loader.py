@@ -233,10 +233,14 @@ def test_trace_nan_and_deep_nesting(tmp_path, capsys):
 
 
 def old_style(text: str) -> str:
-    """The pre-split form of a shipped FPGA system: the engine in draft_serving, 0 knobs."""
-    return (text.replace('draft_engine = "flexllm"', 'draft_serving = "flexllm"')
-            .replace("target_serving", "fpga_memory_channels = 0\nfpga_mac_lanes = 0\n"
-                     "target_serving", 1)
+    """The pre-split form of a shipped FPGA system: the engine in draft_serving."""
+    return text.replace('draft_engine = "flexllm"', 'draft_serving = "flexllm"')
+
+
+def zero_knobs(text: str) -> str:
+    """An old system's 0 knobs ("the default" once; out of range now, like any value <= 0)."""
+    return (text.replace("target_serving", "fpga_memory_channels = 0\nfpga_mac_lanes = 0\n"
+                         "target_serving", 1)
             .replace("[sources]", '[sources]\nfpga_memory_channels = "0 = every channel"\n'
                      'fpga_mac_lanes = "0 = the engine default"'))
 
@@ -256,6 +260,16 @@ def test_old_fpga_system_loads_as_the_new(cat, tmp_path):
     assert b.system.draft_engine == "flexllm" and b.system.draft_serving is None
     assert a.draft.fpga_build is not None and a.draft.fpga_build.memory_channels > 0
     assert "fpga_memory_channels" not in system_to_toml(new)
+
+
+def test_zero_fpga_knobs_are_refused_naming_the_key(tmp_path):
+    """A 0 knob once read as "the default"; now it is out of range as -5 is (> 0), and the
+    one line says to leave the key out."""
+    p = tmp_path / "paper-config2-v80.toml"
+    p.write_text(zero_knobs(system_text("paper-config2-v80")))
+    with pytest.raises(SpecError, match=r"fpga_memory_channels: must be > 0, got 0 \(leave the "
+                       r"key out for its default\)"):
+        read_design_file(p)
 
 
 def test_old_draft_serving_conflicting_with_draft_engine(cat):
@@ -284,7 +298,8 @@ def test_space_labels_never_show_zero_knobs(cat, tmp_path):
            .replace("# fpga_memory_channels absent", "fpga_memory_channels = [0]\n#"))
     p = tmp_path / "old.toml"
     p.write_text(old)
-    assert load_space(cat, p).drafts == space.drafts
+    with pytest.raises(SpecError, match=r"draft\.fpga_memory_channels: must be > 0, got 0"):
+        load_space(cat, p)
 
 
 # --------------------------------------------------------------------------- emitter

@@ -195,10 +195,16 @@ def test_roofline_cli_reads_gpt2_config(capsys: pytest.CaptureFixture[str]) -> N
     from dse.cli import main
 
     code = main(["roofline", "--model", str(HF / "gpt2" / "config.json"), "--device",
-                 "a100-80gb-sxm", "--json"])
+                 "a100-80gb-sxm", "--json", "--context", "512"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "gpt2" in out
+    # the default context (1025 tokens) is past gpt2's 1024 positions: the table, then exit 4
+    code = main(["roofline", "--model", str(HF / "gpt2" / "config.json"), "--device",
+                 "a100-80gb-sxm"])
+    out, err = capsys.readouterr()
+    assert code == 4 and "gpt2" in out
+    assert "context 1025 beyond gpt2 max positions 1024" in err
 
 
 # ------------------------------------------------------------------------- schema checks

@@ -15,6 +15,8 @@ import pytest
 from dse.cli import main
 from tests.hostile import unwritable_dir as hostile_unwritable_dir
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 class Computed(Exception):
     """The command started computing although its output path is unusable."""
@@ -172,7 +174,7 @@ def test_optimize_default_storage_in_an_unwritable_directory(
 
 def test_a_usable_path_still_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The checks refuse only what cannot be written: a new file in a new name, a symlink to a
-    regular file, and files replaced (no --force needed for single files) all work."""
+    regular file, and files replaced with --force all work."""
     out = tmp_path / "t.jsonl"
     link = tmp_path / "link.json"
     target = tmp_path / "target.json"
@@ -180,8 +182,97 @@ def test_a_usable_path_still_writes(tmp_path: Path, capsys: pytest.CaptureFixtur
     link.symlink_to(target)
     argv = ["simulate", *SYS, "--problems", "10", "--trace-out", str(out), "--timeline-out",
             str(link)]
-    assert main(argv) == 0
-    assert main(argv) == 0  # replaced
+    assert main(argv) == 2  # the link's target is a file already there: --force replaces it
+    assert not out.exists()
+    assert main([*argv, "--force"]) == 0
+    assert main([*argv, "--force"]) == 0  # replaced
     assert out.stat().st_size > 0 and link.is_symlink() and "intervals" in target.read_text(
         encoding="utf-8")
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("argv", "flag"), FILE_COMMANDS, ids=[f for _, f in FILE_COMMANDS])
+def test_an_existing_file_needs_force(argv: list[str], flag: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of the user's already at an output path is refused before computing (exit 2, one
+    line naming the flag), and kept as it was; --force replaces it."""
+    mine = tmp_path / "notes.json"
+    mine.write_text("notes\n", encoding="utf-8")
+    _refused_fast([*argv, flag, str(mine)], flag, "already exists", capsys, monkeypatch)
+    assert mine.read_text(encoding="utf-8") == "notes\n"
+    with pytest.raises(Computed):  # past the checks: the command computes
+        main([*argv, flag, str(mine), "--force"])
+
+
+def test_simulate_keeps_a_users_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`dse simulate --timeline-out notes.json` over the user's notes: exit 2, notes kept."""
+    notes = tmp_path / "notes.json"
+    notes.write_text("notes\n", encoding="utf-8")
+    argv = ["simulate", "--system", "paper-config1-u280", "--scenario", "math500", "--problems",
+            "5", "--timeline-out", str(notes)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"dse simulate: error: --timeline-out {notes}: already "
+                                       "exists; use --force to replace it, or another file "
+                                       "name\n")
+    assert notes.read_text(encoding="utf-8") == "notes\n"
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--html"])
+def test_reproduce_keeps_a_users_file_and_rewrites_its_own(
+        flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dse reproduce --markdown my.md` over the user's my.md: refused; over a file it wrote
+    earlier (docs/validation.md, an earlier chart) it runs without --force, so that
+    `dse reproduce --markdown docs/validation.md` regenerates the committed doc."""
+    from dse.cli.reproduce import HTML_MARK
+
+    mine = tmp_path / "my.md"
+    mine.write_text("mine\n", encoding="utf-8")
+    _refused_fast(["reproduce", flag, str(mine)], flag,
+                  "already exists and is not an earlier dse reproduce output", capsys,
+                  monkeypatch)
+    assert mine.read_text(encoding="utf-8") == "mine\n"
+    ours = tmp_path / "ours"
+    ours.write_text((ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+                    if flag == "--markdown" else f"{HTML_MARK}\n<html></html>\n",
+                    encoding="utf-8")
+    with pytest.raises(Computed):  # past the checks
+        main(["reproduce", flag, str(ours)])
+
+
+def test_a_file_that_appears_while_computing_is_kept(tmp_path: Path) -> None:
+    """The file is checked again as it is written (dse.cli.common.write_file): one the user
+    wrote while the command computed is refused and kept."""
+    from dse.cli.common import write_file
+    from dse.cli.reproduce import markdown_is_ours
+    from dse.errors import UsageError
+
+    f = tmp_path / "v.md"
+    f.write_text("mine\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"--markdown .*: already exists"):
+        write_file("--markdown", str(f), "# T\n", force=False, ours=markdown_is_ours)
+    assert f.read_text(encoding="utf-8") == "mine\n"
+    write_file("--markdown", str(f), "# T\n", force=True)
+    assert f.read_text(encoding="utf-8") == "# T\n"
+
+
+EMPTY = [(["sweep"], "--out"),
+         (["optimize", "--trials", "2", "--storage", "memory"], "--out"),
+         (["export", "--system", "paper-config1-u280"], "--out"),
+         *FILE_COMMANDS]
+
+
+@pytest.mark.parametrize(("argv", "flag"), EMPTY, ids=[f"{a[0]} {f}" for a, f in EMPTY])
+def test_an_empty_output_path_is_refused(argv: list[str], flag: str,
+                                         capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--out ""` names no file: one line naming the flag, exit 2, never "not given"."""
+    _refused_fast([*argv, flag, ""], flag, "'': not a usable path", capsys, monkeypatch)
+
+
+def test_an_empty_study_name_is_refused(capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--study-name ""` is not the default name said another way: one line, exit 2."""
+    _refused_fast(["optimize", "--trials", "2", "--storage", "memory", "--study-name", ""],
+                  "--study-name", "an empty name", capsys, monkeypatch)

@@ -94,7 +94,7 @@ def test_space_errors_name_file_and_key(cat, tmp_path, edit, key):
 def test_space_unknown_workload(cat, tmp_path):
     p = tmp_path / "space.toml"
     p.write_text(Path(TINY).read_text().replace("math500 = 1.0", "aime = 1.0"))
-    with pytest.raises(UnknownNameError):
+    with pytest.raises(SpecError, match=r"workloads\.aime: unknown workload 'aime'; valid: "):
         load_space(cat, p)
 
 

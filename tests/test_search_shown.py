@@ -75,3 +75,32 @@ def test_cli_text_shows_accurate_numbers_and_json_the_diagnostic(tmp_path, capsy
     mv = best[DIAGNOSTIC]["j_per_token"]
     if not math.isclose(mv, best["j_per_token"], rel_tol=1e-3):
         assert f"{mv:.4g} " not in text
+
+
+def test_a_short_study_never_names_a_winner_its_family_table_shows_beaten(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The target alone and the width family are searched exhaustively beside the study; their
+    bests compete for #1 with the study's trials, so three trials of the default space (which
+    may never draw the target alone) still name the best target-only design #1 and write it as
+    best.toml, and no family's best beats #1 on the objective."""
+    monkeypatch.chdir(tmp_path)
+    for objectives in (["j_per_token"], ["latency", "accuracy"]):
+        argv = ["optimize", "--storage", "memory", "--trials", "3", "--json"]
+        for o in objectives:
+            argv += ["--objective", o]
+        assert main(argv) == 0
+        data = json.loads(capsys.readouterr().out)
+        first = data["best"][0]["metrics"]
+        metric = {"j_per_token": "j_per_token", "latency": "latency_s_per_problem"}[
+            objectives[0]]
+        fams = {f["family"]: f for f in data["by_family"]}
+        assert all(f["metrics"][metric] >= first[metric] - 1e-12 for f in fams.values()
+                   if f["metrics"]), (objectives, first[metric])
+        assert fams["target-only"]["is_winner"]
+        if len(objectives) == 1:
+            assert len(data["best"]) <= 5
+    assert main(["optimize", "--storage", "memory", "--trials", "3", "--out",
+                 str(tmp_path / "o3")]) == 0
+    text = capsys.readouterr().out
+    assert "\n1  target-only: " in text
+    assert 'workflow = "target-only"' in (tmp_path / "o3" / "best.toml").read_text()

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 
 from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search, serve
-from dse.cli.common import Command
+from dse.cli.common import Command, WithOutput
 from dse.core.process import retain_freed_memory
 from dse.errors import (
     EXIT_SIGINT,
@@ -223,6 +223,11 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError("standard output is closed (>&-); give it a file or /dev/null")
         cat = Catalog.load(args.catalog)
         payload, text = cmd.run(args, cat)
+    except WithOutput as e:  # the output first, then the error's line and code
+        out = json.dumps(jsonable(e.payload), indent=2, sort_keys=True) if args.json else e.text
+        code = _print_output(args.command, out)
+        say(f"dse {args.command}: error: {e}")
+        return code or e.exit_code
     except DseError as e:
         if args.debug:
             raise

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from dse.cli.common import (
+    WithOutput,
     add_wide,
     clip_words,
     offload_fraction_type,
@@ -18,6 +19,7 @@ from dse.cli.common import (
 from dse.cli.layout import wrap
 from dse.core.limits import MAX_CHANNELS, MAX_CONTEXT_TOKENS, MAX_MAC_LANES, MAX_TP
 from dse.devices.shape import KV_PRECISIONS
+from dse.errors import InfeasibleError
 from dse.specs import Catalog, spec_fields
 
 # The parts of the catalog `dse catalog` lists; "scenarios" is every other kind.
@@ -75,7 +77,7 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offload-fraction", type=offload_fraction_type, default=0.0,
                    help="share of a GPU's streamed weights held in host memory and copied over "
                    "its host link every forward pass, in [0, 1) (default 0)")
-    p.add_argument("--serving", default="vllm-cudagraph", help="GPU serving profile")
+    p.add_argument("--serving", help="GPU serving profile (default vllm-cudagraph)")
     p.add_argument("--context", type=whole_number(0, MAX_CONTEXT_TOKENS), default=1024,
                    help="tokens already in context when decoding (default 1024)")
     p.add_argument("--prompt-tokens", type=whole_number(1, MAX_CONTEXT_TOKENS), default=128,
@@ -134,4 +136,8 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     ]
     if r["infeasible"]:
         lines.append("infeasible: " + "; ".join(r["infeasible"]))
+        # printed, then exit 4 as dse evaluate exits for a design that cannot run
+        raise WithOutput(InfeasibleError(f"{r['model']} on {r['device']} is infeasible: "
+                                         + "; ".join(r["infeasible"])),
+                         r, wrap("\n".join(lines), text_width(a)))
     return r, wrap("\n".join(lines), text_width(a))

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from dse.cli.layout import DEFAULT_WIDTH, output_width, table_text
-from dse.core.limits import MAX_INT
-from dse.errors import Terminated, UsageError
+from dse.core.limits import MAX_INT, MAX_RATE_PER_S, MAX_SEED
+from dse.errors import DseError, Terminated, UsageError
+from dse.io.outputs import check_output_file, check_path_text
 from dse.specs import Catalog
 
 
@@ -26,6 +27,19 @@ class Command:
     help: str
     add_args: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Catalog], tuple[Any, str]]  # (json payload, text)
+
+
+class WithOutput(DseError):
+    """A command's result that is also an error: its output is printed as usual (the text,
+    or the --json payload), then the error's one line on stderr, and the command exits with
+    the error's code (`dse roofline` of a model that does not fit its device: its table, then
+    exit 4, as `dse evaluate` exits for a design that cannot run)."""
+
+    def __init__(self, error: DseError, payload: Any, text: str) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+        self.payload = payload
+        self.text = text
 
 
 class Once(argparse.Action):
@@ -161,6 +175,7 @@ def whole_number(lo: int, hi: int = MAX_INT) -> Callable[[str], int]:
     return parse
 
 
+seed_type = whole_number(0, MAX_SEED)  # what numpy's RandomState (Optuna's samplers) takes
 positive_int = whole_number(1)
 nonneg_int = whole_number(0)
 
@@ -175,6 +190,15 @@ def positive_float(s: str) -> float:
     return v
 
 
+def rate_per_s(s: str) -> float:
+    """A finite number of requests per second, > 0 and at most MAX_RATE_PER_S."""
+    v = positive_float(s)
+    if v > MAX_RATE_PER_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RATE_PER_S:g} requests/s, "
+                                         f"got {s!r}")
+    return v
+
+
 def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
                               inputs: Mapping[str, str | Sequence[str] | None], *,
                               catalogs: Sequence[str] = (), dir_outputs: Sequence[str] = ()
@@ -182,14 +206,16 @@ def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
     """Refuse, before anything is written, an output path that is one of the command's inputs
     (files, or catalog directories) or a directory that holds one; two outputs on one path; and
     a directory output (a bundle, search results: design TOML files) inside a catalog directory,
-    which the catalog would then try to load. Keys are the flags, for the messages."""
+    which the catalog would then try to load; and an empty output path (`--out ""`: refused,
+    never taken as "not given"). Keys are the flags, for the messages; None: not given."""
     ins = [(flag, p) for flag, given in inputs.items()
            for p in ([given] if isinstance(given, str) else (given or ()))]
     ins += [("--catalog", c) for c in catalogs]
     seen: dict[Path, str] = {}
     for oflag, out in outputs.items():
-        if not out:
+        if out is None:
             continue
+        check_path_text(oflag, out)
         o = Path(out).resolve()
         if o in seen:
             raise UsageError(f"{oflag} {out}: the same path as {seen[o]}")
@@ -211,22 +237,35 @@ def read_workload(cat: Catalog, name: str) -> Any:
     return resolve_workload(cat, name, flag="--scenario")
 
 
-def write_file(path: str, text: str) -> None:
-    """Write a user-named output file (--trace-out, --timeline-out, --markdown, --html)
-    atomically. These options have no --force: as always, naming a file replaces it."""
+def add_force(p: argparse.ArgumentParser, what: str) -> None:
+    """--force, on a command whose output files are refused when already there."""
+    p.add_argument("--force", action="store_true", help=f"replace {what} already there "
+                   "(without it an existing file is refused)")
+
+
+def write_file(flag: str, path: str, text: str, *, force: bool,
+               ours: Callable[[bytes], bool] | None = None, owner: str = "") -> None:
+    """Write a user-named output file (--markdown, --html) atomically. Checked again first
+    (dse.io.outputs.check_output_file: the file may have appeared or changed while the command
+    computed): a file already there is replaced only with force or when `ours` recognises it;
+    a new one is created exclusively, so one another process creates meanwhile is kept."""
     from dse.io.atomic import write_new
 
-    write_new(path, text.encode("utf-8"), force=True)
+    check_output_file(flag, path, force=force, ours=ours, owner=owner)
+    write_new(path, text.encode("utf-8"), force=os.path.lexists(path))
 
 
-def write_file_set(files: Mapping[str, str]) -> None:
-    """Write user-named output files (path -> text) as one set (dse.io.atomic.write_paths): all
-    of them or, if the command is stopped or a write fails, none; as write_file, naming a file
-    replaces it."""
+def write_file_set(files: Mapping[str, tuple[str, str]], *, force: bool) -> None:
+    """Write user-named output files (path -> (flag, text)) as one set
+    (dse.io.atomic.write_paths): all of them or, if the command is stopped or a write fails,
+    none; each checked again first, as write_file (a file already there only with force)."""
     from dse.io.atomic import write_paths
 
+    for p, (flag, _) in files.items():
+        check_output_file(flag, p, force=force)
     if files:
-        write_paths({p: t.encode("utf-8") for p, t in files.items()}, force=True)
+        write_paths({p: t.encode("utf-8") for p, (_, t) in files.items()},
+                    force=any(os.path.lexists(p) for p in files))
 
 
 class _NoInterruptLogs(logging.Filter):

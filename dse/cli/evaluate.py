@@ -10,11 +10,12 @@ from typing import Any
 
 from dse.cli.common import (
     Once,
+    add_force,
     add_wide,
-    nonneg_int,
     provenance_text,
     read_workload,
     refuse_overwriting_inputs,
+    seed_type,
     table,
     text_width,
     whole_number,
@@ -57,7 +58,10 @@ def _scenario(a: argparse.Namespace, cat: Catalog, src: Any) -> Any:
     """The workload of --scenario, else the design file's."""
     name = a.scenario or src.workload
     if name is None:
-        raise UsageError("--scenario: required (the design file names no workload)")
+        raise UsageError("--scenario: required (the design file names no workload)"
+                         if a.design is not None else
+                         "--scenario: required with --system (a system names no workload: "
+                         "e.g. --scenario math500; dse catalog scenarios lists them)")
     return read_workload(cat, name)
 
 
@@ -177,10 +181,11 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
                    "(default: the design file's schedule, else heteroreason)")
     p.add_argument("--problems", type=whole_number(1, MAX_PROBLEMS), default=5000,
                    help="synthetic problems to draw (default 5000)")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     p.add_argument("--trace", help="replay this JSONL trace instead of a synthetic one")
     p.add_argument("--trace-out", help="write the (synthetic) trace replayed as JSONL")
     p.add_argument("--timeline-out", help="write problem 0's device timeline as JSON")
+    add_force(p, "--trace-out and --timeline-out files")
 
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -192,8 +197,8 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                                "--scenario": a.scenario if a.scenario and a.scenario.endswith(
                                    ".toml") else None}, catalogs=a.catalog)
     for flag, path in (("--trace-out", a.trace_out), ("--timeline-out", a.timeline_out)):
-        if path:  # a bad path is refused before the simulation
-            check_output_file(flag, path)
+        if path is not None:  # a bad path is refused before the simulation
+            check_output_file(flag, path, force=a.force)
     src = _source(a, cat)
     if a.schedule is None:
         names = None if src.schedule is not None else ["heteroreason"]
@@ -207,17 +212,18 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     sim = simulate(d, _scenario(a, cat, src), problems=a.problems, seed=a.seed,
                    trace=read_jsonl(a.trace) if a.trace else None)
     r, tr = sim.report.to_dict(), sim.trace
-    outs: dict[str, str] = {}  # written as one set: both files or neither
-    if a.trace_out:
+    outs: dict[str, tuple[str, str]] = {}  # written as one set: both files or neither
+    if a.trace_out is not None:
         if tr is None:
             raise UsageError(f"--trace-out: a {d.workflow} design has no speculative trace "
                              "to write")
-        outs[a.trace_out] = "".join(json.dumps(rec) + "\n" for rec in trace_to_records(tr))
-    if a.timeline_out:
+        outs[a.trace_out] = ("--trace-out", "".join(json.dumps(rec) + "\n"
+                                                    for rec in trace_to_records(tr)))
+    if a.timeline_out is not None:
         payload = {"schema_version": 1, "system": d.name, "schedule": r["schedule"],
                    "problem": 0, "intervals": sim.timeline}
-        outs[a.timeline_out] = json.dumps(payload, indent=1)
-    write_file_set(outs)
+        outs[a.timeline_out] = ("--timeline-out", json.dumps(payload, indent=1))
+    write_file_set(outs, force=a.force)
     pct = r["percentiles"]
     iv = r["intervals"]
     rows = [[r["schedule"], with_interval(r["latency_s_per_problem"],

@@ -4,7 +4,8 @@ with a hanging indent. Pure functions over strings; the width is an argument, No
 limit (the `--wide` layout: one line per row, as wide as it comes).
 
 A line is never cut inside a `[low-high]` interval, nor between a value and the interval that
-follows it; prose never breaks a word (a path longer than the width keeps its own line). A
+follows it (a bracketed phrase of prose, "[joint 90% interval of the difference]", is not an
+interval); prose never breaks a word (a path or URL longer than the width keeps its own line). A
 table's name column given a key_width wraps a longer name after its dots (wrap_name)."""
 
 from __future__ import annotations
@@ -36,13 +37,41 @@ _NUMBER = re.compile(r"^[-+]?\d[\d.,eE+-]*%?,?$")
 UNIT_WORDS = 2  # words of a unit between a number and its interval ("accuracy pts")
 
 
+INTERVAL_WORDS = 4  # at most this many words in brackets holding a digit make an interval
+
+
+def _bracket_prose(words: Sequence[str]) -> list[bool]:
+    """For each word, whether it is inside (or opens) a bracketed phrase that is prose, not
+    an interval: more than INTERVAL_WORDS words or no digit ("[joint 90% interval of the
+    difference]" may break; "[+0.49 to +0.82]" and "[0.70-1.19]" may not)."""
+    out = [False] * len(words)
+    i = 0
+    while i < len(words):
+        if words[i].count("[") > words[i].count("]"):
+            depth, j = 0, i
+            while j < len(words):
+                depth += words[j].count("[") - words[j].count("]")
+                if depth <= 0:
+                    break
+                j += 1
+            span = words[i:j + 1]
+            if len(span) > INTERVAL_WORDS or not any(c.isdigit() for w in span for c in w):
+                out[i:j + 1] = [True] * len(span)
+            i = j + 1
+            continue
+        i += 1
+    return out
+
+
 def _glued(words: Sequence[str]) -> list[bool]:
     """For each word, whether no line may break before it: a "[" opening an interval and the
-    unit words between it and the number it qualifies; "@" and the word after it."""
+    unit words between it and the number it qualifies; "@" and the word after it. A bracketed
+    phrase of prose (_bracket_prose) is words like any others."""
+    prose = _bracket_prose(words)
     # a "[" opening an interval, and "model @ device" kept whole
-    out = [w.startswith("[") or w == "@" or (i > 0 and words[i - 1] == "@")
+    out = [(w.startswith("[") and not prose[i]) or w == "@" or (i > 0 and words[i - 1] == "@")
            for i, w in enumerate(words)]
-    for k in (k for k, w in enumerate(words) if w.startswith("[")):
+    for k in (k for k, w in enumerate(words) if w.startswith("[") and not prose[k]):
         for n in range(k - 1, max(k - 2 - UNIT_WORDS, -1), -1):
             if _NUMBER.match(words[n]):
                 for j in range(n + 1, k):
@@ -53,17 +82,19 @@ def _glued(words: Sequence[str]) -> list[bool]:
 
 def chunks(text: str) -> list[str]:
     """`text` as words and the spaces between them, where a line may break at a space except
-    inside [...], before a "[", between a number, its unit and the interval after them (so
-    that "-15.4 accuracy pts [-19.9 to -11.0]" stays whole), and around "@" ("qwen2.5-7b @
-    rtx-3090"). E.g.
-    chunks("a 1 s [0-2] b") == ["a", " ", "1 s [0-2]", " ", "b"]."""
+    inside an interval [...], before a "[", between a number, its unit and the interval after
+    them (so that "-15.4 accuracy pts [-19.9 to -11.0]" stays whole), and around "@"
+    ("qwen2.5-7b @ rtx-3090"); a bracketed phrase of prose breaks like any words. E.g.
+    chunks("a 1 s [0-2] b") == ["a", " ", "1 s [0-2]", " ", "b"];
+    chunks("x [of the y]") == ["x", " ", "[of", " ", "the", " ", "y]"]."""
     parts = _SPACES.split(text)
     words, spaces = parts[0::2], parts[1::2]
     glued = _glued(words)
+    prose = _bracket_prose(words)
     out = [words[0]]
     depth = words[0].count("[") - words[0].count("]")
     for i, (space, word) in enumerate(zip(spaces, words[1:], strict=True), 1):
-        if depth > 0 or glued[i]:
+        if (depth > 0 and not prose[i]) or glued[i]:
             out[-1] += space + word
         else:
             out += [space, word]

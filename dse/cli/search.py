@@ -15,11 +15,11 @@ from dse.cli.common import (
     add_wide,
     confidence_type,
     margin_text,
-    nonneg_int,
     positive_float,
     positive_int,
     quiet_optuna,
     refuse_overwriting_inputs,
+    seed_type,
     table,
     text_width,
     with_interval,
@@ -334,16 +334,13 @@ def _at_load(res: Any, payload: dict[str, Any], head: str, width: int | None,
     return payload, wrap(load_text(res, width, head), width) + _wrote_text(files)
 
 
-MEMORY_STORAGE = "memory"  # --storage memory: Optuna's in-memory storage
-
-
 def optimize_args(p: argparse.ArgumentParser) -> None:
     _search_args(p)
     p.add_argument("--trials", type=positive_int, default=300, metavar="N",
                    help="run until the study holds N completed trials (default 300); a "
                    "restarted or concurrent run shares the count")
     p.add_argument("--timeout", type=positive_float, metavar="S", help="stop after S seconds")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="sampler seed (default 0)")
+    p.add_argument("--seed", type=seed_type, default=0, help="sampler seed (default 0)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage URL (default "
                    "sqlite:///dse-studies.db in the working directory; postgresql://... to "
                    "share a study between machines; `memory`: a study kept in memory, about 5x "
@@ -356,7 +353,11 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.io.outputs import check_storage
     from dse.search import DEFAULT_STORAGE, optimize
     from dse.search.files import csv_text, trials_rows
+    from dse.search.storage import MEMORY_STORAGE
 
+    if a.study_name is not None and not a.study_name.strip():
+        raise UsageError("--study-name: an empty name; give a name, or leave the flag out for "
+                         "the default (<space>-<objectives>)")
     url = a.storage if a.storage is not None else DEFAULT_STORAGE
     memory = url == MEMORY_STORAGE
     if not memory:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dse.cli.common import margin_text, positive_float, table, whole_number, with_interval
+from dse.cli.common import margin_text, rate_per_s, table, whole_number, with_interval
 from dse.core.limits import MAX_NUM_SEQS
 from dse.errors import UsageError
 
@@ -20,7 +20,7 @@ LOAD_NOTE = ("each design served at the load by the serving closed form (as dse 
 
 
 def load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rate", type=positive_float, metavar="R",
+    p.add_argument("--rate", type=rate_per_s, metavar="R",
                    help="serve R requests (the workload's problems) per second, Poisson: "
                    "cost, j_per_token, goodput and latency measured at that load, each design "
                    "on the fewest replicas that hold it (default: the workload's [load] table, "

@@ -8,7 +8,16 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dse.cli.common import Once, add_wide, positive_float, table, text_width, whole_number
+from dse.cli.common import (
+    Once,
+    add_wide,
+    positive_float,
+    rate_per_s,
+    seed_type,
+    table,
+    text_width,
+    whole_number,
+)
 from dse.cli.layout import wrap
 from dse.core.limits import MAX_CONTEXT_TOKENS, MAX_NUM_SEQS, MAX_TP
 from dse.errors import UsageError
@@ -20,10 +29,11 @@ GOODPUT_KEYS = ("ttft", "tpot", "e2el")
 
 
 def rate_type(s: str) -> float:
-    """Requests per second: a positive number, or inf (every request at once)."""
+    """Requests per second: a positive number up to MAX_RATE_PER_S, or inf (every request at
+    once)."""
     if s.strip().lower() in ("inf", "infinity"):
         return math.inf
-    return positive_float(s)
+    return rate_per_s(s)
 
 
 def _unit_open(s: str) -> float:
@@ -112,7 +122,7 @@ def serve_args(p: argparse.ArgumentParser) -> None:
                    "means); instead of --input-tokens/--output-tokens")
     p.add_argument("--requests", type=whole_number(1, MAX_REQUESTS), default=1000,
                    help="requests a run serves (default 1000, vLLM's --num-prompts)")
-    p.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0,
+    p.add_argument("--seed", type=seed_type, default=0,
                    help="the arrivals' random seed (simulator)")
     p.add_argument("--evaluator", choices=("closed-form", "simulator"), default="closed-form",
                    help="closed-form (steady-state means) or simulator (every request; "
@@ -160,7 +170,11 @@ def _load(a: argparse.Namespace) -> Any:
 def _slo(a: argparse.Namespace) -> Any:
     from dse.serving import Slo
 
-    given = dict(a.goodput or [])
+    pairs = list(a.goodput or [])
+    given = dict(pairs)
+    if len(given) < len(pairs):
+        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
+        raise UsageError(f"--goodput: {twice} given twice")
     return Slo(given.get("ttft"), given.get("tpot"), given.get("e2el"))
 
 
@@ -255,6 +269,12 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if a.replicas > 1 and a.batch is not None and a.batch < a.replicas:
         raise UsageError(f"--batch {a.batch}: fewer requests than --replicas {a.replicas}")
     m = cat.model(a.model)
+    if a.tp is not None:
+        from dse.specs.model import tp_misfit
+
+        misfit = tp_misfit(m, a.tp)
+        if misfit is not None:
+            raise UsageError(f"--tp {a.tp}: {misfit}")
     load = _load(a)
     pl = place(cat, m, a.device, precision_name=a.precision, software=a.serving,
                context_tokens=load.input_tokens + load.output_tokens, tp=a.tp,

@@ -66,3 +66,8 @@ MAX_CHANNELS = 1024
 # The scheduler's cap on running sequences (vLLM's --max-num-seqs): dse serve, a design file's
 # [serving] table and a search's --max-num-seqs; 65,536 sequences is far past any GPU's KV cache.
 MAX_NUM_SEQS = 65_536
+
+# Requests per second of a load (dse serve --rate, a search's --rate, a workload's [load]): a
+# million a second is past any rack the catalog can build; beyond it the queueing arithmetic
+# overflows float64.
+MAX_RATE_PER_S = 1e6

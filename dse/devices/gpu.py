@@ -74,7 +74,6 @@ from dse.devices.protocol import (
     ModelMemory,
     PowerState,
     check_batch,
-    context_infeasibility,
 )
 from dse.devices.shape import Precision, precision, with_kv_precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
@@ -573,7 +572,7 @@ class GpuPlacement(ModelMemory):
                 f"{self.device.name} offers {self.usable_memory_bytes / 1e9:.2f} GB usable"]
 
     def infeasibility(self) -> list[str]:
-        return context_infeasibility(self.model, self.context_tokens) + self.memory_infeasibility()
+        return self.shared_infeasibility() + self.memory_infeasibility()
 
 
 def _bound(ft: ForwardTime) -> Bound:

@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from dse.devices import shape
 from dse.devices.shape import Precision
 from dse.specs import ModelSpec, Spec
+from dse.specs.model import TP_REASON, tp_misfit
 
 F64 = NDArray[np.float64]
 PowerState = Literal["idle", "decode", "prefill"]
@@ -227,12 +228,17 @@ class Placement(Protocol):
         ...
 
 
-def context_infeasibility(model: ModelSpec, context_tokens: int) -> list[str]:
-    """A context beyond the model's position embeddings (a check every kind shares)."""
+def context_infeasibility(model: ModelSpec, context_tokens: int, tp: int = 1) -> list[str]:
+    """A context beyond the model's position embeddings, and a tensor-parallel degree vLLM
+    refuses for the model's heads (dse.specs.model.tp_misfit, its reason led by TP_REASON's
+    fixed words: a sweep counts reasons by their first 60 characters). Checks every kind
+    shares; a kind that holds a model on one board passes tp 1."""
+    tp_why = tp_misfit(model, tp)
+    why = [] if tp_why is None else [f"{TP_REASON}: {tp_why}"]
     if context_tokens <= model.max_position_embeddings:
-        return []
+        return why
     return [f"context {context_tokens} beyond {model.name} max positions "
-            f"{model.max_position_embeddings}"]
+            f"{model.max_position_embeddings}", *why]
 
 
 class _Sized(Protocol):
@@ -270,6 +276,10 @@ class ModelMemory:
         total = (shape.total_params(self.model) * self.weight_bits / 8
                  + shape.kv_bytes_per_token(self.model, self.kv_bits) * self.context_tokens)
         return total / self.tp
+
+    def shared_infeasibility(self: _Sized) -> list[str]:
+        """The checks every kind shares (context_infeasibility) on this placement."""
+        return context_infeasibility(self.model, self.context_tokens, self.tp)
 
     def max_batch(self: _Sized, ctx: int | None = None) -> int:
         """Sequences whose KV caches at ctx tokens each (default context_tokens) fit beside

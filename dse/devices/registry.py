@@ -80,6 +80,8 @@ class DeviceKind:
     # its board spec has a host CPU whose speed scales the software's host work
     # (host_cpu_slowdown; a system may name its own: <role>_host_cpu_slowdown)
     hosted: bool = False
+    # it splits a model over several of its boards (tensor parallel: `--tp`, <role>_tp)
+    tensor_parallel: bool = False
 
     @property
     def a_label(self) -> str:
@@ -189,7 +191,7 @@ KINDS.register(DeviceKind(
     default_software="vllm-cudagraph",  # the serving profile when a system names none
     prompt_prefill_on_gpu=False,
     place=gpu.place, precision_families=("exl2",), kv_precisions=tuple(KV_PRECISIONS),
-    offloads=True, hosted=True,
+    offloads=True, hosted=True, tensor_parallel=True,
 ))
 KINDS.register(DeviceKind(
     name="fpga", catalog_kind="fpga", label="FPGA", article="an", roles=(Role.DRAFT,),

@@ -32,7 +32,9 @@ Same input, byte-identical output: no timestamps, no absolute paths, sorted JSON
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import tomllib
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -187,10 +189,12 @@ def _write_file(path: Path, data: bytes) -> None:
 
 def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = False) -> Path:
     """Write the bundle into out_dir whole (dse.io.atomic.write_new_dir: a temporary directory
-    beside it, then renamed; never half-written).
+    beside it, then renamed, or swapped with the old one; never half-written).
 
-    A non-empty out_dir is refused without force; with force it is replaced whole. A directory
-    that holds no manifest.json is not a bundle and is never replaced, even with force."""
+    A non-empty out_dir is refused without force. With force a previous bundle's files are
+    replaced, and what the user added there is kept (_carry_over): the new bundle and those
+    files appear together in one rename. A directory that holds no manifest.json is not a
+    bundle and is never written into, even with force."""
     out = Path(os.path.abspath(out_dir))
     rel = {str(check_relative(p)): data for p, data in files.items()}
     if out.exists() and not out.is_dir():
@@ -198,16 +202,95 @@ def write_bundle(files: dict[str, bytes], out_dir: str | Path, force: bool = Fal
     nonempty = out.is_dir() and any(out.iterdir())
     if nonempty and not force:
         raise UsageError(f"{out}: directory is not empty (force, --force on the command line, "
-                         "replaces a previous bundle)")
+                         "replaces a previous bundle's files and keeps the ones you added)")
     if nonempty and not (out / MANIFEST).is_file():
         raise UsageError(f"{out}: not empty and holds no {MANIFEST}, so it is not a "
                          "previous bundle; refusing to replace it even when forced")
+    old = Path(os.path.realpath(out))
+    previous = _previous_files(old) if nonempty else {}
 
     def fill(tmp: Path) -> None:
         for p, data in rel.items():
             target = tmp / p
             target.parent.mkdir(parents=True, exist_ok=True)
             _write_file(target, data)
+        if nonempty:
+            _carry_over(old, tmp, set(rel), previous, out)
 
     write_new_dir(out, fill, force=force)
     return out
+
+
+def _previous_files(d: Path) -> dict[str, str]:
+    """The files of the bundle in d as its manifest lists them (path -> sha256); {} when the
+    manifest cannot be read (then every file there counts as the user's and is kept)."""
+    try:
+        entries = json.loads((d / MANIFEST).read_bytes())["files"]
+        return {str(p): e["sha256"] for p, e in entries.items()
+                if isinstance(e, dict) and isinstance(e.get("sha256"), str)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _unchanged(path: Path, sha256: str | None) -> bool:
+    """Whether path is a regular file (no link) whose content has this sha256."""
+    if sha256 is None or path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+    except OSError:
+        return False
+
+
+def _carry_over(old: Path, new: Path, written: set[str], previous: dict[str, str], out: Path,
+                rel: str = "") -> bool:
+    """Put into the new bundle (the temporary directory `new`) everything the user added to
+    the old one (`old`, under `rel`): every entry except the previous manifest, the paths the
+    new bundle writes (replaced, as `sweep --force` replaces its files) and the previous
+    bundle's files still as it wrote them (their sha256 as its manifest records; they go with
+    it). A file is hard-linked (the same file, never copied; a copy only where the file system
+    has no hard links), a symlink recreated, a directory recreated (with its permission bits)
+    around what it keeps; an empty directory of the user's is kept, one that held only the
+    previous bundle's files is not. A file of the user's where the new bundle needs a
+    directory, or the other way round, is refused (nothing is then written). Returns whether
+    anything was kept."""
+    kept = False
+    for entry in sorted(old.iterdir()):
+        r = f"{rel}{entry.name}"
+        dst = new / r
+        if entry.is_dir() and not entry.is_symlink():
+            if r in written:
+                raise UsageError(f"{out}: {r} is a directory, where the new bundle writes a "
+                                 "file; move it away, or export into another directory")
+            made = not dst.exists()
+            dst.mkdir(exist_ok=True)
+            inner = _carry_over(entry, new, written, previous, out, f"{r}/")
+            if made and not inner and any(entry.iterdir()):  # the previous bundle's alone
+                dst.rmdir()
+                continue
+            if made:  # the user's directory: its permission bits too
+                dst.chmod(entry.stat().st_mode & 0o7777)
+            kept = True
+        elif r == MANIFEST or r in written or _unchanged(entry, previous.get(r)):
+            continue
+        elif any(w.startswith(f"{r}/") for w in written):
+            raise UsageError(f"{out}: {r} is a file, where the new bundle writes a directory; "
+                             "move it away, or export into another directory")
+        else:
+            _keep(entry, dst)
+            kept = True
+    return kept
+
+
+def _keep(src: Path, dst: Path) -> None:
+    """The user's entry src at dst too: a hard link, a symlink recreated, a copy of a regular
+    file where the file system has no hard links."""
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+        return
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        if not src.is_file():
+            raise
+        shutil.copy2(src, dst)

@@ -4,7 +4,8 @@
 `--set key=value` overrides any system key (by its TOML name, e.g. `accept_threshold=0.8`,
 `fpga_clock_MHz=250`), the aliases `fpga.clock_mhz`, `fpga.channels`, `fpga.mac_lanes`, and the
 schedule flags `backtracking`, `step_ahead`, `shadow_sync`. Values are checked by the same strict
-loader as the catalog files.
+loader as the catalog files; `key=` (nothing after the sign) puts an optional key back to its
+default (absent).
 
 A design chosen at a load (`dse sweep/optimize --rate R --out DIR`) also carries how it is
 served, its [serving] table (ServingSettings, vLLM's names): `dse export` writes it into the vLLM
@@ -96,6 +97,9 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
             raise FlagValueError("--set", key[:60], f"unknown key; valid: {valid}")
         spec_key = by_name[key]
+        if raw == "" and spec_key.optional:  # `--set key=`: back to the default (absent)
+            sys_over[key] = ""
+            continue
         value: Any = _set_number(spec_key, raw) if spec_key.kind in (int, float) else raw
         try:
             check_value("--set", spec_key, value)

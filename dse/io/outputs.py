@@ -1,9 +1,11 @@
 """Output paths checked before any computing: a file, a directory or a SQLite study database
 that a command (or `dse.export`, `dse.optimize`) will write is refused in one line, naming the
-flag or argument, when it cannot be written: a directory where a file is needed (or the other
-way round), a path under a regular file, a device or a FIFO, a directory that does not exist or
-that this process cannot create files in, files already there without force. dse.io.atomic does
-the writing itself (and checks again: the file system may change in between).
+flag or argument, when it cannot be written: an empty path, a directory where a file is needed
+(or the other way round), a path under a regular file, a device or a FIFO, a directory that does
+not exist or that this process cannot create files in, files already there without force (a
+file the command itself wrote earlier, recognised by its first bytes, excepted where the command
+says how). dse.io.atomic does the writing itself (and checks again: the file system may change
+in between).
 
 Writability is probed, not guessed from permission bits: a temporary file is created
 exclusively in the directory and removed at once (root ignores the bits, while a read-only
@@ -16,15 +18,24 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dse.core.limits import MAX_SQLITE_PATH_BYTES
 from dse.errors import UsageError
 
+HEAD_BYTES = 4096  # what `ours` sees of an existing output file: its first bytes
+
 
 def _fail(flag: str, path: object, why: str) -> UsageError:
     return UsageError(f"{flag} {path}: {why}")
+
+
+def check_path_text(flag: str, text: str) -> None:
+    """An output path as given: an empty one (`--out ""`) or one with a NUL byte names no file
+    and is refused in one line, never silently skipped."""
+    if not text or "\0" in text:
+        raise _fail(flag, repr(text), "not a usable path")
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -67,8 +78,7 @@ def _directory_for(flag: str, shown: object, d: Path, *, create: bool) -> None:
 def _target(flag: str, path: str | os.PathLike[str]) -> Path:
     """The absolute path (a symlink's target; a dangling link is refused, as dse.io.atomic)."""
     text = os.fspath(path)
-    if not text or "\0" in text:
-        raise _fail(flag, repr(text), "not a usable path")
+    check_path_text(flag, text)
     p = Path(os.path.abspath(text))
     if p.is_symlink():
         real = Path(os.path.realpath(p))
@@ -78,9 +88,21 @@ def _target(flag: str, path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def check_output_file(flag: str, path: str | os.PathLike[str]) -> Path:
-    """A file the command will write (replacing a regular file there): its directory exists
-    and takes new files; the path itself is no directory, device or FIFO."""
+def _head(p: Path) -> bytes | None:
+    """The first HEAD_BYTES of the regular file p; None when it cannot be read."""
+    try:
+        with p.open("rb") as f:
+            return f.read(HEAD_BYTES)
+    except OSError:
+        return None
+
+
+def check_output_file(flag: str, path: str | os.PathLike[str], *, force: bool,
+                      ours: Callable[[bytes], bool] | None = None, owner: str = "") -> Path:
+    """A file the command will write: its directory exists and takes new files; the path
+    itself is no directory, device or FIFO; a regular file already there (a symlink's target)
+    is refused unless force, or unless `ours(its first HEAD_BYTES bytes)` says the command
+    wrote it earlier (owner: that command's name, for the message, e.g. "dse reproduce")."""
     p = _target(flag, path)
     try:
         st = os.stat(p)
@@ -95,6 +117,12 @@ def check_output_file(flag: str, path: str | os.PathLike[str]) -> Path:
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise _fail(flag, path, "is not a regular file (a device, FIFO or socket); give a "
                     "file name")
+    if st is not None and not force:
+        head = _head(p) if ours is not None else None
+        if ours is None or head is None or not ours(head):
+            mine = f" and is not an earlier {owner} output" if owner else ""
+            raise _fail(flag, path, f"already exists{mine}; use --force to replace it, or "
+                        "another file name")
     _directory_for(flag, path, p.parent, create=False)
     return p
 
@@ -104,8 +132,9 @@ def check_output_dir(flag: str, path: str | os.PathLike[str], *, force: bool,
     """A directory the command will write (created with its parents where missing).
 
     names: the files written into it, each refused when already there unless force;
-    whole_marker: the directory is replaced whole (a bundle): a non-empty one needs force and
-    must hold this marker file (a previous bundle), else it is never replaced."""
+    whole_marker: the directory is written whole (a bundle, swapped in with the files a user
+    added carried over): a non-empty one needs force and must hold this marker file (a previous
+    bundle), else it is never written into."""
     p = _target(flag, path)
     if not os.path.lexists(p):
         _directory_for(flag, path, p.parent, create=True)
@@ -120,7 +149,7 @@ def check_output_dir(flag: str, path: str | os.PathLike[str], *, force: bool,
                         ) from None
         if nonempty and not force:
             raise _fail(flag, path, "directory is not empty (--force replaces a previous "
-                        "bundle)")
+                        "bundle's files and keeps the ones you added)")
         if nonempty and not (p / whole_marker).is_file():
             raise _fail(flag, path, f"not empty and holds no {whole_marker}, so it is not a "
                         "previous bundle; refusing to replace it even when forced")

@@ -94,8 +94,8 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
             valid = ", ".join(sorted([*by_name, *ALIASES, *FLAGS]))
             raise SpecError(source, str(key)[:60], f"unknown key; valid: {valid}")
         k = by_name[key]
-        # None, or "" for a name, clears an optional key (`--set draft_engine=`)
-        clear = k.optional and (value is None or (k.kind is str and value == ""))
+        # None, or "", clears an optional key (`--set draft_engine=`, `--set fpga.clock_mhz=`)
+        clear = k.optional and (value is None or (isinstance(value, str) and value == ""))
         changes[k.attr] = None if clear else check_value(source, k, value)
     values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
     if kind.check is not None:
@@ -151,9 +151,10 @@ def runnable_schedules(spec: SystemSpec, schedules: Sequence[Schedule]
 
 def target_alone(s: SystemSpec) -> SystemSpec:
     """The simplest alternative to a speculative or width system: its target placement alone
-    (the draft, verifier, colocation and width knobs dropped)."""
+    (the draft's build knobs, the verifier, colocation and width knobs dropped)."""
     return replace(s, workflow="target-only", verifier=None, colocate=None, samples=None,
-                   beam_width=None, aggregation=None,
+                   beam_width=None, aggregation=None, fpga_clock_hz=None,
+                   fpga_memory_channels=None, fpga_mac_lanes=None,
                    sources={**s.sources, "workflow": "the target alone: the baseline"})
 
 

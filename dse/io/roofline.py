@@ -7,6 +7,7 @@ from typing import Any
 from dse.devices.registry import KINDS, place, resolve
 from dse.errors import InfeasibleError, SpecError
 from dse.specs import Catalog
+from dse.specs.model import tp_misfit
 from dse.uncertainty.factors import RANK, placement_factors
 
 # The flag (and JSON key) that sets each build knob.
@@ -35,7 +36,7 @@ def roofline(
     model: str,
     device: str,
     precision_name: str | None = None,
-    serving: str = "vllm-cudagraph",
+    serving: str | None = None,
     context: int = 1024,
     prompt_tokens: int = 128,
     clock_mhz: float | None = None,
@@ -48,8 +49,11 @@ def roofline(
 ) -> dict[str, Any]:
     """Decode time per token at `context`, prefill time of `prompt_tokens`, bound, memory, power.
 
-    `serving` is the GPU serving profile: a device of a kind that runs other software (an FPGA
-    engine) takes its kind's default. The memory check holds weights and the KV cache of
+    `serving` is the GPU serving profile (None: the kind's default, vllm-cudagraph); on a
+    device of a kind that runs other software (an FPGA engine) it is a SpecError naming it, as
+    `tp` is on a kind that does not split a model over several boards. A `tp` whose degree
+    vLLM refuses for the model's heads (dse.specs.model.tp_misfit) is a SpecError naming
+    `tp`. The memory check holds weights and the KV cache of
     max(context, prompt_tokens) + 1 tokens.
 
     FPGA build knobs (an error on a device of another kind, naming the flag): `engine` (an
@@ -72,6 +76,15 @@ def roofline(
                             f"applies to {owners} boards, not {kind.label} {device!r}")
     if engine is not None and kind.software_kind != "fpga-engine":
         raise SpecError("", "engine", f"applies to FPGA boards, not {kind.label} {device!r}")
+    if serving is not None and kind.software_kind != "gpu-serving":
+        raise SpecError("", "serving", f"applies to GPU boards, not {kind.label} {device!r} "
+                        "(it runs an engine: --engine)")
+    if tp is not None and not kind.tensor_parallel:
+        owners = " or ".join(k.label for k in KINDS if k.tensor_parallel)
+        raise SpecError("", "tp", f"applies to {owners} boards, not {kind.label} {device!r} "
+                        "(one board holds the model)")
+    if tp is not None and (why := tp_misfit(m, tp)) is not None:
+        raise SpecError("", "tp", why)
     knobs: dict[str, object] = {}
     if given["clock_hz"] is not None or mac_lanes is not None or channels is not None:
         r = kind.knob_ranges(dev)
@@ -82,7 +95,7 @@ def roofline(
         knobs = {k: (v * 1e6 if k == "clock_hz" else v) for k, v in given.items()
                  if v is not None}
     if kind.software_kind == "gpu-serving":
-        software: str | None = serving
+        software: str | None = serving or kind.default_software
     else:
         software = engine  # None: the kind's default engine
     pl = place(cat, m, device, precision_name=precision_name, software=software,

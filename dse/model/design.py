@@ -18,6 +18,7 @@ from dse.errors import DseError, FlagValueError, InfeasibleError, SpecError, Unk
 from dse.model.schedules.registry import Schedule
 from dse.model.verifiers import VERIFIERS, Verifier
 from dse.specs import Catalog, LinkSpec, ModelSpec
+from dse.specs.model import tp_misfit
 from dse.specs.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec
 
 
@@ -202,6 +203,9 @@ def build_design(cat: Catalog, s: SystemSpec, sched: Schedule, *, check: bool = 
     kinds: dict[str, DeviceKind] = {r: kind_of(cat, str(getattr(s, f"{r}_device")))
                                     for r in roles}
     s = _check_software_keys(s, kinds)
+    s = _check_build_knobs(s, kinds)
+    if check:
+        _check_tp(s, models)
     target = place(cat, models["target"], s.target_device, precision_name=s.target_precision,
                    software=software_of(s, "target", kinds["target"]), context_tokens=ctx,
                    tp=s.target_tp, **memory_options(s, "target"))
@@ -300,6 +304,50 @@ def _check_software_keys(s: SystemSpec, kinds: dict[str, DeviceKind]) -> SystemS
                             f"{kind.a_label} ({getattr(s, f'{role}_device')}), which takes "
                             f"{role}_{kind.software_key}")
     return replace(s, **drop) if drop else s
+
+
+# The system keys of the FPGA build knobs: (TOML key, SystemSpec field, the kind's knob name).
+BUILD_KNOB_KEYS = (("fpga_clock_MHz", "fpga_clock_hz", "clock_hz"),
+                   ("fpga_memory_channels", "fpga_memory_channels", "memory_channels"),
+                   ("fpga_mac_lanes", "fpga_mac_lanes", "mac_lanes"))
+
+
+def _refuse(s: SystemSpec, key: str, reason: str) -> SpecError:
+    """The error naming a system key: `--set` when it set the key (exit 2), else the file."""
+    if s.sources.get(key, "") == "set by --set":
+        return FlagValueError("--set", key, reason)
+    return SpecError(s.path, key, reason)
+
+
+def _check_build_knobs(s: SystemSpec, kinds: dict[str, DeviceKind]) -> SystemSpec:
+    """A build knob (fpga_clock_MHz, ...) applies to a placed role whose kind builds with it
+    (an FPGA draft); on any other design it would be ignored, so it is refused by name. Where
+    an override moved the draft to another kind of device (or chose a workflow without a
+    draft) and the knob came with the file, the knob goes with the old device (dropped, not
+    refused), as the software keys do."""
+    drop: dict[str, Any] = {}
+    for key, attr, knob in BUILD_KNOB_KEYS:
+        if getattr(s, attr) is None or any(knob in k.build_knobs for k in kinds.values()):
+            continue
+        moved = any(s.sources.get(k, "").startswith("set by")
+                    for k in ("draft_device", "workflow"))
+        if moved and not s.sources.get(key, "").startswith("set by"):
+            drop[attr] = None
+            continue
+        where = (f"the draft runs on {kinds['draft'].a_label} ({s.draft_device})"
+                 if "draft" in kinds else f"a {s.workflow_name} design has no draft")
+        raise _refuse(s, key, f"an FPGA draft's build knob, but {where}; remove the key")
+    return replace(s, **drop) if drop else s
+
+
+def _check_tp(s: SystemSpec, models: dict[str, ModelSpec]) -> None:
+    """target_tp and prm_tp split their model's attention heads as vLLM requires
+    (dse.specs.model.tp_misfit), else one error naming the key."""
+    for role, tp in (("target", s.target_tp), ("prm", s.prm_tp)):
+        if tp is not None and role in models:
+            why = tp_misfit(models[role], tp)
+            if why is not None:
+                raise _refuse(s, f"{role}_tp", why)
 
 
 def budget_misfit(d: Design, w: WorkloadSpec) -> str | None:

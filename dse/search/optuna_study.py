@@ -279,9 +279,17 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     # form and re-ranked (dse.search.shown)
     fail_orphans(study)
     short = study_shortlist(study, len(objectives))
+    swept = (exhaustive_bests(cat, space, objectives, cons, confidence, measured_only)
+             if families and reevaluate else {})
+    if reevaluate:  # the exhaustive families' bests compete for #1 with the study's trials:
+        # a short study must not name a winner that its own family table shows beaten
+        short = short + [c for c in swept.values()
+                         if not any(identity(c) == identity(s) for s in short)]
     best = shown(cat, space, objectives, short, cons, confidence) if reevaluate else short
+    if len(objectives) == 1:
+        best = best[:TOP_K]
     fams = (study_families(cat, space, objectives, cons, study, best[0], confidence,
-                           measured_only) if best and families else [])
+                           measured_only, swept) if best and families else [])
     ran = set(mine)
     n_new = sum(t.number in ran for t in study_trials(study))
     return OptimizeResult(objectives, cons, name, url, len(study_trials(study)),
@@ -292,17 +300,17 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
                           if reevaluate else [], study)
 
 
-def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
-                   cons: Mapping[str, float], study: Any, winner: Candidate,
-                   confidence: float, measured_only: bool) -> list[FamilyBest]:
-    """Each family's best beside the study's winner: the target alone and the width family
-    exhaustively (one design per target placement, per policy, PRM, method and N: the sweeps
-    of those arrangements), each speculative family from the study's best feasible trial of
-    it (none: the study did not reach it)."""
-    from dse.search.exhaustive import sweep, with_nearest
+def exhaustive_bests(cat: Catalog, space: Space, objectives: Sequence[str],
+                     cons: Mapping[str, float], confidence: float, measured_only: bool
+                     ) -> dict[str, Candidate]:
+    """The best feasible design of the target alone and of the width family by the first
+    objective, exhaustively (one design per target placement; per policy, PRM, method and N:
+    the sweeps of those arrangements), by the accurate closed form; a family without one is
+    left out."""
+    from dse.search.exhaustive import sweep
     from dse.search.objectives import Constraints
 
-    bests: dict[str, Candidate | None] = {}
+    bests: dict[str, Candidate] = {}
     width = tuple(a for a in space.arrangements if a.is_width)
     for fam, arrs in (("target-only", (TARGET_ONLY,) if TARGET_ONLY in space.arrangements
                        else ()), ("width", width)):
@@ -313,6 +321,24 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
                     measured_only=measured_only, families=False)
         if sub.best:
             bests[fam] = sub.best[0]
+    return bests
+
+
+def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
+                   cons: Mapping[str, float], study: Any, winner: Candidate,
+                   confidence: float, measured_only: bool,
+                   swept: Mapping[str, Candidate] | None = None) -> list[FamilyBest]:
+    """Each family's best beside the study's winner: the target alone and the width family
+    exhaustively (`exhaustive_bests`, or `swept`, what it gave already), each speculative
+    family from the study's best feasible trial of it (none: the study did not reach it)."""
+    from dse.search.exhaustive import with_nearest
+
+    bests: dict[str, Candidate | None] = dict(
+        exhaustive_bests(cat, space, objectives, cons, confidence, measured_only)
+        if swept is None else swept)
+    for fam, c in bests.items():
+        if c is not None and identity(c) == identity(winner):
+            bests[fam] = winner
     sign = 1 if study.directions[0].name == "MINIMIZE" else -1
     chosen: dict[str, tuple[float, Any]] = {}
     for t in study_trials(study):

@@ -216,13 +216,13 @@ class _Reader:
             raise self.err(k, "expected a non-empty list of names")
         return tuple(dict.fromkeys(v))
 
-    def numbers(self, k: str, kind: type, lo: float, hi: float, default: Any = ...
-                ) -> tuple[Any, ...]:
+    def numbers(self, k: str, kind: type, lo: float, hi: float, default: Any = ..., *,
+                lo_open: bool = False) -> tuple[Any, ...]:
         v = self.get(k, default)
         if isinstance(v, Mapping):  # {start, stop, step}
             r = _Reader(self.path, v, f"{self.key(k)}.")
-            start, stop, step = (r.number(x, float, -math.inf, math.inf) for x in
-                                 ("start", "stop", "step"))
+            start, stop = (r.number(x, float, lo, hi) for x in ("start", "stop"))
+            step = r.number("step", float, -math.inf, math.inf)
             r.done()
             if step <= 0 or stop < start:
                 raise self.err(k, "expected start <= stop and step > 0")
@@ -235,7 +235,7 @@ class _Reader:
             raise self.err(k, "expected a non-empty list or {start, stop, step}")
         out = []
         for x in v:
-            out.append(_check_number(self, k, x, kind, lo, hi))
+            out.append(_check_number(self, k, x, kind, lo, hi, lo_open=lo_open))
         return tuple(dict.fromkeys(out))
 
     def number(self, k: str, kind: type, lo: float, hi: float, default: Any = ...) -> Any:
@@ -296,7 +296,8 @@ def parse_space(cat: Catalog, path: str, data: Mapping[str, Any]) -> Space:
     for wname in wl.data:
         weight = wl.number(wname, float, 0.0, math.inf)
         if wname not in cat.names("workload"):
-            raise UnknownNameError("workload", wname, cat.names("workload"))
+            raise wl.err(wname, str(UnknownNameError("workload", wname,
+                                                     cat.names("workload"))))
         if weight > 0:
             workloads.append((wname, weight))
     if not workloads:
@@ -484,11 +485,11 @@ def _draft_options(cat: Catalog, r: _Reader) -> tuple[Placement, ...]:
 
 
 def _knob(r: _Reader, k: str, kind: type, hi: float) -> tuple[Any, ...]:
-    """An FPGA build knob's values; absent (or an old file's 0): None, the default."""
+    """An FPGA build knob's values, each > 0; absent: None, the default."""
     if k not in r.data:
         r.used.add(k)
         return (None,)
-    return tuple(dict.fromkeys(None if v == 0 else v for v in r.numbers(k, kind, 0, hi)))
+    return r.numbers(k, kind, 0, hi, lo_open=True)
 
 
 def _gpu_options(cat: Catalog, r: _Reader, role: str) -> tuple[Placement, ...]:

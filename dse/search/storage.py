@@ -23,6 +23,7 @@ from dse.search.objectives import OBJECTIVES
 from dse.search.pareto import pareto_mask
 
 DEFAULT_STORAGE = "sqlite:///dse-studies.db"  # the `dse` command's; the library's is in memory
+MEMORY_STORAGE = "memory"  # dse optimize --storage memory: Optuna's in-memory storage
 IN_MEMORY = "in-memory"  # OptimizeResult.storage of a study kept in memory
 # Storage behaviour (operational, not model, constants): a worker waits up to SQLITE_BUSY_S for
 # another's write lock; on a server database (whose workers may run on other hosts) a trial's
@@ -54,6 +55,11 @@ def _sqlite_path(url: str) -> str | None:
 def _check_url(url: str) -> None:
     from dse.io.outputs import sqlite_path_problem
 
+    if url == MEMORY_STORAGE:
+        raise UsageError(f"--storage {url}: an in-memory study ends with the `dse optimize` that "
+                         "ran it, so none can be listed, resumed or exported; give the storage "
+                         "it was saved in (sqlite:///FILE, postgresql://...; none: the default "
+                         "file)")
     path = _sqlite_path(url)
     if path == "":
         raise UsageError(f"storage {url}: an in-memory SQLite database ends with the command, "

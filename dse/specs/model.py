@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.core.arguments import path as check_path
+from dse.core.limits import MAX_TP
 from dse.core.roles import DEVICE_ROLES
 from dse.errors import SpecError
 from dse.specs.schema import (
@@ -194,6 +195,34 @@ def _check_model(path: object, v: dict[str, Any]) -> None:
 
 
 register_kind("model", ModelSpec, check=_check_model)
+
+
+# What a placement whose tensor-parallel degree cannot run says first (60 characters with its
+# colon: the sweep counts infeasibility reasons by that many).
+TP_REASON = "the tensor-parallel degree cannot split the attention heads"
+
+
+def tp_splits(m: ModelSpec, tp: int) -> bool:
+    """Whether tensor parallelism of degree `tp` splits the model's attention as vLLM requires
+    (vllm/config: the attention heads divisible by tensor_parallel_size; its QKVParallelLinear:
+    the KV heads divisible by tp, or tp a multiple of them, each KV head then replicated)."""
+    kv = m.num_kv_heads
+    return m.num_attention_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+
+
+def tp_misfit(m: ModelSpec, tp: int, *, max_tp: int = MAX_TP) -> str | None:
+    """Why tensor parallelism of degree `tp` cannot split the model's attention (tp_splits),
+    with the degrees up to `max_tp` that can; None when it can. E.g. Qwen2.5-Math-7B (28
+    attention heads, 4 KV heads) at tp=3: 28 % 3 != 0; valid 1, 2, 4, 28 (7 and 14 divide 28
+    but neither divide 4 nor are multiples of it)."""
+    if tp_splits(m, tp):
+        return None
+    h, kv = m.num_attention_heads, m.num_kv_heads
+    why = (f"tp={tp} does not divide the {h} attention heads" if h % tp else
+           f"tp={tp} neither divides the {kv} KV heads nor is a multiple of them")
+    valid = ", ".join(str(t) for t in range(1, max_tp + 1) if tp_splits(m, t))
+    return (f"{m.name} has {h} attention heads and {kv} KV heads: {why} (vLLM refuses it); "
+            f"valid tp: {valid}")
 
 
 def check_reference(prm: ModelSpec, models: Mapping[str, ModelSpec]) -> None:

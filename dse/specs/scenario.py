@@ -11,6 +11,7 @@ defaults. Each field carries its schema (`dse.specs.spec_field`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -195,6 +196,18 @@ class SystemSpec(Spec):
         return tuple(tuple(r for r in order if r in g) for g in groups)
 
 
+def _check_workload(path: object, v: dict[str, Any]) -> None:
+    """A workload's own generation budget holds its prompt and one step (a draft's or the
+    target's, the longer), as a design's must (dse.model.design.budget_misfit): its accuracy
+    and step counts are for problems that can start."""
+    step = max(v["target_step_tokens_mean"], v["draft_step_tokens_mean"])
+    need = v["prompt_tokens"] + step
+    if v["max_context_tokens"] < need:
+        raise SpecError(path, "max_context_tokens", f"{v['max_context_tokens']} tokens cannot "
+                        f"hold the prompt ({v['prompt_tokens']:g} tokens) and one step "
+                        f"({step:g} tokens): at least {math.ceil(need)} needed")
+
+
 SPECULATIVE_KEYS: tuple[str, ...] = ("draft_model", "draft_device", "draft_precision")
 PRM_KEYS: tuple[str, ...] = ("prm_model", "prm_device", "prm_precision", "prm_serving")
 KNOB_KEYS: tuple[str, ...] = ("accept_threshold", "backtrack_threshold", "max_backtracks",
@@ -296,5 +309,5 @@ def _check_width(path: object, v: dict[str, Any], workflow: str) -> None:
             raise SpecError(path, key, f"missing key (a {workflow} design's PRM needs it)")
 
 
-register_kind("workload", WorkloadSpec)
+register_kind("workload", WorkloadSpec, check=_check_workload)
 register_kind("system", SystemSpec, check=_check_system)

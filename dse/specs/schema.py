@@ -58,8 +58,9 @@ _META = "dse.schema"
 class Key:
     """One input key: its TOML name, SI attribute, type, valid range and help text.
 
-    `legacy_zero`: an old file's 0 for this knob means "the default" and reads as None (the
-    knob is optional now and 0 is otherwise out of range)."""
+    `legacy_zero`: a build knob whose 0 once meant "the default" (the dashboard's widgets
+    still show 0 for it and make no override of it); in a file, a space or `--set` a 0 is out
+    of range like any other value <= 0, and the error says to leave the key out."""
 
     toml: str
     attr: str
@@ -274,8 +275,7 @@ def _short(value: Any) -> str:
 
 
 def check_value(path: object, key: Key, value: Any) -> Any:
-    """Type- and range-check one input value; return it converted to SI (None for a
-    `legacy_zero` knob given as 0)."""
+    """Type- and range-check one input value; return it converted to SI."""
     k = key.toml
     if key.kind in (float, int):
         value = _number(path, k, value, "a number" if key.kind is float else "an integer")
@@ -285,11 +285,11 @@ def check_value(path: object, key: Key, value: Any) -> Any:
             if abs(value) > MAX_INT:
                 raise SpecError(path, k, f"must be at most 2**53 in magnitude, got {value!r}")
             value = int(value)
-        if key.legacy_zero and value == 0:
-            return None
         if key.lo is not None:
             if key.lo_open and not value > key.lo:
-                raise SpecError(path, k, f"must be > {key.lo:g}, got {value!r}")
+                hint = (" (leave the key out for its default)" if key.legacy_zero and value == 0
+                        else "")
+                raise SpecError(path, k, f"must be > {key.lo:g}, got {value!r}{hint}")
             if not key.lo_open and not value >= key.lo:
                 raise SpecError(path, k, f"must be >= {key.lo:g}, got {value!r}")
         if key.hi is not None and not value <= key.hi:

@@ -100,8 +100,8 @@ class DesignState:
             for o in MEMORY_OPTIONS:
                 over.pop(f"draft_{o}", None)
             over |= {"draft_device": spec.prm_device, "draft_precision": gpu.default_precision,
-                     "draft_serving": gpu.default_software, "fpga_clock_MHz": 0.0,
-                     "fpga_memory_channels": 0, "fpga_mac_lanes": 0}
+                     "draft_serving": gpu.default_software, "fpga_clock_MHz": "",
+                     "fpga_memory_channels": "", "fpga_mac_lanes": ""}  # "": absent
         return DesignState(self.system, self.workload, PRESETS[name], over)
 
     def params(self) -> dict[str, str]:
