@@ -47,6 +47,19 @@ def at20():
     return json.loads(buf.getvalue())
 
 
+def test_every_design_shown_at_a_load_carries_its_interval(at20):
+    """Each ranked design the answer shows (SHOWN of them, not only each family's best) is
+    served again with its 90% ends: the objective's value inside its interval, in --json and
+    in the table (a row without one read as a number without an error)."""
+    from dse.search.at_load import SHOWN
+
+    best = at20["best"]
+    assert 2 <= len(best) <= SHOWN
+    for b in best:
+        c, (lo, hi) = b["metrics"]["cost_usd_per_mtok"], b["intervals"]["cost_usd_per_mtok"]
+        assert lo <= c <= hi and lo < hi
+
+
 def test_capacity_grid_is_the_bisection(cat):
     """Two rounds of 256 rates try the bisection's 2^16 dyadic points: the same capacity."""
     pl = place(cat, cat.model("qwen2.5-math-1.5b-instruct"), "rtx-3090", software="vllm-v1",

@@ -74,7 +74,7 @@ def _served_row(s: Any, metric: str) -> list[Any]:
 def load_text(res: Any, width: int | None, head: str) -> str:
     """The search at the load: its line, the ranked designs, each family's best with its
     margin, the infeasible designs counted by reason."""
-    from dse.search.at_load import LOAD_METRICS, label
+    from dse.search.at_load import LOAD_METRICS, SHOWN, label
     from dse.search.families import idle_notes
 
     ld = res.load
@@ -88,7 +88,7 @@ def load_text(res: Any, width: int | None, head: str) -> str:
         out.append(f"infeasible at load: {k}: {v} design{'s' if v != 1 else ''}, e.g. "
                    f"{res.examples[k]}")
     rows = [[i + 1, s.family, *_served_row(s, metric), label(s)]
-            for i, s in enumerate(res.ranked[:5])]
+            for i, s in enumerate(res.ranked[:SHOWN])]
     out.append(table(["#", "family", unit, "replicas", "TTFT ms", "TPOT ms", "accuracy %",
                       "design"], rows, width=width))
     frows = []
@@ -115,12 +115,13 @@ def load_text(res: Any, width: int | None, head: str) -> str:
 def load_payload(res: Any) -> dict[str, Any]:
     """The search at the load for --json: `load`, `best` (ranked, at the load), `by_family`
     and `at_load` (pool, served, infeasible counts)."""
+    from dse.search.at_load import SHOWN
 
     def one(s: Any) -> dict[str, Any]:
         d = s.candidate.to_dict()
         return d | {"family": s.family, "replicas": s.replicas, "proposer": s.proposer}
 
-    return {"load": res.load.to_dict(), "best": [one(s) for s in res.ranked[:5]],
+    return {"load": res.load.to_dict(), "best": [one(s) for s in res.ranked[:SHOWN]],
             "by_family": res.family_dicts(),
             "at_load": {"objective": res.objective, "n_pool": res.n_pool,
                         "n_served": res.n_served, "seconds": res.seconds,

@@ -56,6 +56,7 @@ MAX_DOUBLINGS = 6  # SLO misses: replicas doubled at most 6 times (64x the first
 MAX_REPLICAS = 4096  # as dse serve's --replicas
 DEFAULT_K = 4  # proposed tokens a pass for the default proposers (vLLM's examples use 2-5)
 REQUESTS = 1000  # a run's requests (vLLM's --num-prompts), for the closed form past capacity
+SHOWN = 5  # the ranked designs an answer at a load shows, each with its 90% intervals
 LOAD_FAMILIES = ("target-only", "token-speculative", "gpu-speculative", "fpga-speculative",
                  "width")
 # objective -> (the metric at load, +1 minimise / -1 maximise)
@@ -370,13 +371,13 @@ MARGINS = ("cost_usd_per_mtok", "j_per_token", "goodput_tokens_per_s",
 
 @dataclass
 class LoadPart:
-    """A share of a pool served at the load (`serve_pool`): its feasible designs, each of its
-    families' best (with its 90% ends), the families it had jobs for, the infeasible designs
-    by reason, its jobs and the designs it served. `combine` makes the answer of one or
-    several parts; parts with disjoint families give exactly one pass's answer (the screen is
-    within a family), so `dse optimize --rate` serves the target-only and width sweep's pool
-    in its background process while its study runs and the study's speculative designs
-    after it."""
+    """A share of a pool served at the load (`serve_pool`): its feasible designs (its SHOWN
+    best with their 90% ends), each of its families' best (with its 90% ends), the families it
+    had jobs for, the infeasible designs by reason, its jobs and the designs it served.
+    `combine` makes the answer of one or several parts; parts with disjoint families give
+    exactly one pass's answer (the screen is within a family), so `dse optimize --rate` serves
+    the target-only and width sweep's pool in its background process while its study runs and
+    the study's speculative designs after it."""
 
     feasible: list[Served]
     best: dict[str, Served]
@@ -410,7 +411,8 @@ def search_at_load(cat: Catalog, space: Any, objective: str, pool: Sequence[Cand
 def serve_pool(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidate],
                load: LoadSpec, *, token_speculative: bool = True) -> LoadPart:
     """The pool's designs served at the load, screened within each family (module
-    docstring), each family's best served again with its 90% ends."""
+    docstring), each family's best and the part's SHOWN best designs served again with their
+    90% ends."""
     check_load_search(objective, space)
     from dse.io.resolve import report
     from dse.uncertainty import attach
@@ -475,16 +477,20 @@ def serve_pool(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidat
         feasible.append(s)
         if j.family not in best or value(s) < value(best[j.family]):
             best[j.family] = s
-    # each family's best again with its 90% ends, at the replicas it was ranked at
-    for fam, s in list(best.items()):
+    # each family's best, and each design the answer may show (the SHOWN best of this part),
+    # again with its 90% ends, at the replicas it was ranked at
+    shown = sorted(feasible, key=value)[:SHOWN]
+    families_of = {id(s): fam for fam, s in best.items()}
+    for s in [*best.values(), *(x for x in shown if id(x) not in families_of)]:
         j = origin[id(s)]
-        full = serve_at_load(cat, space, j.candidate, load, fam, speculation=j.speculation,
+        full = serve_at_load(cat, space, j.candidate, load, j.family, speculation=j.speculation,
                              extra=j.extra, replicas=s.replicas, intervals=True,
                              capacity=s.candidate.metrics["capacity_request_rate"],
                              rep=rep_iv(j.candidate), max_num_seqs=j.max_num_seqs)
         if full.feasible:
             feasible[next(i for i, x in enumerate(feasible) if x is s)] = full
-            best[fam] = full
+            if id(s) in families_of:
+                best[families_of[id(s)]] = full
     return LoadPart(feasible, best, pooled, reasons, examples, len(jobs), n_served,
                     time.perf_counter() - t0)
 
