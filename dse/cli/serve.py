@@ -170,11 +170,11 @@ def _load(a: argparse.Namespace) -> Any:
 def _slo(a: argparse.Namespace) -> Any:
     from dse.serving import Slo
 
-    pairs = list(a.goodput or [])
-    given = dict(pairs)
-    if len(given) < len(pairs):
-        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
-        raise UsageError(f"--goodput: {twice} given twice")
+    given: dict[str, float] = {}
+    for key, ms in a.goodput or []:
+        if key in given:  # as the searches' --slo (dse.search.loads.parse_slo)
+            raise UsageError(f"--goodput: {key} given twice")
+        given[key] = ms
     return Slo(given.get("ttft"), given.get("tpot"), given.get("e2el"))
 
 

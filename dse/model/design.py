@@ -7,7 +7,6 @@ dse/io/design_files.py.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,7 +18,7 @@ from dse.model.schedules.registry import Schedule
 from dse.model.verifiers import VERIFIERS, Verifier
 from dse.specs import Catalog, LinkSpec, ModelSpec
 from dse.specs.model import tp_misfit
-from dse.specs.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec
+from dse.specs.scenario import WIDTH_WORKFLOWS, SystemSpec, WorkloadSpec, context_misfit
 
 
 @dataclass(frozen=True)
@@ -357,11 +356,7 @@ def budget_misfit(d: Design, w: WorkloadSpec) -> str | None:
     step = w.target_step_tokens_mean
     if d.is_speculative:
         step = max(step, w.draft_step_tokens_mean)
-    need = w.prompt_tokens + step
-    if d.max_context_tokens >= need:
-        return None
-    return (f"{d.max_context_tokens} tokens cannot hold {w.name}'s prompt ({w.prompt_tokens:g} "
-            f"tokens) and one step ({step:g} tokens): at least {math.ceil(need)} needed")
+    return context_misfit(d.max_context_tokens, w.prompt_tokens, step, f"{w.name}'s")
 
 
 def _checked(d: Design, check: bool) -> Design:

@@ -480,8 +480,8 @@ def serve_pool(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidat
     # each family's best, and each design the answer may show (the SHOWN best of this part),
     # again with its 90% ends, at the replicas it was ranked at
     shown = sorted(feasible, key=value)[:SHOWN]
-    families_of = {id(s): fam for fam, s in best.items()}
-    for s in [*best.values(), *(x for x in shown if id(x) not in families_of)]:
+    best_of_family = {id(s): fam for fam, s in best.items()}
+    for s in [*best.values(), *(x for x in shown if id(x) not in best_of_family)]:
         j = origin[id(s)]
         full = serve_at_load(cat, space, j.candidate, load, j.family, speculation=j.speculation,
                              extra=j.extra, replicas=s.replicas, intervals=True,
@@ -489,8 +489,8 @@ def serve_pool(cat: Catalog, space: Any, objective: str, pool: Sequence[Candidat
                              rep=rep_iv(j.candidate), max_num_seqs=j.max_num_seqs)
         if full.feasible:
             feasible[next(i for i, x in enumerate(feasible) if x is s)] = full
-            if id(s) in families_of:
-                best[families_of[id(s)]] = full
+            if id(s) in best_of_family:
+                best[best_of_family[id(s)]] = full
     return LoadPart(feasible, best, pooled, reasons, examples, len(jobs), n_served,
                     time.perf_counter() - t0)
 

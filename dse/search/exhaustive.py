@@ -336,7 +336,7 @@ def with_nearest(cat: Catalog, space: Space, fams: list[FamilyBest],
                 c = max(sub.pareto, key=lambda b: checked_accuracy(b, confidence))
                 if checked_accuracy(c, confidence) < bound:
                     f = replace(f, nearest=c,
-                                nearest_line=nearest_note(f.family, c, bound, confidence))
+                                nearest_line=nearest_note(c, bound, confidence))
         out.append(f)
     return out
 

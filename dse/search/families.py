@@ -22,6 +22,7 @@ from dse.engine.evaluate import evaluate
 from dse.io.resolve import resolve_design
 from dse.model.design import Design
 from dse.search.candidates import Candidate
+from dse.search.shown import checked_value
 from dse.search.space import FAMILIES
 from dse.specs import Catalog
 
@@ -41,8 +42,8 @@ class FamilyBest:
     is_winner: bool = False
     note: str = ""
     # no feasible design: the family's most accurate design under every other constraint,
-    # where the accuracy bound is what it misses, and a line saying so
-    # (dse.search.exhaustive.with_nearest, `nearest_note`)
+    # where the accuracy bound is what it misses, and a line saying so, after the family's
+    # name (dse.search.exhaustive.with_nearest, `nearest_note`)
     nearest: Candidate | None = None
     nearest_line: str = ""
 
@@ -65,7 +66,7 @@ class FamilyBest:
                 "nearest": None if self.nearest is None else {
                     "design": self.nearest.to_dict()["design"],
                     "metrics": self.nearest.metrics, "intervals": self.nearest.intervals,
-                    "line": self.nearest_line}}
+                    "line": f"{self.family}: {self.nearest_line}"}}
 
 
 def evidence(d: Design, provenance: Mapping[str, Mapping[str, str]],
@@ -268,37 +269,29 @@ def idle_width_note(f: FamilyBest, objective: str, name: str | None = None) -> s
 
 
 def checked_accuracy(c: Candidate, confidence: float) -> float:
-    """A design's accuracy where a min_accuracy bound is checked: the low end of its 90%
-    interval (confidence above 0.5, as dse.search.shown checks it), else its central value."""
-    iv = c.intervals.get("accuracy")
-    if confidence > 0.5 and iv is not None:
-        return float(iv[0])
-    return float(c.metrics["accuracy"])
+    """A design's accuracy where a min_accuracy bound is checked (dse.search.shown)."""
+    return float(checked_value(c, "accuracy", "min", confidence) or 0.0)
 
 
-def nearest_note(family: str, c: Candidate, min_accuracy: float, confidence: float) -> str:
-    """The line for a family with no feasible design whose most accurate design `c` under the
-    other constraints misses the accuracy bound: what it reaches, and where it is checked."""
+def nearest_note(c: Candidate, min_accuracy: float, confidence: float) -> str:
+    """What a family with no feasible design comes closest with (`FamilyBest.nearest_line`,
+    without the family's name): its most accurate design `c` under the other constraints,
+    what it reaches, and where the accuracy bound is checked."""
     iv = c.intervals.get("accuracy")
     where = ("its 90% interval's low end" if confidence > 0.5 and iv is not None
              else "its central value")
     span = f" [{iv[0]:.4g}-{iv[1]:.4g}]" if iv is not None else ""
-    return (f"{family}: no design of this family meets the constraints; its most accurate "
-            f"under the others, {c.label}, is at {c.metrics['accuracy']:.4g}%{span}, and "
-            f"{where}, {checked_accuracy(c, confidence):.4g}, is under min_accuracy "
-            f"{min_accuracy:g}.")
+    return (f"no design of this family meets the constraints; its most accurate under the "
+            f"others, {c.label}, is at {c.metrics['accuracy']:.4g}%{span}, and {where}, "
+            f"{checked_accuracy(c, confidence):.4g}, is under min_accuracy {min_accuracy:g}.")
 
 
 def nearest_notes(fams: Sequence[FamilyBest], names: Mapping[str, str] | None = None
                   ) -> list[str]:
-    """The `nearest_line` of each family that has one; names: how the families are called
-    (their keys by default)."""
-    out = []
-    for f in fams:
-        if f.nearest_line:
-            name = (names or {}).get(f.family, f.family)
-            out.append(name + f.nearest_line[len(f.family):])
-    return out
+    """The `nearest_line` of each family that has one, after its name (names: how the families
+    are called; their keys by default)."""
+    return [f"{(names or {}).get(f.family, f.family)}: {f.nearest_line}"
+            for f in fams if f.nearest_line]
 
 
 def idle_notes(fams: Sequence[FamilyBest], objective: str,

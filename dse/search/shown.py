@@ -114,15 +114,22 @@ def derived(sums: Mapping[str, float], capex_usd: float, space: Space) -> dict[s
             "cost_usd_per_mtok": usd_per_s / goodput * 1e6}
 
 
+def checked_value(c: Candidate, metric: str, bound: str, confidence: float) -> float | None:
+    """The value a constraint on `metric` is checked at: the pessimistic end of its 90%
+    interval (the low end for a "min" bound, the high end for a "max" one) where the search
+    checks there (confidence > 0.5), else the central value; None where the design lacks it."""
+    v = c.metrics.get(metric)
+    iv = c.intervals.get(metric)
+    if confidence > 0.5 and iv is not None:
+        v = iv[0] if bound == "min" else iv[1]
+    return None if v is None else float(v)
+
+
 def _meets(c: Candidate, constraints: Mapping[str, float], confidence: float) -> bool:
-    """Whether the accurate metrics meet the constraints, at the pessimistic end of each
-    metric's 90% interval where the search checks them there (confidence > 0.5)."""
+    """Whether the accurate metrics meet the constraints, each at `checked_value`."""
     for con, bound in active(constraints):
-        v = c.metrics.get(con.metric)
-        iv = c.intervals.get(con.metric)
-        if confidence > 0.5 and iv is not None:
-            v = iv[0] if con.bound == "min" else iv[1]
-        if v is None or not con.met(float(v), bound):
+        v = checked_value(c, con.metric, con.bound, confidence)
+        if v is None or not con.met(v, bound):
             return False
     return True
 

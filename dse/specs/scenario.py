@@ -196,16 +196,26 @@ class SystemSpec(Spec):
         return tuple(tuple(r for r in order if r in g) for g in groups)
 
 
+def context_misfit(budget_tokens: int, prompt_tokens: float, step_tokens: float,
+                   whose: str = "the") -> str | None:
+    """Why a generation budget cannot hold a prompt and one step, or None. E.g. 100 tokens
+    against MATH500's 98.9-token prompt and 53-token steps: '100 tokens cannot hold the
+    prompt (98.9 tokens) and one step (53 tokens): at least 152 needed'."""
+    need = prompt_tokens + step_tokens
+    if budget_tokens >= need:
+        return None
+    return (f"{budget_tokens} tokens cannot hold {whose} prompt ({prompt_tokens:g} tokens) and "
+            f"one step ({step_tokens:g} tokens): at least {math.ceil(need)} needed")
+
+
 def _check_workload(path: object, v: dict[str, Any]) -> None:
     """A workload's own generation budget holds its prompt and one step (a draft's or the
     target's, the longer), as a design's must (dse.model.design.budget_misfit): its accuracy
     and step counts are for problems that can start."""
-    step = max(v["target_step_tokens_mean"], v["draft_step_tokens_mean"])
-    need = v["prompt_tokens"] + step
-    if v["max_context_tokens"] < need:
-        raise SpecError(path, "max_context_tokens", f"{v['max_context_tokens']} tokens cannot "
-                        f"hold the prompt ({v['prompt_tokens']:g} tokens) and one step "
-                        f"({step:g} tokens): at least {math.ceil(need)} needed")
+    why = context_misfit(v["max_context_tokens"], v["prompt_tokens"],
+                         max(v["target_step_tokens_mean"], v["draft_step_tokens_mean"]))
+    if why is not None:
+        raise SpecError(path, "max_context_tokens", why)
 
 
 SPECULATIVE_KEYS: tuple[str, ...] = ("draft_model", "draft_device", "draft_precision")
