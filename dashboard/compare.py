@@ -31,11 +31,15 @@ if not pinned:
             "reopens it.")
     st.stop()
 
-names = [views.short_label(s, i) for i, s in enumerate(pinned)]
+pinned_names = [views.short_label(s, i) for i, s in enumerate(pinned)]
+# the simplest alternative on the table: each pinned design's target alone, unless pinned
+alts = views.unpinned_alternatives(pinned)
+names = [*pinned_names, *(f"target alone of #{i + 1}" for i, _ in alts)]
+shown = [*pinned, *(s for _, s in alts)]
 reports: dict[str, Any] = {}
 errors: dict[str, str] = {}
 with st.spinner("Evaluating the pinned designs with their 90% intervals"):
-    for n, s in zip(names, pinned, strict=True):
+    for n, s in zip(names, shown, strict=True):
         try:
             reports[n] = common.report_with_intervals(common.key(s))
         except DseError as e:
@@ -56,13 +60,13 @@ if ok:
     delta = {d["design"]: d for d in views.deltas(rows, ss.cp_reference)}
     joint: dict[str, dict[str, tuple[float, float]]] = {}
     if ss.get("cp_joint"):
-        ref = pinned[names.index(ss.cp_reference)]
+        ref = shown[names.index(ss.cp_reference)]
         with st.spinner("The joint 90% interval of each difference"):
             for n in ok:
-                s = pinned[names.index(n)]
+                s = shown[names.index(n)]
                 if n != ss.cp_reference and s.workload == ref.workload:
                     joint[n] = common.joint_intervals(common.key(s), common.key(ref))
-    table = views.compare_table(rows, delta, {n: pinned[names.index(n)].spec(cat) for n in ok},
+    table = views.compare_table(rows, delta, {n: shown[names.index(n)].spec(cat) for n in ok},
                                 joint)
     across = views.side_by_side(table)
     st.dataframe(across, key="cp_table", hide_index=True,
@@ -72,7 +76,9 @@ if ok:
                "Designs on the same GPUs share those GPUs' errors, so their difference is "
                "surer than the two intervals suggest: the joint 90% interval of each "
                "difference (the toggle) moves every factor in both designs at once. A role a "
-               "design does not run (the target alone's draft and verifier) reads none.")
+               "design does not run (the target alone's draft and verifier) reads none. "
+               "Each pinned speculative or width design's target alone (the simplest "
+               "alternative) is shown beside the pinned set unless it is pinned itself.")
     csv_rows = [r | {k: v for k, v in delta[r["design"]].items() if k != "design"}
                 | views.joint_csv_columns(joint.get(r["design"], {})) for r in rows]
     st.download_button("Comparison (CSV)", views.rows_csv(csv_rows),
@@ -86,7 +92,7 @@ if ok:
         common.vega(charts.fig_energy_designs(sub), key="cp_fig_energy")
 
 st.subheader("Pinned designs")
-for i, (n, s) in enumerate(zip(names, pinned, strict=True)):
+for i, (n, s) in enumerate(zip(pinned_names, pinned, strict=True)):
     c1, c2, c3 = st.columns([6, 1, 1])
     c1.markdown(f"**{n}**: {views.design_label(s.spec(cat), s.schedule)} | {s.workload}")
     if c2.button("Open in What-if", key=f"cp_open_{i}"):

@@ -130,8 +130,11 @@ def test_pin_from_whatif_then_compare_round_trips_through_the_url(cat):
     table = fresh.dataframe[0].value.set_index("")  # one column per design
     states, _ = views.decode_pins(cat, pins)
     names = [views.short_label(s, i) for i, s in enumerate(states)]
-    assert list(table.columns) == names
-    for n, s in zip(names, states, strict=True):
+    # the simplest alternative beside them: the target alone, once (both share its placement)
+    assert list(table.columns) == [*names, "target alone of #1"]
+    assert views.unpinned_alternatives(states) == [(0, states[0].target_alone())]
+    for n, s in zip([*names, "target alone of #1"], [*states, states[0].target_alone()],
+                    strict=True):
         r = report(cat, s, moves="closed-form")
         lo, hi = r.intervals["latency_s_per_problem"]
         assert table.loc["latency per problem", n] == (
@@ -179,7 +182,7 @@ def test_compare_empty_and_a_bad_pin():
     ok(at.run())
     assert pins_in(at) == [views.encode_pin(views.default_state())]
     assert list(at.dataframe[0].value.columns) == ["", views.short_label(
-        views.default_state(), 0)]
+        views.default_state(), 0), "target alone of #1"]
 
 
 def test_compare_csv_and_unpin_all(cat, downloads):
@@ -190,7 +193,9 @@ def test_compare_csv_and_unpin_all(cat, downloads):
     ok(at.switch_page("dashboard/compare.py").run())
     rows = list(csv.DictReader(io.StringIO(
         served(at, downloads, "Comparison (CSV)").decode())))
-    assert [r["design"] for r in rows] == [views.short_label(a, 0), views.short_label(b, 1)]
+    assert [r["design"] for r in rows] == [views.short_label(a, 0), views.short_label(b, 1),
+                                           "target alone of #1"]
+    assert float(rows[2]["accuracy"]) == report(cat, a.target_alone()).accuracy
     rb = report(cat, b, moves="closed-form")
     assert float(rows[1]["latency_s_per_problem"]) == rb.latency_s_per_problem
     lo, _ = rb.intervals["latency_s_per_problem"]

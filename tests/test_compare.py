@@ -74,11 +74,11 @@ def test_text_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"difference from #1 ({BASE})" in text
     # the difference row: one interval per metric, in the parts the 100-column table splits
     # into (each part repeats the row's number)
-    parts = [line for line in text.splitlines() if line.startswith("2  ") and " to " in line]
+    parts = [line for line in text.splitlines() if line.split()[:1] == ["2"] and " to " in line]
     assert sum(p.count("[") for p in parts) == len(METRICS) and "%)" in parts[0]
     assert main(["compare", BASE, "paper-config2-v80", "--scenario", "gsm8k", "--wide"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines()
-               if line.startswith("2  paper-config2-v80") and " to " in line)
+               if line.split()[:2] == ["2", "paper-config2-v80"] and " to " in line)
     assert row.count("[") == len(METRICS) and "%)" in row  # --wide: one line
 
 

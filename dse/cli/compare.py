@@ -158,17 +158,24 @@ def run_compare(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     w = _workload(cat, a, [src for _, src in resolved])
     pairs = [(d, report(d, w)) for d, _ in resolved]
     diffs = [_difference(pairs[0], p, w) for p in pairs[1:]]
+    alts = [(n, (ad, report(ad, w))) for n, ad in _alternatives(cat, args, pairs)]
+    alt_diffs = [_difference(pairs[0], p, w) for _, p in alts]
     designs = [{"label": arg.label, "system": d.name, "schedule": r.schedule,
                 "settings": list(arg.settings), "report": r.to_dict()}
                for arg, (d, r) in zip(args, pairs, strict=True)]
     differences = [{"label": arg.label, "vs": args[0].label, **diff}
                    for arg, diff in zip(args[1:], diffs, strict=True)]
-    rows = [[arg.number, arg.label, r.schedule,
+    alternatives = [{"label": _alt_label(n), "of": n, "system": d.name, "schedule": r.schedule,
+                     "report": r.to_dict(), "vs": args[0].label, **diff}
+                    for (n, (d, r)), diff in zip(alts, alt_diffs, strict=True)]
+    named = [(arg.number, arg.label, p) for arg, p in zip(args, pairs, strict=True)] + [
+        (f"T{n}", _alt_label(n), p) for n, p in alts]
+    rows = [[num, label, r.schedule,
              *(with_interval(float(getattr(r, m)), r.intervals.get(m)) for m, _, _ in METRICS),
              r.p_accept if d.is_speculative else None]
-            for arg, (d, r) in zip(args, pairs, strict=True)]
-    drows = [[arg.number, arg.label, *(_delta_text(diff, m) for m, _, _ in METRICS)]
-             for arg, diff in zip(args[1:], diffs, strict=True)]
+            for num, label, (d, r) in named]
+    drows = [[num, label, *(_delta_text(diff, m) for m, _, _ in METRICS)]
+             for (num, label, _), diff in zip(named[1:], [*diffs, *alt_diffs], strict=True)]
     notes = [f"note (#{arg.number}): {c}" for arg, (_, r) in zip(args, pairs, strict=True)
              for c in closed_form_caveats(r)]
     width = text_width(a)
@@ -182,4 +189,32 @@ def run_compare(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                                       for _, label, unit in METRICS)], drows, width=width)
             + "".join(f"\n{n}" for n in notes))
     return {"workload": w.name, "baseline": args[0].label, "designs": designs,
-            "differences": differences}, wrap(text, width)
+            "differences": differences, "target_alone": alternatives}, wrap(text, width)
+
+
+def _alt_label(number: int) -> str:
+    return f"target alone of #{number}"
+
+
+def _alternatives(cat: Catalog, args: list[DesignArg], pairs: list[tuple[Any, Any]]
+                  ) -> list[tuple[int, Any]]:
+    """The simplest alternative of each speculative or width design compared: its target
+    placement alone (dse.io.resolve.target_alone), once a placement, unless a design compared
+    is that target alone already."""
+    from dse.io.resolve import target_alone
+    from dse.model.design import build_design
+
+    def placement(d: Any) -> tuple[Any, ...]:
+        t = d.target
+        return (t.model.name, t.device.name, t.tp, t.precision.name, t.serving)
+
+    seen = {placement(d) for d, _ in pairs if d.workflow == "target-only"}
+    out = []
+    for arg, (d, _) in zip(args, pairs, strict=True):
+        if d.workflow == "target-only":
+            continue
+        alone = build_design(cat, target_alone(d.system), d.schedule)
+        if placement(alone) not in seen:
+            seen.add(placement(alone))
+            out.append((arg.number, alone))
+    return out

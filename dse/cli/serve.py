@@ -19,6 +19,7 @@ from dse.cli.common import (
     whole_number,
 )
 from dse.cli.layout import wrap
+from dse.cli.serve_versus import accuracy_margin, versus, versus_lines
 from dse.core.limits import MAX_CONTEXT_TOKENS, MAX_NUM_SEQS, MAX_TP
 from dse.errors import UsageError
 from dse.specs import Catalog
@@ -306,6 +307,15 @@ def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "family": "target-only" if spec is None else "token-speculative",
                "speculative": _spec_payload(spec, draft, apart),
                "load": _load_payload(load), **r}
+    if spec is not None:
+        def serve_alone() -> dict[str, Any]:
+            out = serve(pl, load, caps=caps, replicas=a.replicas, evaluator=a.evaluator,
+                        slo=_slo(a), capex_usd=(price or 0.0) * pl.tp)
+            if price is None:
+                out["cost_usd_per_mtok"] = None
+            return dict(out)
+
+        payload.update(versus(payload, serve_alone))
     return payload, _text(a, payload)
 
 
@@ -329,7 +339,13 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.cli.common import read_workload
     from dse.errors import InfeasibleError
     from dse.io.design_files import parse_set
-    from dse.io.resolve import override_spec, read_source, runnable_schedules, schedule_of
+    from dse.io.resolve import (
+        override_spec,
+        read_source,
+        runnable_schedules,
+        schedule_of,
+        target_alone,
+    )
     from dse.model.design import build_design
     from dse.model.schedules import PRESETS
     from dse.serving import LIFETIME_YEARS, USD_PER_KWH, vllm_caps
@@ -372,6 +388,17 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
                "load": _load_payload(load), **r}
     if taken:
         payload["from_design_file"] = taken[0]
+    if d.workflow != "target-only" or spec_tok is not None:
+        alone = d if d.workflow == "target-only" else build_design(
+            cat, target_alone(d.system), d.schedule)
+
+        def serve_alone() -> dict[str, Any]:
+            return serve_system(alone, w, _load(a), replicas=a.replicas, evaluator=a.evaluator,
+                                slo=_slo(a), lifetime_years=LIFETIME_YEARS,
+                                usd_per_kwh=USD_PER_KWH, caps=caps, max_num_seqs=a.max_num_seqs)
+
+        payload.update(versus(payload, serve_alone, accuracy=None if alone is d else (
+            accuracy_margin(d, alone, w))))
     return payload, _text(a, payload)
 
 
@@ -472,7 +499,7 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
                          "simulator)")
         notes.append("[low-high]: 90% intervals from the device's time and power factors; "
                      "batched iterations extrapolate batch-1 calibration (docs/model.md)")
-    return wrap("\n".join([*lines, "", *notes]), text_width(a))
+    return wrap("\n".join([*lines, *versus_lines(r), "", *notes]), text_width(a))
 
 
 def _speculation_flags_alone(a: argparse.Namespace) -> None:

@@ -64,8 +64,9 @@ QUAD_POINTS = 5
 RESP_POINTS = 4
 # (QUAD_POINTS, RESP_POINTS) of the coarser grid an interval's factor ends may be evaluated on
 # (dse.uncertainty.evaluate_at: each end's move relative to the coarse grid's own central value,
-# applied to the full grid's): 54 grid points a position (2 x 3 x 3 x 3) instead of 500
-COARSE_QUADRATURE = (3, 2)
+# applied to the full grid's): 128 grid points a position (2 x 4 x 4 x 4) instead of 500; 3
+# points a token axis misplaced a kink an end moved into the token counts (docs/uncertainty.md)
+COARSE_QUADRATURE = (4, 2)
 # the head starts after a reject are iterated until they move by less than this share of an
 # attempt's mean time
 AHEAD_REL_TOL = 1e-3

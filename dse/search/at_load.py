@@ -350,19 +350,15 @@ def serve_at_load(cat: Catalog, space: Any, c: Candidate, load: LoadSpec, family
 
 def _diff(a: Served, b: Served, metric: str) -> tuple[float, list[float]] | None:
     """a minus b on the metric and its interval (module docstring)."""
+    from dse.uncertainty.joint import difference_of_ends
+
     va, vb = a.candidate.metrics.get(metric), b.candidate.metrics.get(metric)
     if va is None or vb is None:
         return None
-    m = float(va) - float(vb)
-    ia = a.candidate.intervals.get(metric, [va, va])
-    ib = b.candidate.intervals.get(metric, [vb, vb])
-    shared = a.candidate.design.system.target_device == b.candidate.design.system.target_device
-    if shared:
-        ends = (ia[0] - ib[0], ia[1] - ib[1])
-        return m, [min(m, *ends), max(m, *ends)]
-    lo = math.hypot(va - ia[0], ib[1] - vb)
-    hi = math.hypot(ia[1] - va, vb - ib[0])
-    return m, [m - lo, m + hi]
+    return difference_of_ends(
+        va, a.candidate.intervals.get(metric, [va, va]), vb,
+        b.candidate.intervals.get(metric, [vb, vb]),
+        shared=a.candidate.design.system.target_device == b.candidate.design.system.target_device)
 
 
 MARGINS = ("cost_usd_per_mtok", "j_per_token", "goodput_tokens_per_s",

@@ -122,10 +122,11 @@ GRIDS = ("coarse", "full")  # evaluate_at's closed-form moves: which quadrature 
 # 9-12 ms alone (one core, CPU time; benchmarks/bench_engine.py)
 BATCH = 8
 BATCH_STEP_AHEAD = 4
-# on the coarse grid (54 points a position against 500) a batch of 32 is smaller than one of 4
-# on the full grid: a U280 design's and its GPU baselines' intervals took 22-45 ms with every
-# end in one batch against 30-63 ms in batches of 4 (one core, min of 7, this module's
-# `attach`)
+# on the coarse grid (128 points a position against 500) a batch of 32 is about twice one of
+# 4 on the full grid: a U280 heteroreason report's intervals took 35-39 ms in batches of 32, 16
+# or 8 alike (one core, min of 5, this module's `attach`); with 3 points a token axis, 22-45 ms
+# for a U280 design and its GPU baselines with every end in one batch against 30-63 ms in
+# batches of 4
 BATCH_COARSE = 32
 
 
@@ -160,7 +161,7 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     central: the design's closed-form report, where the caller has it.
     grid: with closed-form moves of a speculative design's headline metrics, "coarse" evaluates
     each factor end on the closed form's coarser quadrature (closed_form.COARSE_QUADRATURE,
-    54 grid points a position instead of 500: 2-3x faster) and applies its move relative to
+    128 grid points a position instead of 500: 2-3x faster) and applies its move relative to
     that grid's own central value to the central report (a ratio; accuracy and p_accept, which
     the grid does not change, a difference): the grid's error is common to an end and the
     centre and cancels. "full": each end on the closed form's own grid (the check of

@@ -12,6 +12,7 @@ own p_accept.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -83,3 +84,19 @@ def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: W
         lo, hi = combine(f0[m], ups[m], downs[m], shifts[m])
         out[m] = (float(lo), float(hi))
     return out
+
+
+def difference_of_ends(va: float, ia: Sequence[float], vb: float, ib: Sequence[float], *,
+                       shared: bool) -> tuple[float, list[float]]:
+    """a - b and its 90% interval from each side's value and 90% ends alone, where the
+    factors behind the ends are not at hand (the serving model's intervals): `shared` (the
+    two run their target on the same board, whose factors dominate both) moves the ends
+    together (low minus low, high minus high, the interval also holding a - b); otherwise
+    the sides are independent and their half-widths add in quadrature."""
+    m = float(va) - float(vb)
+    if shared:
+        ends = (ia[0] - ib[0], ia[1] - ib[1])
+        return m, [min(m, *ends), max(m, *ends)]
+    lo = math.hypot(va - ia[0], ib[1] - vb)
+    hi = math.hypot(ia[1] - va, vb - ib[0])
+    return m, [m - lo, m + hi]

@@ -108,6 +108,7 @@ from dse.views.state import (
     state_from_design,
     state_from_params,
     system_diff,
+    unpinned_alternatives,
     url_state,
 )
 
@@ -188,5 +189,6 @@ __all__ = [
     "supports",
     "system_diff",
     "tornado",
+    "unpinned_alternatives",
     "url_state",
 ]

@@ -351,6 +351,22 @@ def _system(cat: Catalog, name: str) -> SystemSpec:
     return s
 
 
+def unpinned_alternatives(pinned: Sequence[DesignState]) -> list[tuple[int, DesignState]]:
+    """The simplest alternative beside a pinned set: each speculative or width design's target
+    alone (`DesignState.target_alone`) that is not pinned itself, once, with the index of the
+    first design it belongs to (the Compare page's rows `target alone of #n`)."""
+    seen = list(pinned)
+    out = []
+    for i, s in enumerate(pinned):
+        if s.is_target_only:
+            continue
+        alone = s.target_alone()
+        if alone not in seen:
+            seen.append(alone)
+            out.append((i, alone))
+    return out
+
+
 def short_label(state: DesignState, index: int) -> str:
     """A pinned design's name: its place in the set, system, schedule and every key it
     changes, its devices and models first (two designs that differ only by a device must not
