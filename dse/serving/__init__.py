@@ -37,7 +37,15 @@ from dse.serving.closed_form import (
     static_batch,
 )
 from dse.serving.engine import Engine
-from dse.serving.load import Caps, Load, Slo, Speculation, vllm_caps
+from dse.serving.load import (
+    Caps,
+    Load,
+    Slo,
+    Speculation,
+    goodput_interval,
+    latencies_s,
+    vllm_caps,
+)
 from dse.serving.simulator import requests_for, simulate
 
 EVALUATORS = ("closed-form", "simulator")
@@ -163,20 +171,7 @@ def _finish(m: dict[str, Any], load: Load, replicas: int, capex_usd: float, slo:
             "mean_in_system": m["mean_in_system"] * replicas,
             "j_per_token": power / out_tok, "cost_usd_per_mtok": usd_per_s / out_tok * 1e6,
             "completed": m["completed"] * replicas}
-    per = m.get("_per_request")
-    if slo.any and per is not None:
-        ttft, tpot, e2el = per
-        met = np.ones(ttft.size, dtype=bool)
-        for bound, v in ((slo.ttft_ms, ttft), (slo.tpot_ms, tpot), (slo.e2el_ms, e2el)):
-            if bound is not None:
-                met &= v * 1e3 <= bound
-        res["request_goodput"] = rate * float(met.mean())
-    elif slo.any:  # the closed form: every request at the means
-        ok = all(b is None or res[f"mean_{k}_ms"] <= b for k, b in
-                 (("ttft", slo.ttft_ms), ("tpot", slo.tpot_ms), ("e2el", slo.e2el_ms)))
-        res["request_goodput"] = rate if ok else 0.0
-    else:
-        res["request_goodput"] = None
+    res["request_goodput"] = rate * slo.met_share(latencies_s(m, res)) if slo.any else None
     return res
 
 
@@ -304,5 +299,12 @@ def serve(placement: Placement, load: Load, *, caps: Caps | None = None, replica
             continue
         rel = [x[k] / c for x in ends]
         iv[k] = [res[k] * min(1.0, *rel), res[k] * max(1.0, *rel)]
+    if res["request_goodput"] is not None:
+        lat = ("mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms")
+        iv["request_goodput"] = goodput_interval(
+            res["request_goodput"], latencies_s(metrics, res), slo,
+            [(res["request_throughput"] * x["request_throughput"]
+              / central["request_throughput"],
+              [x[k] / central[k] if central[k] else 1.0 for k in lat]) for x in ends])
     res["intervals"] = iv
     return res

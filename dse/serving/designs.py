@@ -72,7 +72,7 @@ from dse.serving.design_queues import (
     power_at,
     static,
 )
-from dse.serving.load import Load, Slo
+from dse.serving.load import Load, Slo, goodput_interval, latencies_s
 
 SECONDS_PER_YEAR = 365.25 * 86400
 
@@ -416,19 +416,8 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
         usd_per_s = capex * replicas / (lifetime_years * SECONDS_PER_YEAR) \
             + power / 1000.0 * usd_per_kwh / 3600.0
         res["cost_usd_per_mtok"] = usd_per_s / out_tok * 1e6
-    each: tuple[F64, F64, F64] | None = m.get("_per_request")
-    if slo.any and each is not None:
-        met = np.ones(each[0].size, dtype=bool)
-        for bound, v in zip((slo.ttft_ms, slo.tpot_ms, slo.e2el_ms), each, strict=True):
-            if bound is not None:
-                met &= v * 1e3 <= bound
-        res["request_goodput"] = rate * float(met.mean())
-    elif slo.any:
-        ok = all(b is None or res[f"mean_{k}_ms"] <= b for k, b in
-                 (("ttft", slo.ttft_ms), ("tpot", slo.tpot_ms), ("e2el", slo.e2el_ms)))
-        res["request_goodput"] = rate if ok else 0.0
-    else:
-        res["request_goodput"] = None
+    latencies = latencies_s(m, res)
+    res["request_goodput"] = rate * slo.met_share(latencies) if slo.any else None
     iv: dict[str, list[float]] = {}
     rel = relative or {}
     t_lo, t_hi = rel.get("time", (1.0, 1.0))
@@ -446,6 +435,11 @@ def serve_design(dl: DesignLoad, load: Load, *, replicas: int = 1, slo: Slo | No
     if res["cost_usd_per_mtok"] is not None:
         iv["cost_usd_per_mtok"] = [res["cost_usd_per_mtok"] * min(e_lo, t_lo, 1.0),
                                    res["cost_usd_per_mtok"] * max(e_hi, t_hi, 1.0)]
+    if res["request_goodput"] is not None:  # each end: every latency times its time scale
+        served = iv["request_throughput"]
+        iv["request_goodput"] = goodput_interval(
+            res["request_goodput"], latencies, slo,
+            [(served[1], (t_lo,) * 3), (served[0], (t_hi,) * 3)])
     res["intervals"] = {k: [float(np.nan_to_num(v[0])), float(np.nan_to_num(v[1]))]
                         for k, v in iv.items() if all(math.isfinite(x) for x in v)}
     return res

@@ -16,8 +16,9 @@ a sequence that finds no free block is preempted and later recomputed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -109,6 +110,38 @@ class Slo:
     @property
     def any(self) -> bool:
         return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
+
+    def met_share(self, latencies_s: Sequence[Any],
+                  scale: Sequence[float] = (1.0, 1.0, 1.0)) -> float:
+        """The share of requests that meet every bound: latencies_s the requests' (TTFT,
+        TPOT, e2e latency) in seconds (arrays, one value a request; a closed form's means:
+        scalars, a share of 0 or 1), each multiplied by its `scale` (an interval end's
+        relative move of that latency)."""
+        met = np.ones(np.shape(latencies_s[0]), dtype=bool)
+        for bound, v, k in zip((self.ttft_ms, self.tpot_ms, self.e2el_ms), latencies_s, scale,
+                               strict=True):
+            if bound is not None:
+                met &= np.asarray(v, dtype=float) * k * 1e3 <= bound
+        return float(np.mean(met))
+
+
+def latencies_s(m: Mapping[str, Any], res: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Each request's (TTFT, TPOT, e2e latency) in seconds: a simulated run's, else (the
+    closed form) every request at the means."""
+    per = m.get("_per_request")
+    if per is not None:
+        return tuple(per)
+    return tuple(res[f"mean_{k}_ms"] / 1e3 for k in ("ttft", "tpot", "e2el"))
+
+
+def goodput_interval(goodput: float, latencies: Sequence[Any], slo: Slo,
+                     ends: Sequence[tuple[float, Sequence[float]]]) -> list[float]:
+    """The 90% interval of request_goodput: at each interval end (its served rate and the
+    relative moves of the mean TTFT, TPOT and e2e latency) the requests' latencies move by
+    those ratios and the share meeting the SLOs is counted again; the interval spans the
+    central value and every end."""
+    at = [rate * slo.met_share(latencies, scale) for rate, scale in ends]
+    return [min(goodput, *at), max(goodput, *at)]
 
 
 @dataclass(frozen=True)
