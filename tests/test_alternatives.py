@@ -134,3 +134,92 @@ def test_difference_of_ends_by_hand() -> None:
         5.0, [2.0, 7.0])
     m, iv = difference_of_ends(10.0, [7.0, 14.0], 5.0, [2.0, 9.0], shared=False)
     assert m == 5.0 and iv == pytest.approx([0.0, 10.0])  # hypot(3, 4), hypot(4, 3)
+
+
+def test_simulate_a_trace_beside_the_closed_form_target_alone(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A replayed trace's problems are not the workload's draws: the target alone is its
+    closed form. Without correctness the trace has no accuracy, so no accuracy margin (it
+    used to crash); with it, the accuracy is the measured share with its Wilson interval,
+    independent of the target alone's modelled one."""
+    from dse.uncertainty.joint import wilson_pct
+
+    rec = {"problem": 0, "step": 0, "draft_tokens": 54, "target_tokens": 0,
+           "decision": "accept"}
+    bare, scored = tmp_path / "bare.jsonl", tmp_path / "scored.jsonl"
+    bare.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    scored.write_text(json.dumps(rec | {"correct": True}) + "\n", encoding="utf-8")
+    argv = ["simulate", "--system", BASE, "--scenario", "math500", "--trace"]
+    out = _json([*argv, str(bare)], capsys)
+    assert out["accuracy"] is None and "accuracy" not in out["vs_target_alone"]["margin"]
+    alone = dse.evaluate(dse.load_design(BASE, overrides={"workflow": "target-only"}),
+                         "math500")
+    assert out["target_alone"]["latency_s_per_problem"] == pytest.approx(
+        alone.latency_s_per_problem)
+    out = _json([*argv, str(scored)], capsys)
+    assert out["accuracy"] == 100.0
+    assert out["intervals"]["accuracy"] == pytest.approx(list(wilson_pct(1, 1)))
+    lo, hi = out["vs_target_alone"]["margin_interval"]["accuracy"]
+    assert lo < 0 < hi  # one solved problem decides nothing
+    assert main([*argv, str(scored)]) == 0
+    assert "1 problem simulated" in capsys.readouterr().out
+
+
+def test_wilson_interval_by_hand() -> None:
+    """z = 1.6449: 1 of 1 -> centre (1 + z^2/2) / (1 + z^2) = 0.635, half z sqrt(z^2/4) /
+    (1 + z^2) = 0.3652 -> [26.99, 100]; 0 of 1 mirrors it; 50 of 100 sits around 50."""
+    from dse.uncertainty.joint import wilson_pct
+
+    lo, hi = wilson_pct(1, 1)
+    assert lo == pytest.approx(26.99, abs=0.01) and hi == 100.0
+    lo0, hi0 = wilson_pct(0, 1)
+    assert lo0 == 0.0 and hi0 == pytest.approx(100 - lo, abs=1e-9)
+    lo, hi = wilson_pct(50, 100)
+    assert lo == pytest.approx(100 - hi) and 41 < lo < 42
+
+
+def test_serve_names_the_alternative_and_the_draft_board(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Token-level speculation on a target-only design is weighed against the target without
+    speculation (not 'target-only - the target alone'); a draft on an FPGA is named."""
+    assert main(["serve", "--system", BASE, "--scenario", "math500", "--rate", "0.2",
+                 "--set", "workflow=target-only", "--speculative-model",
+                 "qwen2.5-0.5b-instruct", "--num-speculative-tokens", "4"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "speculation - the target without speculation at this load" in text
+    assert main(["serve", "--model", "qwen2.5-7b-instruct", "--device", "h100-sxm", "--rate",
+                 "1", "--speculative-model", "qwen2.5-0.5b-instruct",
+                 "--num-speculative-tokens", "3", "--speculative-device", "u280"]) == 0
+    assert "speculating with qwen2.5-0.5b-instruct on u280" in " ".join(
+        capsys.readouterr().out.split())
+
+
+def test_majority_of_two_is_the_policy_alone_exactly(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """Two votes, ties split: p^2 + p (1 - p) = p at every difficulty, so its accuracy is the
+    policy's and the difference from the target alone is exactly 0 [0, 0] (one factor key)."""
+    over = {"workflow": "majority", "samples": 2}
+    out = _json(["evaluate", "--system", BASE, "--scenario", "math500",
+                 *(x for k, v in over.items() for x in ("--set", f"{k}={v}"))], capsys)
+    vs = out["vs_target_alone"]
+    assert vs["margin"]["accuracy"] == 0.0
+    assert vs["margin_interval"]["accuracy"] == [0.0, 0.0]
+
+
+def test_set_workflow_reaches_the_alternative_from_any_design(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--set workflow=... clears the keys the new workflow has no use for (the documented way
+    to the target alone works from a width design file; a speculative system becomes a
+    majority vote without its PRM keys)."""
+    from dse.io.design_files import design_file_text
+
+    d = dse.load_design(BASE, overrides={"workflow": "best-of-n", "samples": 4,
+                                         "aggregation": "last"})
+    f = tmp_path / "width.toml"
+    f.write_text(design_file_text(d.system, d.schedule, "math500"), encoding="utf-8")
+    assert "best-of-n N=4" in _json(["evaluate", "--design", str(f)], capsys)["schedules"]
+    out = _json(["evaluate", "--design", str(f), "--set", "workflow=target-only"], capsys)
+    assert list(out["schedules"]) == ["target-only"]
+    out = _json(["evaluate", "--system", BASE, "--scenario", "math500", "--set",
+                 "workflow=majority", "--set", "samples=4"], capsys)
+    assert "majority N=4" in out["schedules"]

@@ -113,7 +113,9 @@ def run_evaluate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         rep = report(d, w, intervals=False)
         at = evaluate_at(d, w, central=rep)  # remembered: the margin's joint interval reuses it
         rep = attach(rep, d, w, at=at)
-        if d.workflow != "target-only":  # speculative or width: weighed against the target
+        if d.workflow != "target-only" and (  # weighed against the target: the design
+                last is None or src.schedule is None  # file's own schedule, else the last
+                or last[0].schedule.name != src.schedule.name):
             last = (d, rep, at)
         notes = closed_form_caveats(rep)
         reports[rep.schedule] = rep.to_dict() | {"caveats": notes}
@@ -145,9 +147,9 @@ MARGINS = (("latency_s_per_problem", "s/problem"), ("j_per_token", "J/token"),
 
 def _versus_target_alone(cat: Catalog, last: tuple[Any, Any, Any] | None, w: Any
                          ) -> tuple[Any, Any]:
-    """The target alone (the same target placement) and the margin of the last speculative
-    design evaluated (its design, report and `evaluate_at`) against it, with the joint 90%
-    interval of the difference."""
+    """The target alone (the same target placement) and the margin of `last` (a design
+    file's own schedule, else the last speculative or width design evaluated: its design,
+    report and `evaluate_at`) against it, with the joint 90% interval of the difference."""
     from dse.io.resolve import report, target_alone
     from dse.uncertainty.joint import difference_interval
 
@@ -168,6 +170,8 @@ def _versus_text(vs: Any) -> str:
         return ""
     parts = []
     for m, unit in MARGINS:
+        if m not in vs["margin"]:
+            continue
         lo, hi = vs["margin_interval"][m]
         parts.append(f"{vs['margin'][m]:+.4g} {unit} [{lo:+.4g} to {hi:+.4g}]"
                      + ("" if vs["decided"][m] else " (undecided: 0 inside)"))
@@ -190,7 +194,7 @@ def simulate_args(p: argparse.ArgumentParser) -> None:
 
 def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.engine.simulator import read_jsonl, trace_to_records
-    from dse.io.resolve import simulate, target_alone
+    from dse.io.resolve import report, simulate, target_alone
 
     refuse_overwriting_inputs({"--trace-out": a.trace_out, "--timeline-out": a.timeline_out},
                               {"--trace": a.trace, "--design": a.design,
@@ -228,13 +232,18 @@ def run_simulate(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     vs = None
     if d.workflow != "target-only":  # weighed against the target alone, simulated alike
         alone = build_design(cat, target_alone(d.system), d.schedule)
-        ra = simulate(alone, w, problems=a.problems, seed=a.seed).report
-        vs = _versus_simulated(cat, d, sim.report, ra, w)
+        # a replayed trace's problems are not the workload's draws: the target alone is its
+        # closed form's expectation over the workload's problems
+        ra = (report(alone, w) if a.trace else
+              simulate(alone, w, problems=a.problems, seed=a.seed).report)
+        vs = _versus_simulated(cat, d, sim.report, ra, w, measured=a.trace is not None)
         r = r | {"target_alone": ra.to_dict(), "vs_target_alone": vs}
     rows = [_simulated_row(r, r["schedule"])]
     if vs is not None:
-        rows.append(_simulated_row(r["target_alone"], "target alone"))
-    text = (f"{r['system']} on {r['workload']}: {r['problems']} problems simulated "
+        rows.append(_simulated_row(r["target_alone"], "target alone" + (
+            " (closed form)" if a.trace else "")))
+    text = (f"{r['system']} on {r['workload']}: {r['problems']} problem"
+            f"{'s' if r['problems'] != 1 else ''} simulated "
             "([low-high]: 90% intervals of the mean, the closed form's relative width)\n"
             + table(["schedule", "mean latency s", "p50 s", "p95 s", "goodput tok/s",
                      "J/token", "accuracy %", "backtracks", "stall ratio"], rows,
@@ -247,24 +256,41 @@ def _simulated_row(r: dict[str, Any], label: str) -> list[Any]:
     pct, iv = r["percentiles"], r["intervals"]
     return [label,
             with_interval(r["latency_s_per_problem"], iv.get("latency_s_per_problem")),
-            pct["latency_p50_s"], pct["latency_p95_s"],
+            pct.get("latency_p50_s"), pct.get("latency_p95_s"),
             with_interval(r["goodput_tokens_per_s"], iv.get("goodput_tokens_per_s")),
             with_interval(r["j_per_token"], iv.get("j_per_token")),
             with_interval(r["accuracy"], iv.get("accuracy")),
             r["backtracks_per_problem"], r["speculation_stall_ratio"]]
 
 
-def _versus_simulated(cat: Catalog, d: Any, rd: Any, ra: Any, w: Any) -> dict[str, Any]:
+def _versus_simulated(cat: Catalog, d: Any, rd: Any, ra: Any, w: Any, *, measured: bool
+                      ) -> dict[str, Any]:
     """The simulated design's margin over its simulated target alone, with the closed form's
     joint 90% interval of the difference moved to sit around the simulated margin (the same
-    offsets either side, as a simulated report's own interval: dse.uncertainty.attach)."""
+    offsets either side, as a simulated report's own interval: dse.uncertainty.attach).
+    measured: the design is a replayed trace, the target alone its closed form over the
+    workload: the trace's measured accuracy (a Wilson interval) is independent of the target
+    alone's modelled one, their half-widths added in quadrature
+    (dse.uncertainty.joint.difference_of_ends). A metric either side lacks (a trace without
+    correctness has no accuracy) has no margin."""
     from dse.io.resolve import report
     from dse.uncertainty import evaluate_at
+    from dse.uncertainty.joint import difference_of_ends
 
     cf = report(d, w, intervals=False)
     _, vs = _versus_target_alone(cat, (d, cf, evaluate_at(d, w, central=cf)), w)
-    margin = {m: float(getattr(rd, m)) - float(getattr(ra, m)) for m, _ in MARGINS}
-    iv = {m: [lo + margin[m] - vs["margin"][m], hi + margin[m] - vs["margin"][m]]
-          for m, (lo, hi) in vs["margin_interval"].items()}
+    margin: dict[str, float] = {}
+    iv: dict[str, list[float]] = {}
+    for m, _ in MARGINS:
+        va, vb = getattr(rd, m), getattr(ra, m)
+        if va is None or vb is None:
+            continue
+        if m == "accuracy" and measured:
+            margin[m], iv[m] = difference_of_ends(va, rd.intervals[m], vb, ra.intervals[m],
+                                                  shared=False)
+            continue
+        margin[m] = float(va) - float(vb)
+        lo, hi = vs["margin_interval"][m]
+        iv[m] = [lo + margin[m] - vs["margin"][m], hi + margin[m] - vs["margin"][m]]
     return {"schedule": rd.schedule, "margin": margin, "margin_interval": iv,
-            "decided": {m: not (iv[m][0] <= 0 <= iv[m][1]) for m, _ in MARGINS}}
+            "decided": {m: not (v[0] <= 0 <= v[1]) for m, v in iv.items()}}

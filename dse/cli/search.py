@@ -173,7 +173,12 @@ def _families_text(objectives: list[str], fams: list[Any], width: int | None) ->
     """Each family's best beside the winner (accurate closed form), its margin against it with
     the joint 90% interval of the difference, and a line when the target alone wins; within a
     width, each design in a few words, then in full under the table."""
-    from dse.search.families import idle_notes, nearest_notes, no_speculation_wins
+    from dse.search.families import (
+        idle_notes,
+        nearest_notes,
+        no_speculation_wins,
+        verdict_scope,
+    )
     from dse.search.objectives import direction
 
     if not fams:
@@ -213,7 +218,7 @@ def _families_text(objectives: list[str], fams: list[Any], width: int | None) ->
         what = ("speculative or width" if any(f.family == "width" for f in fams)
                 else "speculative")
         out += (f"\nNo {what} design beats the best target-only design (the target model "
-                f"alone) on {objectives[0]} in this space.")
+                f"alone) on {objectives[0]} {verdict_scope(fams)}.")
     notes = idle_notes(fams, objectives[0]) + nearest_notes(fams) + notes
     return out + "".join(f"\n{n}" for n in notes)
 

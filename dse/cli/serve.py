@@ -436,8 +436,10 @@ def _text(a: argparse.Namespace, r: dict[str, Any]) -> str:
             "rate": ("every request at once" if math.isinf(ld["value"])
                      else f"{ld['value']:g} requests/s (Poisson)")}[ld["kind"]]
     sp = r.get("speculative")
+    where = "" if sp is None or sp["device"] in (None, "target's") else f" on {sp['device']}"
     spec = "" if sp is None else (
-        f", speculating with {sp['proposer']} (k {sp['num_speculative_tokens']}, acceptance "
+        f", speculating with {sp['proposer']}{where} (k {sp['num_speculative_tokens']}, "
+        "acceptance "
         f"{sp['acceptance_rate']:.3g}: {sp['tokens_per_pass']:.2f} tokens a pass)")
     head = (f"{r['model']} on {r['replicas']} x {r['device']} (tp={r['tp']}, "
             f"{r['precision']}, {r['serving']}{spec}): {what}, {ld['input_tokens']} in / "

@@ -76,7 +76,7 @@ def versus_lines(r: dict[str, Any]) -> list[str]:
     """The margin against the target alone at this load (`versus`), or why it has none."""
     if "target_alone" not in r:
         return []
-    design = "system" in r and r.get("family") != "target-only"
+    design = "system" in r and r.get("speculative") is None  # else token-level speculation
     what = "the target alone" if design else "the target without speculation"
     this = r.get("schedule") if design else "speculation"
     if r["vs_target_alone"] is None:

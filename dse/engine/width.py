@@ -108,13 +108,19 @@ def width_accuracy(c: Costs) -> WidthAccuracy:
     acc = _accuracy_pct(a, d.workflow, d.samples, conc, agreement,
                         0.0 if sep is None else sep, p.deception, d.beam_width, w.steps_mean,
                         chance)
-    if d.samples == 1:  # one sample is the policy alone, exactly (not to quadrature error)
+    if policy_alone(d):  # the policy alone, exactly (not to quadrature error)
         acc = a
     elif d.workflow in SEARCHES:  # never above what N whole samples reach (module docstring)
         acc = min(acc, float(accuracy_pct(solo_accuracy_pct=a, method="pass-at-n",
                                           samples=d.samples, concentration=conc,
                                           agreement=agreement, chance=chance)))
     return WidthAccuracy(acc, a, conc, fitted, sep, basis, f1)
+
+
+def policy_alone(d: Any) -> bool:
+    """A width design whose accuracy is its policy's alone by construction: one sample, or a
+    majority vote of two (ties split: p^2 + 2 p (1 - p) / 2 = p at every difficulty)."""
+    return bool(d.samples == 1 or (d.workflow == "majority" and d.samples == 2))
 
 
 @lru_cache(maxsize=4096)

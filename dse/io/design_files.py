@@ -88,6 +88,8 @@ def parse_set(items: Sequence[str]) -> tuple[dict[str, Any], dict[str, bool]]:
             raise FlagValueError("--set", item[:60], "expected key=value")
         key, raw = (x.strip() for x in item.split("=", 1))
         key = ALIASES.get(key, key)
+        if key in sys_over or key in flag_over:  # never the last one silently winning
+            raise FlagValueError("--set", key[:60], "given twice; set each key once")
         if key in FLAGS:
             if raw.lower() not in _BOOL_WORDS:
                 raise FlagValueError("--set", key, f"expected true or false, got {raw[:60]!r}")
@@ -263,6 +265,10 @@ def parse_design_text(text: str, where: str | Path) -> DesignFile:
         if not isinstance(sd.get(f), bool):
             raise SpecError(p, f"schedule.{f}", "expected true or false")
     sched = schedule_for(**{f: sd[f] for f in FLAGS})
+    if "name" in sd and sd["name"] != sched.name:  # the flags decide; a name must agree
+        raise SpecError(p, "schedule.name", f"{sd['name'][:60]!r}, but the flags ("
+                        + ", ".join(f"{f} = {str(sd[f]).lower()}" for f in FLAGS)
+                        + f") are the schedule {sched.name!r}; correct one or drop the name")
     wl = data.get("workload")
     if wl is not None and not isinstance(wl, str):
         raise SpecError(p, "workload", "expected a workload name")

@@ -30,7 +30,7 @@ from dse.model.design import Design, budget_misfit, build_design, schedule_confl
 from dse.model.schedules import FLAGS, PRESETS, Schedule
 from dse.model.schedules import schedule as preset
 from dse.specs import SCHEMAS, Catalog, check_value, load_spec
-from dse.specs.scenario import SystemSpec, WorkloadSpec
+from dse.specs.scenario import PRM_KEYS, SystemSpec, WorkloadSpec
 
 SystemRef = str | Path | SystemSpec
 WorkloadRef = str | Path | WorkloadSpec
@@ -97,6 +97,9 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
         # None, or "", clears an optional key (`--set draft_engine=`, `--set fpga.clock_mhz=`)
         clear = k.optional and (value is None or (isinstance(value, str) and value == ""))
         changes[k.attr] = None if clear else check_value(source, k, value)
+    for attr in _dropped_by_workflow(overrides.get("workflow"), s):
+        if attr not in changes:  # a key the new workflow has no use for, unless named too
+            changes[attr] = None
     values = {k.attr: changes.get(k.attr, getattr(s, k.attr)) for k in kind.keys}
     if kind.check is not None:
         try:
@@ -107,6 +110,25 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
             raise FlagValueError("--set", e.key, e.reason) from None
     sources = {**s.sources, **{k: f"set by {source}" for k in overrides}}
     return replace(s, path=where, sources=sources, **changes)
+
+
+def _dropped_by_workflow(workflow: Any, s: SystemSpec) -> tuple[str, ...]:
+    """The keys a system's workflow set to `workflow` has no use for (`--set
+    workflow=target-only` on a width or speculative design, `workflow=speculative` on a width
+    one): cleared as `target_alone` clears them, so the documented way to the alternative
+    works from any design."""
+    width = ("samples", "beam_width", "aggregation")
+    if workflow is None or workflow == s.workflow:
+        return ()
+    if workflow == "target-only":
+        return ("verifier", "colocate", *width, "fpga_clock_hz", "fpga_memory_channels",
+                "fpga_mac_lanes")
+    if workflow == "speculative":
+        return width
+    gone = ("colocate", *(("beam_width",) if workflow != "beam" else ()))
+    if workflow == "majority":  # no verifier
+        gone = (*gone, *PRM_KEYS, "prm_tp", "aggregation")
+    return gone
 
 
 def resolve_design(cat: Catalog, system: SystemRef | Source, *,
@@ -220,7 +242,8 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
              trace: Any = None, intervals: bool = True) -> Simulated:
     """The trace-driven simulation of a design: a synthetic trace of `problems` problems drawn
     with `seed`, or the given Trace (a speculative design only), replayed; the report with the
-    closed form's relative 90% intervals around the simulated means (unless intervals=False)."""
+    closed form's relative 90% intervals around the simulated means (unless intervals=False;
+    a given trace's measured accuracy: the Wilson interval of its solved share)."""
     from dse.engine.report import finite, report_from_replay
     from dse.engine.simulator import replay, synthetic_trace
     from dse.errors import UsageError
@@ -228,6 +251,7 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
 
     check_budget(d, w)
     c = Costs(d, w)
+    given = trace is not None  # a user's trace: its correctness is measured, not modelled
     if not d.is_speculative:
         from dse.engine.target_only import target_only_replay
         from dse.engine.width import width_replay
@@ -245,4 +269,12 @@ def simulate(d: Design, w: WorkloadSpec, *, problems: int = 5000, seed: int = 0,
         from dse.uncertainty import attach
 
         r = attach(r, d, w)
+        if given and r.accuracy is not None:  # measured: the share's own sampling interval
+            from dataclasses import replace
+
+            from dse.uncertainty.joint import wilson_pct
+
+            n = int(rp.correct.size)
+            r = replace(r, intervals={**r.intervals, "accuracy": list(
+                wilson_pct(float(rp.correct.sum()), n))})
     return Simulated(r, trace, list(rp.timeline or []))

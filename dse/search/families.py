@@ -46,6 +46,9 @@ class FamilyBest:
     # name (dse.search.exhaustive.with_nearest, `nearest_note`)
     nearest: Candidate | None = None
     nearest_line: str = ""
+    # a study that sampled this family too little to say (dse.search.optuna_study.
+    # study_families): "no feasible design" is then the study's, not the space's
+    unreached: bool = False
 
     def decided(self, metric: str) -> bool | None:
         iv = self.margin_interval.get(metric)
@@ -139,12 +142,24 @@ def difference(cat: Catalog, workloads: Sequence[tuple[str, float]], a: Candidat
     return {m: margin[m] for m in keep}, {m: lo_hi[m] for m in keep}
 
 
+def verdict_scope(fams: Sequence[FamilyBest], labels: Mapping[str, str] | None = None) -> str:
+    """Where "no speculative design beats the target alone" holds: the space, or, where a
+    study left a family unreached, only the designs it evaluated."""
+    gaps = [(labels or {}).get(f.family, f.family) for f in fams if f.unreached]
+    if not gaps:
+        return "in this space"
+    return (f"among the designs this study evaluated (it found no feasible "
+            f"{' or '.join(gaps)} design to weigh)")
+
+
 def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: Candidate,
                  bests: Mapping[str, Candidate | None],
-                 families: Sequence[str] = FAMILIES) -> list[FamilyBest]:
+                 families: Sequence[str] = FAMILIES,
+                 unreached: Mapping[str, str] | None = None) -> list[FamilyBest]:
     """Each family's best against the winner (bests: family -> its best candidate, already
     carrying the closed form's metrics and intervals); families: those the space has
-    (dse.search.space.families_of)."""
+    (dse.search.space.families_of); unreached: for a family a study found no feasible design
+    of, why that says nothing of the space (its note)."""
     from dse.uncertainty.evidence import measured_devices
 
     measured = measured_devices()
@@ -152,8 +167,9 @@ def family_bests(cat: Catalog, workloads: Sequence[tuple[str, float]], winner: C
     for fam in families:
         c = bests.get(fam)
         if c is None:
-            out.append(FamilyBest(fam, None, note="no feasible design of this family in the "
-                                  "space"))
+            why = (unreached or {}).get(fam)
+            out.append(FamilyBest(fam, None, note=why or "no feasible design of this family "
+                                  "in the space", unreached=why is not None))
             continue
         ev = evidence(_design(cat, c), c.provenance, measured)
         if identity(c) == identity(winner):

@@ -19,6 +19,7 @@ import hashlib
 import math
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -341,10 +342,15 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
             bests[fam] = winner
     sign = 1 if study.directions[0].name == "MINIMIZE" else -1
     chosen: dict[str, tuple[float, Any]] = {}
-    for t in study_trials(study):
-        if t.user_attrs.get("violation", 1.0) > 0 or "design_toml" not in t.user_attrs:
+    sampled: Counter[str] = Counter()
+    trials = study_trials(study)
+    for t in trials:
+        if "design_toml" not in t.user_attrs:
             continue
         fam = trial_family(cat, trial_candidate(t))
+        sampled[fam] += 1
+        if t.user_attrs.get("violation", 1.0) > 0:
+            continue
         v = sign * float(t.values[0])
         if fam not in ("target-only", "width") and v < chosen.get(fam, (math.inf, None))[0]:
             chosen[fam] = (v, t)
@@ -353,8 +359,14 @@ def study_families(cat: Catalog, space: Space, objectives: Sequence[str],
         if identity(c) == identity(winner):
             c = winner
         bests[fam] = c
+    unreached = {fam: (f"none of the study's {sampled[fam]} trials of this family met the "
+                       "constraints" if sampled[fam] else
+                       f"the study's {len(trials)} trials sampled no design of this family")
+                 + " (more --trials, or dse sweep, which checks the whole space)"
+                 for fam in families_of(space)
+                 if fam not in ("target-only", "width") and bests.get(fam) is None}
     return with_nearest(cat, space, family_bests(cat, space.workloads, winner, bests,
-                                                 families_of(space)),
+                                                 families_of(space), unreached),
                         cons, confidence, measured_only)
 
 

@@ -16,9 +16,9 @@ model sqrt(6^2 - 1.5^2) = 5.81, sqrt(5.81^2 + (1.645 x 1.6)^2) = 6.4 points.
 Status: cross-validated for the fitted methods (best-of-n, weighted-best-of-n, majority) on
 a dataset and with a verifier the fit pinned; extrapolated for the searches (no fit-allowed
 source prints beam-search accuracies, step search only held-out rows), a dataset the fit
-never saw or a verifier with neither a ProcessBench F1 nor a fitted separation. One sample is
-the policy alone: that design's factor is the target alone's (its published solo accuracy's
-binomial spread, the same key, so their difference is exactly 0).
+never saw or a verifier with neither a ProcessBench F1 nor a fitted separation. One sample, or
+a majority of two, is the policy alone: that design's factor is the target alone's (its
+published solo accuracy's binomial spread, the same key, so their difference is exactly 0).
 """
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ def model_half_width_points(gain_points: ArrayLike, line: Mapping[str, float]) -
 
 def width_accuracy_key(d: Design, w: WorkloadSpec) -> str:
     """accuracy:<workload>:<method>:<policy>:<PRM or none>:<aggregation>; shared by designs of
-    any N (one model error for one policy, PRM and method); one sample: the target alone's
-    key."""
-    if d.samples == 1:
+    any N (one model error for one policy, PRM and method); the policy alone (one sample, a
+    majority of two: dse.engine.width.policy_alone): the target alone's key."""
+    from dse.engine.width import policy_alone
+
+    if policy_alone(d):
         return f"accuracy:{w.name}:target-only:{d.target.model.name}"
     prm = d.prm_placement.model.name if d.prm_placement is not None else "none"
     agg = d.aggregation if d.prm_placement is not None else "none"
@@ -66,10 +68,10 @@ def width_accuracy_key(d: Design, w: WorkloadSpec) -> str:
 
 def width_accuracy_factor(d: Design, w: WorkloadSpec) -> Factor:
     """The accuracy shift of a width design (module docstring)."""
-    from dse.engine.width import width_accuracy
+    from dse.engine.width import policy_alone, width_accuracy
     from dse.model.schedules import Costs
 
-    if d.samples == 1:
+    if policy_alone(d):
         return _solo_accuracy_factor(w, d.target.model.name)
     s = ev.settings()
     acc = width_accuracy(Costs(d, w))

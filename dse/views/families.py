@@ -20,6 +20,7 @@ from dse.search.families import (
     idle_notes,
     nearest_notes,
     no_speculation_wins,
+    verdict_scope,
 )
 from dse.search.objectives import OBJECTIVES, direction
 from dse.views.search import fmt, label
@@ -114,7 +115,7 @@ def families_verdict(fams: Sequence[FamilyBest], objectives: Sequence[str]) -> s
     what = ("speculative or width" if any(f.family == "width" for f in fams)
             else "speculative")
     text = (f"No {what} design beats the best target-only design (the target model "
-            f"alone) on {label(obj).words} in this space.")
+            f"alone) on {label(obj).words} {verdict_scope(fams, FAMILY_LABELS)}.")
     spec = [f for f in fams if f.family != "target-only" and f.candidate is not None
             and not f.is_winner]
     sure = [FAMILY_LABELS.get(f.family, f.family) for f in spec if f.decided(obj)]
