@@ -252,8 +252,11 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
     )
 
     s = ev.settings()
+    unfit = _dataset_unfit(w, target)
     if verifier == "target":
         status, basis = ev.judge_provenance(w.dataset, draft, target)
+        if unfit:
+            status, basis = "extrapolated", f"{unfit}; {basis}"
         data = ev.judge_cv()
         scheme = ev.judge_interval_scheme(status, draft, target)
         scores = VERIFIERS[verifier].scores(w, draft, target)
@@ -273,6 +276,8 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
     scheme = prm_scheme(data, w.name, draft, target, prm)
     if scheme == "leave_one_prm_out" and status == "calibrated":
         status, basis = "extrapolated", f"{basis}; a PRM outside the calibration rows"
+    if unfit:
+        status, basis = "extrapolated", f"{unfit}; {basis}"
     t0 = s.calibration_threshold
 
     scores = VERIFIERS[verifier].scores(w, draft, target, prm)
@@ -287,6 +292,21 @@ def _accuracy_factor(w: WorkloadSpec, draft: str, target: str, verifier: str = "
                   f"{w.test_problems} problems at the calibration's p_accept {ref:.2f}, the "
                   "model term in proportion below it", accept_reference=ref,
                   width_floor=max(width.noise_half_width, s.accuracy_floor_points))
+
+
+def _dataset_unfit(w: WorkloadSpec, target: str) -> str:
+    """Why the workload's problem difficulty is not fitted, or "": its dataset is none the
+    difficulty model (dse.width.params: the solve-rate concentration every step quality rests
+    on) was fitted on, so its default applies (a new dataset, or a misspelt one)."""
+    from dse.model.workflow import model_accuracy
+    from dse.width.params import shipped
+
+    _, fitted = shipped().concentration_for(w.dataset, model_accuracy(w, target))
+    if fitted:
+        return ""
+    known = ", ".join(sorted(shipped().concentration))
+    return (f"dataset {w.dataset!r} is none the difficulty model was fitted on ({known}): "
+            "its default concentration applies")
 
 
 def prm_scheme(data: Mapping[str, Any], workload: str, draft: str, target: str,
