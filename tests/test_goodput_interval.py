@@ -52,3 +52,27 @@ def test_serve_gives_goodput_an_interval_that_holds_it(evaluator: str) -> None:
     # without SLOs there is no goodput and no interval of it
     r = serve(pl, Load("rate", 5.0, 1024, 128, 200), evaluator=evaluator)
     assert r["request_goodput"] is None and "request_goodput" not in r["intervals"]
+
+
+@pytest.mark.parametrize("requests", [1, 3])
+def test_a_run_shorter_than_the_steady_batch_is_its_transient(requests: int) -> None:
+    """A run of fewer requests than the steady state holds never reaches it: the closed form
+    serves them into an emptier engine (one request alone: the simulator's lone request
+    exactly), with its interval ends on the same footing; a long run keeps the steady state."""
+    from dse.devices.registry import place
+    from dse.serving import Load, serve
+    from dse.specs import Catalog
+
+    cat = Catalog.load()
+    pl = place(cat, cat.model("qwen2.5-7b-instruct"), "h100-sxm", software="vllm-v1",
+               context_tokens=1024 + 128)
+    short = serve(pl, Load("rate", 5.0, 1024, 128, requests))
+    long = serve(pl, Load("rate", 5.0, 1024, 128, 1000))
+    assert short["mean_ttft_ms"] < long["mean_ttft_ms"]
+    assert short["mean_tpot_ms"] < long["mean_tpot_ms"]
+    lo, hi = short["intervals"]["mean_ttft_ms"]
+    assert lo <= short["mean_ttft_ms"] <= hi < long["intervals"]["mean_ttft_ms"][1]
+    if requests == 1:
+        sim = serve(pl, Load("rate", 5.0, 1024, 128, 1), evaluator="simulator")
+        for k in ("mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms"):
+            assert short[k] == pytest.approx(sim[k], rel=1e-6)

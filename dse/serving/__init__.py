@@ -84,10 +84,18 @@ def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: 
     if load.kind == "batch":
         s = static_batch(e, load)
         return s, 0.0, s.e2el_s, float("nan")
+    def short(s: Steady) -> bool:  # a run no longer than the steady batch never reaches it:
+        # its requests arrive into an emptier engine (the recurrence, arrivals spread evenly;
+        # one request runs alone, the simulator's lone request exactly)
+        return not steady and n <= s.batch
+
     if not limit_needed and known is None and load.kind == "rate" and math.isfinite(load.value):
         fixed = open_loop(e, load, load.value)
-        if fixed is not None:
+        if fixed is not None and not short(fixed):
             return fixed, 0.0, run_s(fixed), float("nan")
+        if fixed is not None:
+            st = cohorts(e, load, 1, n, resend=False, rate=load.value)
+            return st, 0.0, n / st.request_rate, float("nan")
     limit = float("nan") if load.kind != "rate" else (
         known if known is not None else capacity_rate(e, load))
     if load.kind == "concurrency":
@@ -98,8 +106,11 @@ def _steady(e: Engine, load: Load, known: float | None = None, *, limit_needed: 
         st = cohorts(e, load, n, n, resend=False)
         return st, 0.0, n / st.request_rate, limit
     below = None if rate > limit else open_loop(e, load, rate)
-    if below is not None:
+    if below is not None and not short(below):
         return below, 0.0, run_s(below), limit
+    if below is not None:
+        st = cohorts(e, load, 1, n, resend=False, rate=rate)
+        return st, 0.0, n / st.request_rate, limit
     # past capacity the queue builds: the cohort recurrence with the arrivals spread evenly
     st = replace(cohorts(e, load, 1, n, resend=False, rate=rate), saturated=True)
     return st, 0.0, n / st.request_rate, limit
