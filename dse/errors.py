@@ -35,6 +35,7 @@ class UnknownNameError(DseError):
     exit_code = 2
 
     def __init__(self, what: str, name: str, valid: list[str] | tuple[str, ...]) -> None:
+        self.what, self.name = what, name
         shown = ", ".join(sorted(valid)) if valid else "(none)"
         super().__init__(f"unknown {what} {name!r}; valid: {shown}")
 

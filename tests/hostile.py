@@ -424,6 +424,16 @@ def options_twice(rng: Any, d: Path) -> Case:
           "brsd"], "--schedule"),
         (["compare", SYSTEM, SYSTEM, "--scenario", "gsm8k", "--scenario", "gsm8k"],
          "--scenario"),
+        (["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "rtx-3090", "--rate", "1",
+          "--rate", "2"], "--rate"),
+        (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "rtx-3090", "--context",
+          "8", "--context", "9"], "--context"),
+        ([*SIM, "--seed", "1", "--seed", "2"], "--seed"),
+        (["sweep", "--space", "a.toml", "--space", "b.toml"], "--space"),
+        (["optimize", "--trials", "2", "--trials", "3"], "--trials"),
+        (["studies", "--storage", "a", "--storage", "b"], "--storage"),
+        (["reproduce", "--markdown", "a.md", "--markdown", "b.md"], "--markdown"),
+        ([*EVAL, "--set", "accept_threshold=0.8", "--set", "accept_threshold=0.9"], "--set"),
     ])
     return Case("options given twice", argv, frozenset({2}), (flag, "given twice"),
                 detail=flag)

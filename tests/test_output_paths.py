@@ -152,7 +152,7 @@ STORAGES: list[tuple[str, Callable[[Path], str], str]] = [
     ("an unwritable directory", lambda t: f"sqlite:///{unwritable_dir(t) / 's.db'}",
      "cannot create files in"),
     ("a device", lambda t: "sqlite:////dev/null", "is not a regular file"),
-    ("empty", lambda t: "", "an empty URL"),
+    ("empty", lambda t: "", "the value is empty"),
 ]
 
 
@@ -268,11 +268,11 @@ def test_an_empty_output_path_is_refused(argv: list[str], flag: str,
                                          capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """`--out ""` names no file: one line naming the flag, exit 2, never "not given"."""
-    _refused_fast([*argv, flag, ""], flag, "'': not a usable path", capsys, monkeypatch)
+    _refused_fast([*argv, flag, ""], flag, "the value is empty", capsys, monkeypatch)
 
 
 def test_an_empty_study_name_is_refused(capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`--study-name ""` is not the default name said another way: one line, exit 2."""
     _refused_fast(["optimize", "--trials", "2", "--storage", "memory", "--study-name", ""],
-                  "--study-name", "an empty name", capsys, monkeypatch)
+                  "--study-name", "the value is empty", capsys, monkeypatch)

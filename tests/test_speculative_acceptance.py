@@ -45,3 +45,14 @@ def test_value_ranges():
             assert r["speedup"] > 0.0, r["id"]
         if "batch_size" in r:
             assert isinstance(r["batch_size"], int) and r["batch_size"] >= 1, r["id"]
+
+
+def test_another_tasks_rows_come_after_a_mixed_benchmark() -> None:
+    """No n-gram row measures math: a mixed chat benchmark stands in before an editing
+    benchmark, whose copied spans make n-gram lookup accept far more than math would."""
+    from dse.serving.acceptance import GENERAL, default_rate, rows
+
+    got = default_rate("ngram", "qwen2.5-math-1.5b-instruct", "math500")
+    (row,) = [r for r in rows() if got.basis.startswith(str(r["id"]) + " ")]
+    assert row["dataset"] in GENERAL
+    assert "blazedit" not in got.basis

@@ -18,16 +18,19 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Iterator, Sequence
 
 from dse import __version__
 from dse.cli import catalog, compare, evaluate, export, reproduce, search, serve
-from dse.cli.common import Command, WithOutput
+from dse.cli.common import Command, WithOutput, check_given, once_by_default
 from dse.core.process import retain_freed_memory
 from dse.errors import (
     EXIT_SIGINT,
     INTERRUPTED,
     DseError,
+    FlagValueError,
+    SpecError,
     Terminated,
     UsageError,
     clear_stop,
@@ -79,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for c in COMMANDS:
         sp = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])
+        once_by_default(sp)  # an option given twice is refused, never the last one winning
         c.add_args(sp)
     return p
 
@@ -123,19 +127,18 @@ def _main(argv: Sequence[str] | None) -> int:
             args = parser.parse_args(argv)
             name, debug = args.command, args.debug
             return _run(args)
-        except KeyboardInterrupt:
-            if debug:
-                raise
+        except KeyboardInterrupt as e:
+            _traceback(debug, e)
             return _stopped(name, INTERRUPTED, EXIT_SIGINT)
-        except Terminated:
-            if debug:
-                raise
+        except Terminated as e:
+            _traceback(debug, e)
             return _stopped(name, "terminated (SIGTERM); nothing more was written",
                             EXIT_SIGTERM)
         except Exception as e:  # a library's cleanup failing while the signal unwound it
             sig = _signal_under(e)
-            if sig is None or debug:
+            if sig is None:
                 raise
+            _traceback(debug, e)
             if isinstance(sig, KeyboardInterrupt):
                 return _stopped(name, INTERRUPTED, EXIT_SIGINT)
             return _stopped(name, "terminated (SIGTERM); nothing more was written",
@@ -221,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if sys.stdout is None:  # started with stdout closed (`>&-`): refuse before computing
             raise UsageError("standard output is closed (>&-); give it a file or /dev/null")
+        check_given(args)
         cat = Catalog.load(args.catalog)
         payload, text = cmd.run(args, cat)
     except WithOutput as e:  # the output first, then the error's line and code
@@ -229,19 +233,41 @@ def _run(args: argparse.Namespace) -> int:
         say(f"dse {args.command}: error: {e}")
         return code or e.exit_code
     except DseError as e:
-        if args.debug:
-            raise
+        _traceback(args.debug, e)
+        e = _blamed_on_set(e)
         say(f"dse {args.command}: error: {e}")
         return e.exit_code
     except (OSError, ValueError) as e:
-        if args.debug:
-            raise
+        _traceback(args.debug, e)
         text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError)
                 and e.filename is not None and e.strerror else str(e))
         say(f"dse {args.command}: error: {text}")
         return 1
     out = json.dumps(jsonable(payload), indent=2, sort_keys=True) if args.json else text
     return _print_output(args.command, out)
+
+
+def _traceback(debug: bool, e: BaseException) -> None:
+    """With --debug, the error's traceback on stderr; the command then ends as without it
+    (its one line, its exit code: --debug never changes the code)."""
+    if debug and sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            traceback.print_exception(e, file=sys.stderr)
+
+
+# the path dse.io.resolve.override_spec gives a system changed by --set
+_SET_SUFFIX = " (with --set)"
+
+
+def _blamed_on_set(e: DseError) -> DseError:
+    """A check across a system's keys that fails only once `--set` changed it (a target whose
+    tokenizer the draft does not share, found where the design is built) is a flag's error:
+    it names --set and exits 2, as `--set`'s other errors do (the reason kept), not the
+    shipped file it was read from."""
+    if isinstance(e, SpecError) and not isinstance(e, FlagValueError) and \
+            e.path.endswith(_SET_SUFFIX):
+        return FlagValueError("--set", e.key, e.reason)
+    return e
 
 
 def _print_output(name: str, out: str) -> int:

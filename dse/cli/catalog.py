@@ -10,6 +10,7 @@ from dse.cli.common import (
     WithOutput,
     add_wide,
     clip_words,
+    flags_named,
     offload_fraction_type,
     positive_float,
     table,
@@ -97,14 +98,21 @@ def roofline_args(p: argparse.ArgumentParser) -> None:
     add_wide(p)
 
 
+# roofline()'s arguments (its errors' keys) and the flags that set them
+ROOFLINE_FLAGS = {k: "--" + k.replace("_", "-") for k in (
+    "model", "device", "precision", "serving", "clock_mhz", "tp", "engine", "mac_lanes",
+    "channels", "kv_precision", "offload_fraction")}
+
+
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.io.roofline import roofline  # local: keeps `dse --help` fast
 
-    r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
-                 serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
-                 clock_mhz=a.clock_mhz, tp=a.tp, engine=a.engine, mac_lanes=a.mac_lanes,
-                 channels=a.channels, kv_precision=a.kv_precision,
-                 offload_fraction=a.offload_fraction)
+    with flags_named({f: getattr(a, k) for k, f in ROOFLINE_FLAGS.items()}, ROOFLINE_FLAGS):
+        r = roofline(cat, model=a.model, device=a.device, precision_name=a.precision,
+                     serving=a.serving, context=a.context, prompt_tokens=a.prompt_tokens,
+                     clock_mhz=a.clock_mhz, tp=a.tp, engine=a.engine, mac_lanes=a.mac_lanes,
+                     channels=a.channels, kv_precision=a.kv_precision,
+                     offload_fraction=a.offload_fraction)
     d_lo, d_hi = (x * 1e3 for x in r["decode_s_per_token_interval"])
     p_lo, p_hi = (x * 1e3 for x in r["prefill_s_interval"])
     w_lo, w_hi = r["power_w_interval"]

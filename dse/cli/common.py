@@ -4,10 +4,11 @@ workload option, output files and Optuna's log level."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ import numpy as np
 
 from dse.cli.layout import DEFAULT_WIDTH, output_width, table_text
 from dse.core.limits import MAX_INT, MAX_RATE_PER_S, MAX_SEED
-from dse.errors import DseError, Terminated, UsageError
+from dse.errors import (
+    DseError,
+    FlagValueError,
+    SpecError,
+    Terminated,
+    UnknownNameError,
+    UsageError,
+)
 from dse.io.outputs import check_output_file, check_path_text
 from dse.specs import Catalog
 
@@ -44,8 +52,10 @@ class WithOutput(DseError):
 
 class Once(argparse.Action):
     """An option that may be given once: a second one is a usage error (argparse's default,
-    the last one silently winning, hides a mistake). compare_hint: the message suggests
-    `dse compare` with both values (for --system and --design)."""
+    the last one silently winning, hides a mistake). The `dse` parser makes it every option's
+    default action (dse.cli.build_parser); the repeatable ones say action="append".
+    compare_hint: the message suggests `dse compare` with both values (for --system and
+    --design)."""
 
     def __init__(self, *args: Any, compare_hint: bool = False, **kwargs: Any) -> None:
         self.compare_hint = compare_hint
@@ -53,13 +63,86 @@ class Once(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        before = getattr(namespace, self.dest, None)
-        if before is not None:
-            hint = (f"; to put designs side by side: dse compare {before} {values}"
-                    if self.compare_hint else "")
-            parser.error(f"{option_string}: given twice ({before}, then {values}); give it "
-                         f"once{hint}")
+        given: set[str] = namespace.__dict__.setdefault(_GIVEN, set())
+        if self.dest in given and option_string is not None:
+            before = _shown(getattr(namespace, self.dest, None))
+            hint = (f"; to put designs side by side: dse compare {before} {_shown(values)}"
+                    if self.compare_hint else
+                    f", with all its values ({option_string} {before} {_shown(values)})"
+                    if self.nargs == "+" else "")
+            parser.error(f"{option_string}: given twice ({before}, then {_shown(values)}); "
+                         f"give it once{hint}")
+        given.add(self.dest)
+        if values == "" and option_string is not None:  # refused before running: check_given
+            namespace.__dict__.setdefault(_EMPTY, []).append(
+                f"{option_string}: the value is empty; give {self.metavar or self.dest.upper()}")
         setattr(namespace, self.dest, values)
+
+
+# the namespace's records of the options Once has seen, and of those given an empty value
+_GIVEN, _EMPTY = "_dse_options_given", "_dse_options_empty"
+
+
+def check_given(a: argparse.Namespace) -> None:
+    """Refuse, before any computing, an option given an empty value (`--design ''` names no
+    file, `--storage ''` no storage: never "not given", nor the working directory), and a
+    --catalog directory that is empty, given twice or the shipped catalog's own."""
+    from dse.specs.catalog import default_catalog_dirs
+
+    for why in getattr(a, _EMPTY, ()):
+        raise UsageError(why)
+    shipped = {d.resolve() for d in default_catalog_dirs()}
+    seen: dict[Path, str] = {}
+    for d in getattr(a, "catalog", None) or ():
+        if d == "":
+            raise UsageError("--catalog: the value is empty; give DIR")
+        r = Path(d).resolve()
+        if r in shipped:
+            raise UsageError(f"--catalog {d}: the shipped catalog directory, always loaded; "
+                             "drop it")
+        if r in seen:
+            raise UsageError(f"--catalog {d}: the same directory given twice (also "
+                             f"--catalog {seen[r]}); give it once")
+        seen[r] = d
+
+
+def _shown(value: Any) -> str:
+    """An option's value as a message shows it: a list's items with spaces, a KEY:MS pair
+    (--goodput) with its colon, a float in %g."""
+    if isinstance(value, list):
+        return " ".join(_shown(v) for v in value)
+    if isinstance(value, tuple):
+        return ":".join(_shown(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def once_by_default(p: argparse.ArgumentParser) -> None:
+    """Every option `p` gets without an action of its own takes one value once (Once)."""
+    p.register("action", None, Once)
+    p.register("action", "store", Once)
+
+
+@contextlib.contextmanager
+def flags_named(given: Mapping[str, Any], keys: Mapping[str, str]) -> Iterator[None]:
+    """A library's error about a command's own arguments, said in the command's words: a
+    SpecError of no file about an argument (keys: argument -> flag, e.g. "clock_mhz" ->
+    "--clock-mhz") and an unknown name that is a flag's value (given: flag -> value) become
+    usage errors naming the flag (exit 2, the reason kept); every other error passes as it is."""
+    try:
+        yield
+    except FlagValueError:
+        raise
+    except SpecError as e:
+        if e.path or e.key not in keys:
+            raise
+        raise FlagValueError(keys[e.key], "", e.reason) from e
+    except UnknownNameError as e:
+        flag = next((f for f, v in given.items() if v is not None and v == e.name), None)
+        if flag is None:
+            raise
+        raise UsageError(f"{flag}: {e}") from e
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = None,
@@ -231,10 +314,21 @@ def refuse_overwriting_inputs(outputs: Mapping[str, str | None],
 
 
 def read_workload(cat: Catalog, name: str) -> Any:
-    """A workload by catalog name or TOML file (dse.io.resolve, the one resolver)."""
+    """A workload by catalog name or TOML file (dse.io.resolve, the one resolver); a
+    directory, or a file of another kind, is refused saying so (never "unknown workload")."""
+    from dse.errors import SpecError
     from dse.io.resolve import resolve_workload
 
-    return resolve_workload(cat, name, flag="--scenario")
+    if name not in cat.names("workload") and os.path.isdir(name):
+        raise SpecError(name, "", "is a directory, not a file; --scenario takes a workload "
+                        "name or a workload TOML file")
+    try:
+        return resolve_workload(cat, name, flag="--scenario")
+    except SpecError as e:
+        if e.key != "kind" or e.path != str(Path(name)):
+            raise
+        raise SpecError(e.path, e.key, f"{e.reason}; --scenario takes a workload name or a "
+                        "workload TOML file") from e
 
 
 def add_force(p: argparse.ArgumentParser, what: str) -> None:

@@ -12,7 +12,9 @@ aliases, the schedule flags) and `schedule=NAME`, e.g.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dse.cli.common import Once, add_wide, read_workload, table, text_width, with_interval
@@ -72,6 +74,9 @@ def parse_design_arg(number: int, text: str) -> DesignArg:
             raise UsageError(f"DESIGN #{number} ({text[:80]}): {item[:60]!r}: expected "
                              "KEY=VALUE")
         if key.strip() == SCHEDULE_KEY:
+            if schedule is not None:
+                raise UsageError(f"DESIGN #{number} ({text[:80]}): {SCHEDULE_KEY}: given "
+                                 "twice; set each key once")
             schedule = value.strip()
         else:
             settings.append(item)
@@ -92,12 +97,21 @@ def compare_args(p: argparse.ArgumentParser) -> None:
     add_wide(p)
 
 
+def _ref(cat: Catalog, ref: str) -> str | Path:
+    """A DESIGN's system name, or its path where it names no system but a path (one that is
+    there, or that holds a '/'): read as a file, whose reader says what is wrong with it (a
+    directory, a missing file), never "unknown system"."""
+    if ref in cat.names("system") or not (os.path.lexists(ref) or "/" in ref):
+        return ref
+    return Path(ref)
+
+
 def _resolve(cat: Catalog, a: argparse.Namespace, arg: DesignArg) -> tuple[Any, Any]:
     """(the design, its source) of one DESIGN argument, through dse.io.resolve."""
     from dse.io.design_files import parse_set
     from dse.io.resolve import read_source, resolve_design
 
-    src = read_source(cat, arg.ref)
+    src = read_source(cat, _ref(cat, arg.ref))
     try:
         sys_over, flags = parse_set(arg.settings)
         d = resolve_design(cat, src, overrides={**sys_over, **flags},

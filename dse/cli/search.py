@@ -86,6 +86,9 @@ def _search_setup(a: argparse.Namespace, cat: Catalog, *, names: tuple[str, ...]
     if a.out:
         check_output_dir("--out", a.out, force=a.force, names=names)
     space = load_space(cat, a.space)
+    for i, o in enumerate(a.objective or ()):
+        if o in a.objective[:i]:
+            raise UsageError(f"--objective {o}: given twice; give each objective once")
     objectives = check_objectives(a.objective or ["j_per_token"])
     return space, objectives, Constraints(**{k: getattr(a, k) for k in CONSTRAINT_TABLE})
 

@@ -11,6 +11,7 @@ from typing import Any
 from dse.cli.common import (
     Once,
     add_wide,
+    flags_named,
     positive_float,
     rate_per_s,
     seed_type,
@@ -252,10 +253,22 @@ def _take_serving(a: argparse.Namespace, serving: Any, path: str) -> list[str]:
     return [f"{path} [serving]: " + ", ".join(taken)] if taken else []
 
 
+# the flags whose values dse serve passes to the library, by its arguments' names
+SERVE_FLAGS = {k: "--" + k.replace("_", "-") for k in (
+    "model", "system", "device", "precision", "kv_precision", "serving", "tp",
+    "speculative_model", "speculative_device", "schedule", "scenario")}
+
+
 def run_serve(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     _check_flags(a)
-    if a.model is None:
-        return _run_design(a, cat)
+    given = {f: getattr(a, k) for k, f in SERVE_FLAGS.items()}
+    with flags_named(given, SERVE_FLAGS):
+        if a.model is None:
+            return _run_design(a, cat)
+        return _run_model(a, cat)
+
+
+def _run_model(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     if _no_load(a):
         raise UsageError(f"give one of {', '.join(LOAD_FLAGS)}")
     a.replicas = a.replicas or 1

@@ -14,9 +14,9 @@ gives that a directly; each is converted, the conversion stated in the basis:
 The row chosen is the closest to the request among the rows of the proposer's kind (ngram, the
 EAGLE family, or any draft model): the target (its name, else its family: qwen, llama, vicuna,
 ...), then the proposer's exact name (eagle before eagle-3), then the dataset (math workloads
-match gsm8k, the math set among the rows; without one, a mixed chat benchmark: Spec-Bench, MT-
-bench or ShareGPT), greedy decoding (temperature 0) and a stated chain length; rows tied at the
-best score give their median a.
+match gsm8k, the math set among the rows; without one, or where no row has it, a mixed chat
+benchmark: Spec-Bench, MT-bench or ShareGPT, before another task's rows), greedy decoding
+(temperature 0) and a stated chain length; rows tied at the best score give their median a.
 """
 
 from __future__ import annotations
@@ -116,9 +116,11 @@ def default_rate(proposer: str, target: str, dataset: str | None) -> Default:
         if conv is None:
             continue
         t = str(row["target"])
-        score = (int(t == target), int(_family(t) == _family(target)), int(p == proposer),
-                 int(row["dataset"] == want if want is not None
-                     else row["dataset"] in GENERAL),
+        # the dataset: its own (or nearest) rows first, then a mixed chat benchmark, before
+        # another task's (an editing benchmark's n-gram overlap says nothing of math)
+        ds = 2 if want is not None and row["dataset"] == want else int(
+            row["dataset"] in GENERAL)
+        score = (int(t == target), int(_family(t) == _family(target)), int(p == proposer), ds,
                  int(float(row.get("temperature", 0.0)) == 0.0),
                  int(int(row.get("num_speculative_tokens", 0)) > 0))
         scored.append((score, conv[0], conv[1], row))
@@ -129,8 +131,8 @@ def default_rate(proposer: str, target: str, dataset: str | None) -> Default:
     tied = sorted((s for s in scored if s[0] == best), key=lambda s: s[1])
     mid = tied[len(tied) // 2]
     _, a, how, row = mid
-    match = [w for w, ok in zip(("target", "target family", "proposer", "dataset"), best[:4],
-                                strict=True) if ok]
+    match = [w for w, ok in zip(("target", "target family", "proposer", "dataset"),
+                                (*best[:3], best[3] == 2), strict=True) if ok]
     near = (f", {dataset} read as {want}" if dataset and want != dataset and best[3] else "")
     basis = (f"{row['id']} ({row['proposer']} -> {row['target']}, {row['dataset']}): {how}; "
              f"matches {', '.join(match) or 'the proposer kind only'}{near}"

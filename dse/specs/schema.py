@@ -380,6 +380,9 @@ def check_header(path: object, data: Any, kinds: Iterable[str]) -> str:
                         f"unsupported {_short(version)}; expected {SCHEMA_VERSION}")
     kind = data["kind"]
     valid = list(kinds)
+    if kind == "design" and kind not in valid:  # a file of dse's own, read elsewhere
+        raise SpecError(path, "kind", "'design': a design file (read with --design), not a "
+                        "catalog file")
     if not isinstance(kind, str) or kind not in valid:
         raise SpecError(path, "kind", f"unknown kind {_short(kind)}; valid: {', '.join(valid)}")
     return kind

@@ -82,6 +82,8 @@ def difference_interval(a: tuple[Design, Report], b: tuple[Design, Report], w: W
     out: dict[str, tuple[float, float]] = {}
     for m in metrics:
         lo, hi = combine(f0[m], ups[m], downs[m], shifts[m])
+        if m == "accuracy":  # two percentages differ by at most 100 points
+            lo, hi = np.maximum(lo, -100.0), np.minimum(hi, 100.0)
         out[m] = (float(lo), float(hi))
     return out
 
