@@ -164,6 +164,24 @@ def test_optimize_storage(case: str, url: Callable[[Path], str], words: str, tmp
                   capsys, monkeypatch)
 
 
+def test_optimize_refuses_a_file_that_is_no_database_and_leaves_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's text file as --storage: refused up front in one line (exit 2), never after a
+    storage line, and not a byte of it changed."""
+    f = _file(tmp_path)
+    _refused_fast(["optimize", "--trials", "2", "--storage", f"sqlite:///{f}"], "--storage",
+                  "is not a SQLite database", capsys, monkeypatch)
+    assert f.read_bytes() == b"x\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_studies_names_a_directory_as_one(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["studies", "--storage", f"sqlite:///{tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path} is a directory, not a database file" in err
+
+
 def test_optimize_default_storage_in_an_unwritable_directory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -188,6 +188,15 @@ def sqlite_path_problem(path: str) -> str | None:
             "--storage sqlite:////tmp/dse-studies.db")
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _first_bytes(p: Path, n: int) -> bytes:
+    """The first n bytes of file p (fewer if it is shorter); reads nothing more."""
+    with open(p, "rb") as f:
+        return f.read(n)
+
+
 def _open_for_writing(p: Path) -> None:
     """Open p for reading and writing and close it again (changes nothing)."""
     os.close(os.open(p, os.O_RDWR))
@@ -213,8 +222,12 @@ def check_storage(flag: str, url: str) -> None:
             raise _fail(flag, url, f"{p} is not a regular file")
         try:
             _open_for_writing(p)
+            head = _first_bytes(p, len(SQLITE_HEADER))
         except OSError as e:
             raise _fail(flag, url, f"{p} cannot be written "
                         f"({os.strerror(e.errno or errno.EIO)}); a read-only database cannot "
                         "record trials") from None
+        if head and head != SQLITE_HEADER:  # SQLite takes an empty file as a new database
+            raise _fail(flag, url, f"{p} is not a SQLite database (a file of another kind, "
+                        "left as it is); give a new file or a study database")
     _directory_for(flag, url, p.parent, create=False)

@@ -77,6 +77,8 @@ def is_optuna_storage(url: str) -> bool:
     if path is not None:
         import sqlite3
 
+        if os.path.isdir(path):
+            raise UsageError(f"storage {url}: {path} is a directory, not a database file")
         if not os.path.isfile(path):
             return False
         try:
