@@ -78,3 +78,42 @@ def test_a_study_that_never_sampled_a_family_says_so(tmp_path: Path,
     text = " ".join(capsys.readouterr().out.split())
     if "No speculative" in text:
         assert "among the designs this study evaluated" in text
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--system", BASE, "--scenario", "math500", "--set", "workflow=target-only",
+     "--schedule", "brsd"],
+    ["simulate", "--system", BASE, "--scenario", "math500", "--set", "workflow=majority",
+     "--set", "samples=4", "--schedule", "rsd"],
+    ["serve", "--system", BASE, "--scenario", "math500", "--rate", "1", "--set",
+     "workflow=target-only", "--schedule", "brsd"],
+    ["compare", f"{BASE}:workflow=target-only,schedule=rsd", BASE, "--scenario", "math500"],
+])
+def test_a_schedule_asked_of_a_design_that_runs_none_is_refused(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "runs no schedule" in err
+
+
+def test_compares_schedule_flag_passes_over_a_target_only_design(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", f"{BASE}:workflow=target-only", BASE, "--scenario", "math500",
+                 "--schedule", "brsd", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [d["schedule"] for d in out["designs"]] == ["target-only", "brsd"]
+
+
+def test_an_accuracy_difference_stays_within_100_points() -> None:
+    """A one-problem test set makes each accuracy interval wide; their difference still lies
+    within +-100 points."""
+    from dataclasses import replace
+
+    from dse.uncertainty.joint import difference_interval
+
+    w = replace(dse.load_workload("math500"), test_problems=1)
+    a = dse.load_design(BASE)
+    b = dse.load_design(BASE, overrides={"workflow": "target-only"})
+    lo, hi = difference_interval((a, dse.evaluate(a, w)), (b, dse.evaluate(b, w)), w,
+                                 ["accuracy"])["accuracy"]
+    assert -100.0 <= lo <= hi <= 100.0

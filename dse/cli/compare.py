@@ -109,13 +109,15 @@ def _ref(cat: Catalog, ref: str) -> str | Path:
 def _resolve(cat: Catalog, a: argparse.Namespace, arg: DesignArg) -> tuple[Any, Any]:
     """(the design, its source) of one DESIGN argument, through dse.io.resolve."""
     from dse.io.design_files import parse_set
-    from dse.io.resolve import read_source, resolve_design
+    from dse.io.resolve import read_source, resolve_design, schedule_misfit
 
     src = read_source(cat, _ref(cat, arg.ref))
     try:
         sys_over, flags = parse_set(arg.settings)
         d = resolve_design(cat, src, overrides={**sys_over, **flags},
                            schedule=arg.schedule or a.schedule, source="--set")
+        # a DESIGN's own schedule= must apply; --schedule is for the designs that run one
+        schedule_misfit(d.workflow, arg.schedule, "schedule=")
     except FlagValueError as e:  # name the DESIGN argument, not --set
         raise FlagValueError(arg.where, e.key, e.reason) from None
     return d, src

@@ -70,11 +70,14 @@ def _designs(a: argparse.Namespace, cat: Catalog, src: Any, schedules: list[str]
     """The design under each named schedule (None: the design file's schedule beside the
     presets the design can run), and a note for each preset it cannot run."""
     from dse.io.design_files import parse_set
-    from dse.io.resolve import override_spec, runnable_schedules, schedule_of
+    from dse.io.resolve import override_spec, runnable_schedules, schedule_misfit, schedule_of
     from dse.model.schedules import PRESETS, schedule
 
     sys_over, flags = parse_set(a.set)
     spec = override_spec(src.spec, sys_over, source="--set")
+    if a.schedule:  # asked by flag: only a speculative design runs one
+        schedule_misfit(spec.workflow_name, ", ".join(a.schedule) if isinstance(a.schedule, list)
+                        else a.schedule)
     notes: list[str] = []
     if schedules is None:
         scheds = [PRESETS[n].with_flags(**flags) for n in PRESETS]

@@ -73,7 +73,7 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.exporters import render_bundle, write_bundle
     from dse.exporters.bundle import MANIFEST
     from dse.io.design_files import parse_set
-    from dse.io.resolve import resolve_design
+    from dse.io.resolve import resolve_design, schedule_misfit
 
     refuse_overwriting_inputs({"--out": a.out}, {"--design": a.design, "--scenario": a.scenario
                                                   if a.scenario and a.scenario.endswith(".toml")
@@ -87,6 +87,7 @@ def run_export(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         raise UsageError("--scenario: required (the design file names no workload)")
     design = resolve_design(cat, df, overrides={**sys_over, **flags}, schedule=a.schedule,
                             source="--set")
+    schedule_misfit(design.workflow, a.schedule)
     files = render_bundle(cat, design, read_workload(cat, wl_name), serving=df.serving)
     out = write_bundle(files, a.out, a.force)
     manifest = json.loads(files["manifest.json"])

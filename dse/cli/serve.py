@@ -356,6 +356,7 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         override_spec,
         read_source,
         runnable_schedules,
+        schedule_misfit,
         schedule_of,
         target_alone,
     )
@@ -370,6 +371,7 @@ def _run_design(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     w = read_workload(cat, a.scenario or src.workload or DEFAULT_WORKLOAD)
     sys_over, flags = parse_set(a.set)
     spec = override_spec(src.spec, sys_over, source="--set")
+    schedule_misfit(spec.workflow_name, a.schedule)
     sched = schedule_of(a.schedule, src.schedule).with_flags(**flags)
     ok, why = runnable_schedules(spec, [sched])
     if not ok and a.schedule is None:  # the last preset the shared devices can run

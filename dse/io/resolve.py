@@ -112,6 +112,18 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
     return replace(s, path=where, sources=sources, **changes)
 
 
+def schedule_misfit(workflow: str, given: str | None, flag: str = "--schedule") -> None:
+    """Refuse a schedule asked of a design that runs none: a schedule orders a draft's steps
+    and their verification, and a target-only or width design has neither (one line naming
+    the flag; silently ignoring it read as if it applied)."""
+    from dse.errors import UsageError
+
+    if given is not None and workflow != "speculative":
+        sep = "" if flag.endswith("=") else " "
+        raise UsageError(f"{flag}{sep}{given}: a {workflow} design runs no schedule (no draft "
+                         "steps to verify); leave it out")
+
+
 def _dropped_by_workflow(workflow: Any, s: SystemSpec) -> tuple[str, ...]:
     """The keys a system's workflow set to `workflow` has no use for (`--set
     workflow=target-only` on a width or speculative design, `workflow=speculative` on a width
