@@ -186,3 +186,19 @@ def test_power_states(cat):
     assert idle < waiting < dec
     with pytest.raises(ValueError):
         gpu_power_w(c, "boost")
+
+
+def test_a_board_smaller_than_the_serving_reserve_offers_no_memory_not_a_negative_amount(cat):
+    """memory_GB = 0.1: 0.1 GB x the profile's utilization less its runtime reserve is
+    below zero; the board offers 0 bytes (never "-0.91 GB usable") and the line says why."""
+    from dse.io.roofline import roofline
+
+    tiny = cat.replacing("gpu", [replace(cat.gpu("rtx-3090"), memory_bytes=0.1e9)])
+    r = roofline(tiny, model="qwen2.5-0.5b-instruct", device="rtx-3090")
+    assert r["fits"] is False and r["infeasible"] == [
+        "rtx-3090 has no usable memory: its 0.10 GB, at the vllm-cudagraph profile's memory "
+        "utilization, do not cover the profile's runtime reserve, so no model fits"]
+    pl = gpu.place(tiny, tiny.model("qwen2.5-0.5b-instruct"), tiny.gpu("rtx-3090"),
+                   precision_name="bf16", software="vllm-cudagraph", context_tokens=10,
+                   tp=1, knobs={})
+    assert pl.usable_memory_bytes == 0.0

@@ -459,7 +459,7 @@ class GpuPlacement(ModelMemory):
     context_tokens: int
     cost: GpuCost
     prefix_caching: bool
-    usable_memory_bytes: float  # per GPU: memory x memory_utilization - runtime reserve
+    usable_memory_bytes: float  # per GPU: memory x memory_utilization - runtime reserve, >= 0
     offload_fraction: float = 0.0  # share of the streamed weights held in host memory
 
     kind: ClassVar[str] = "gpu"
@@ -567,6 +567,11 @@ class GpuPlacement(ModelMemory):
             return []
         offload = (f", {self.offload_fraction:g} of the streamed weights in host memory"
                    if self.offload_fraction else "")
+        if self.usable_memory_bytes <= 0:  # a board too small for the serving stack itself
+            return [f"{self.device.name} has no usable memory: its "
+                    f"{self.device.memory_bytes / 1e9:.2f} GB, at the {self.serving} profile's "
+                    "memory utilization, do not cover the profile's runtime reserve, so no "
+                    "model fits"]
         return [f"{self.model.name} needs {self.memory_needed_bytes / 1e9:.2f} GB per GPU "
                 f"(weights + KV for {self.context_tokens} tokens, tp={self.tp}{offload}) but "
                 f"{self.device.name} offers {self.usable_memory_bytes / 1e9:.2f} GB usable"]
@@ -593,7 +598,8 @@ def place(cat: Catalog, model: ModelSpec, board: GpuSpec, *, precision_name: str
         tp = min_tp(model, board, p, s, context_tokens, offload_fraction=offload_fraction) or 1
     link = cat.link(board.host_link)
     cost = gpu_cost(model, board, p, s, tp=tp, tp_link=link, offload_fraction=offload_fraction)
-    usable = board.memory_bytes * s.memory_utilization - s.runtime_reserve_bytes
+    # never negative: a board smaller than the serving stack's own reserve holds nothing
+    usable = max(0.0, board.memory_bytes * s.memory_utilization - s.runtime_reserve_bytes)
     return GpuPlacement(model, board, p, software, tp, context_tokens, cost,
                         prefix_caching=s.prefix_caching, usable_memory_bytes=usable,
                         offload_fraction=offload_fraction)
