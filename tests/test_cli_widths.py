@@ -375,3 +375,14 @@ def test_a_key_too_wide_wraps_at_its_dots() -> None:
                                      "  u280.config1.gsm8k"]
     assert table_text(["id", "paper", "tool"], rows, key_width=20) == table_text(
         ["id", "paper", "tool"], rows)  # --wide: whole
+
+
+def test_a_long_name_in_prose_breaks_at_its_joints() -> None:
+    """A placement or a source's address longer than the line breaks after a '/', '@' or '.'
+    (never inside a word) and fits; a filesystem path stays whole."""
+    got = wrap_line("target qwen2.5-math-1.5b-instruct@a100-80gb-pcie/bf16 wins", 30)
+    assert got == ["target", "  qwen2.5-math-1.5b-instruct@", "  a100-80gb-pcie/bf16 wins"]
+    got = wrap_line("source: example.org/a/b/c/d/e/f/g/h/i/j/k/l/m.md", 20)
+    assert got == ["source:", "  example.org/a/b/c/", "  d/e/f/g/h/i/j/k/l/", "  m.md"]
+    assert wrap_line("see /a/very/long/path/that/does/not/fit", 10) == [
+        "see", "  /a/very/long/path/that/does/not/fit"]

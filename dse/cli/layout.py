@@ -103,8 +103,29 @@ def chunks(text: str) -> list[str]:
 
 
 class _Wrapper(textwrap.TextWrapper):
+    """A too-long single name (no space: a source's address, a placement such as
+    model@gpu/precision) breaks where a name does (after "/", "@", ".", then "_", "-"); a
+    filesystem path and anything else too long stay whole with break_long_words=False, and
+    break at the width with True (a table cell)."""
+
     def _split(self, text: str) -> list[str]:
         return chunks(text)
+
+    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str],
+                          cur_len: int, width: int) -> None:
+        chunk = reversed_chunks[-1]
+        room = max(width - cur_len, 1)
+        cut = None if cur_line or " " in chunk.strip() or chunk.startswith(_PATH_STARTS) else next(
+            (i + 1 for kinds in _WORD_BREAKS for i in range(min(room, len(chunk)) - 1, 0, -1)
+             if chunk[i] in kinds), None)
+        if cut is None and (self.break_long_words or cur_line):
+            super()._handle_long_word(reversed_chunks, cur_line, cur_len, width)
+            return
+        if cut is None:  # a phrase kept together, or a name with nowhere to break: whole
+            cur_line.append(reversed_chunks.pop())
+            return
+        cur_line.append(chunk[:cut])
+        reversed_chunks[-1] = chunk[cut:]
 
 
 def wrap_line(line: str, width: int | None, *, hang: int = 2,
@@ -148,6 +169,10 @@ def _parts(widths: Sequence[int], keys: int, width: int) -> list[list[int]]:
 
 
 _NAME_BREAKS = (".", "/"), ("_", "-")  # where a name breaks, the first kind preferred
+# where a name in running text breaks (_Wrapper): a path's, a URL's, a placement's joints
+_WORD_BREAKS = ("/", "@", "."), ("_", "-")
+# a filesystem path (an output file a user copies) stays whole, past the width if need be
+_PATH_STARTS = ("/", "./", "../", "~")
 
 
 def wrap_name(name: str, limit: int, *, hang: int = 2) -> list[str]:

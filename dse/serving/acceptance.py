@@ -132,8 +132,11 @@ def default_rate(proposer: str, target: str, dataset: str | None) -> Default:
     mid = tied[len(tied) // 2]
     _, a, how, row = mid
     match = [w for w, ok in zip(("target", "target family", "proposer", "dataset"),
-                                (*best[:3], best[3] == 2), strict=True) if ok]
-    near = (f", {dataset} read as {want}" if dataset and want != dataset and best[3] else "")
+                                (*best[:3], best[3] == 2 or (want is None and best[3])),
+                                strict=True) if ok]
+    near = (f", {dataset} read as {want}" if dataset and want != dataset and best[3] == 2
+            else f"; no row on {want}: a mixed chat benchmark stands in"
+            if want is not None and best[3] == 1 else "")
     basis = (f"{row['id']} ({row['proposer']} -> {row['target']}, {row['dataset']}): {how}; "
              f"matches {', '.join(match) or 'the proposer kind only'}{near}"
              + (f"; median of {len(tied)} tied rows" if len(tied) > 1 else "")
