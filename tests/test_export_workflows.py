@@ -287,7 +287,10 @@ def test_new_bundles_are_deterministic(cat, overrides):
 def test_cli_exports_a_target_only_design(tmp_path, capsys):
     out = tmp_path / "b"
     assert main(["export", "--system", BASE, "--set", "workflow=target-only", "--schedule",
-                 "rsd", "--out", str(out), "--json"]) == 0
+                 "rsd", "--out", str(out)]) == 2  # it runs no schedule: refused
+    assert "runs no schedule" in capsys.readouterr().err
+    assert main(["export", "--system", BASE, "--set", "workflow=target-only", "--out",
+                 str(out), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert sorted(payload["files"]) == sorted({"gpu/vllm_target.yaml", "host/scheduler.yaml"}
                                               | BUNDLE_OWN)

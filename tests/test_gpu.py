@@ -196,8 +196,8 @@ def test_a_board_smaller_than_the_serving_reserve_offers_no_memory_not_a_negativ
     tiny = cat.replacing("gpu", [replace(cat.gpu("rtx-3090"), memory_bytes=0.1e9)])
     r = roofline(tiny, model="qwen2.5-0.5b-instruct", device="rtx-3090")
     assert r["fits"] is False and r["infeasible"] == [
-        "rtx-3090 has no usable memory: its 0.10 GB, at the vllm-cudagraph profile's memory "
-        "utilization, do not cover the profile's runtime reserve, so no model fits"]
+        "rtx-3090 has no usable memory: vllm-cudagraph's utilization and reserve take all its "
+        "0.10 GB"]
     pl = gpu.place(tiny, tiny.model("qwen2.5-0.5b-instruct"), tiny.gpu("rtx-3090"),
                    precision_name="bf16", software="vllm-cudagraph", context_tokens=10,
                    tp=1, knobs={})

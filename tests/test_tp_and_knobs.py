@@ -51,8 +51,8 @@ def test_tp_rule_by_hand(cat):
 
 
 @pytest.mark.parametrize(("argv", "code", "line"), [
-    (["roofline", "--model", MATH7B, "--device", "rtx-3090", "--tp", "3"], 3,
-     f"dse roofline: error: tp: {HEADS_3}\n"),
+    (["roofline", "--model", MATH7B, "--device", "rtx-3090", "--tp", "3"], 2,
+     f"dse roofline: error: --tp: {HEADS_3}\n"),
     (["serve", "--model", MATH7B, "--device", "rtx-3090", "--tp", "3", "--rate", "1"], 2,
      f"dse serve: error: --tp 3: {HEADS_3}\n"),
     (["evaluate", "--system", "paper-config1-u280", "--scenario", "math500", "--set",
@@ -159,12 +159,12 @@ def test_an_empty_set_value_restores_the_default(capsys):
       "fpga.clock_mhz=99999"], 2,
      "dse evaluate: error: --set: fpga_clock_MHz: an FPGA draft's build knob, but the draft "
      "runs on a GPU (rtx-3090); remove the key\n"),
-    (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--tp", "4"], 3,
-     "dse roofline: error: tp: applies to GPU boards, not FPGA 'u280' (one board holds the "
+    (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--tp", "4"], 2,
+     "dse roofline: error: --tp: applies to GPU boards, not FPGA 'u280' (one board holds the "
      "model)\n"),
     (["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "u280", "--serving",
-      "sglang"], 3,
-     "dse roofline: error: serving: applies to GPU boards, not FPGA 'u280' (it runs an "
+      "sglang"], 2,
+     "dse roofline: error: --serving: applies to GPU boards, not FPGA 'u280' (it runs an "
      "engine: --engine)\n"),
 ])
 def test_keys_that_do_not_apply_are_refused(capsys, argv, code, line):

@@ -380,11 +380,9 @@ def decode_token_s(c: GpuCost, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
 
 
 def decode_s(c: GpuCost, n: ArrayLike, ctx: ArrayLike, *, batch: ArrayLike = 1) -> F64:
-    """Seconds to decode n tokens after ctx tokens, for each of `batch` sequences at once.
-
-    The per-step time is affine in the context within one regime, so the sum over the n steps
-    equals n times the time at the mean context ctx + (n - 1) / 2 (exact within a regime).
-    """
+    """Seconds to decode n tokens after ctx tokens, for each of `batch` sequences at once:
+    the per-step time is affine in the context within one regime, so the sum over the n steps
+    is n times the time at the mean context ctx + (n - 1) / 2 (exact within a regime)."""
     n = np.asarray(n, dtype=float)
     return n * decode_token_s(c, np.asarray(ctx, dtype=float) + np.maximum(n - 1, 0) / 2,
                               batch=batch)
@@ -394,9 +392,7 @@ def prefill_s(c: GpuCost, n_new: ArrayLike, ctx: ArrayLike = 0, *, all_positions
               batch: ArrayLike = 1) -> F64:
     """Seconds to prefill n_new tokens after ctx cached tokens, for each of `batch` sequences
     in one forward pass, plus the profile's fixed per-call cost (0 if n_new = 0).
-
-    all_positions: the head runs on every position (a reward model scoring each token).
-    """
+    all_positions: the head runs on every position (a reward model scoring each token)."""
     n = np.asarray(n_new, dtype=float)
     t = forward(c, n, ctx, head_positions=n if all_positions else 1, batch=batch).total_s
     return np.where(n > 0, t + c.prefill_overhead_s, 0.0)
@@ -568,10 +564,8 @@ class GpuPlacement(ModelMemory):
         offload = (f", {self.offload_fraction:g} of the streamed weights in host memory"
                    if self.offload_fraction else "")
         if self.usable_memory_bytes <= 0:  # a board too small for the serving stack itself
-            return [f"{self.device.name} has no usable memory: its "
-                    f"{self.device.memory_bytes / 1e9:.2f} GB, at the {self.serving} profile's "
-                    "memory utilization, do not cover the profile's runtime reserve, so no "
-                    "model fits"]
+            return [f"{self.device.name} has no usable memory: {self.serving}'s utilization and "
+                    f"reserve take all its {self.device.memory_bytes / 1e9:.2f} GB"]
         return [f"{self.model.name} needs {self.memory_needed_bytes / 1e9:.2f} GB per GPU "
                 f"(weights + KV for {self.context_tokens} tokens, tp={self.tp}{offload}) but "
                 f"{self.device.name} offers {self.usable_memory_bytes / 1e9:.2f} GB usable"]
@@ -598,7 +592,6 @@ def place(cat: Catalog, model: ModelSpec, board: GpuSpec, *, precision_name: str
         tp = min_tp(model, board, p, s, context_tokens, offload_fraction=offload_fraction) or 1
     link = cat.link(board.host_link)
     cost = gpu_cost(model, board, p, s, tp=tp, tp_link=link, offload_fraction=offload_fraction)
-    # never negative: a board smaller than the serving stack's own reserve holds nothing
     usable = max(0.0, board.memory_bytes * s.memory_utilization - s.runtime_reserve_bytes)
     return GpuPlacement(model, board, p, software, tp, context_tokens, cost,
                         prefix_caching=s.prefix_caching, usable_memory_bytes=usable,
