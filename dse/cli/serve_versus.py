@@ -24,7 +24,7 @@ def _throughput_decides(r: dict[str, Any], alone: dict[str, Any]) -> bool:
 
 
 def versus(r: dict[str, Any], serve_alone: Any, *,
-            accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
+           accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
     """`target_alone` (the alternative's figures at the same load and replicas: the target
     without token-level speculation, or a design's target placement alone) and
     `vs_target_alone` (this one minus it on each VERSUS figure with the interval of the
