@@ -296,8 +296,9 @@ def test_compare_in_a_browser(cat, server, browser):
     WebDriverWait(drv, 30).until(lambda d: list(DOWNLOADS.glob("compare*.csv")))
     (path,) = DOWNLOADS.glob("compare*.csv")
     rows = list(csv.DictReader(io.StringIO(path.read_text())))
-    assert [r["design"] for r in rows] == want
-    for r, s in zip(rows, states, strict=True):
+    # the pinned designs and, beside them, the simplest alternative: their target alone
+    assert [r["design"] for r in rows] == [*want, "target alone of #1"]
+    for r, s in zip(rows, [*states, states[0].target_alone()], strict=True):
         url = f"{server}/?" + "&".join(f"{k}={v}" for k, v in s.params().items())
         assert float(r["latency_s_per_problem"]) == expected(cat, url).latency_s_per_problem
 
