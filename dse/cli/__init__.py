@@ -255,17 +255,15 @@ def _traceback(debug: bool, e: BaseException) -> None:
             traceback.print_exception(e, file=sys.stderr)
 
 
-# the path dse.io.resolve.override_spec gives a system changed by --set
-_SET_SUFFIX = " (with --set)"
-
-
 def _blamed_on_set(e: DseError) -> DseError:
     """A check across a system's keys that fails only once `--set` changed it (a target whose
     tokenizer the draft does not share, found where the design is built) is a flag's error:
     it names --set and exits 2, as `--set`'s other errors do (the reason kept), not the
     shipped file it was read from."""
+    from dse.io.resolve import edited_by
+
     if isinstance(e, SpecError) and not isinstance(e, FlagValueError) and \
-            e.path.endswith(_SET_SUFFIX):
+            edited_by(e.path, "--set"):
         return FlagValueError("--set", e.key, e.reason)
     return e
 

@@ -78,6 +78,16 @@ def split_overrides(overrides: Mapping[str, Any], *, source: str = "overrides"
     return sys_over, flags
 
 
+def edited_path(path: object, source: str) -> str:
+    """The path a system changed by `source` (`--set`, "overrides") carries, so an error found
+    later names both; `edited_by` recognises it."""
+    return f"{path} (with {source})"
+
+
+def edited_by(path: object, source: str) -> bool:
+    return str(path).endswith(edited_path("", source))
+
+
 def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = "overrides"
                   ) -> SystemSpec:
     """The system with some keys (TOML names, TOML units) replaced: each value passes its
@@ -87,7 +97,7 @@ def override_spec(s: SystemSpec, overrides: Mapping[str, Any], *, source: str = 
         return s
     kind = SCHEMAS["system"]
     by_name = {k.toml: k for k in kind.keys}
-    where = f"{s.path} (with {source})"
+    where = edited_path(s.path, source)
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in by_name:
