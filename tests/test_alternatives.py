@@ -54,7 +54,7 @@ def test_simulate_sets_the_target_alone_beside_the_design(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The target alone is simulated on the same problems; the margin is the two simulated
     means' difference and its interval the closed form's joint one moved by the same offsets
-    around it (its width kept)."""
+    around it (its width kept; the accuracy's widened by each side's draw of its problems)."""
     argv = ["simulate", "--system", BASE, "--scenario", "gsm8k", "--problems", "300"]
     out = _json(argv, capsys)
     alone, vs = out["target_alone"], out["vs_target_alone"]
@@ -65,9 +65,21 @@ def test_simulate_sets_the_target_alone_beside_the_design(
         assert vs["margin"][m] == pytest.approx(out[m] - alone[m], rel=1e-12)
         lo, hi = vs["margin_interval"][m]
         elo, ehi = ev["margin_interval"][m]
+        assert vs["decided"][m] == (not lo <= 0 <= hi)
+        if m == "accuracy":  # 300 problems a side: each draw widens it
+            assert lo - vs["margin"][m] < elo - ev["margin"][m]
+            assert hi - vs["margin"][m] > ehi - ev["margin"][m]
+            continue
         assert hi - lo == pytest.approx(ehi - elo, rel=1e-9)
         assert lo - vs["margin"][m] == pytest.approx(elo - ev["margin"][m], rel=1e-9, abs=1e-9)
-        assert vs["decided"][m] == (not lo <= 0 <= hi)
+    # one problem a side: the draw alone spans most of the range; the margin stays in +-100
+    one = _json(["simulate", "--system", BASE, "--scenario", "gsm8k", "--problems", "1"],
+                capsys)
+    lo, hi = one["intervals"]["accuracy"]
+    lo300, hi300 = out["intervals"]["accuracy"]
+    assert hi - lo > 3 * (hi300 - lo300)
+    lo, hi = one["vs_target_alone"]["margin_interval"]["accuracy"]
+    assert -100 <= lo < 0 < hi <= 100
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "target alone" in text and "heteroreason - the target alone (joint 90%" in text

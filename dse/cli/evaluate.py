@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +278,7 @@ def _versus_simulated(cat: Catalog, d: Any, rd: Any, ra: Any, w: Any, *, measure
     (dse.uncertainty.joint.difference_of_ends). A metric either side lacks (a trace without
     correctness has no accuracy) has no margin."""
     from dse.io.resolve import report
-    from dse.uncertainty import evaluate_at
+    from dse.uncertainty import draw_ends, evaluate_at
     from dse.uncertainty.joint import difference_of_ends
 
     cf = report(d, w, intervals=False)
@@ -294,6 +295,14 @@ def _versus_simulated(cat: Catalog, d: Any, rd: Any, ra: Any, w: Any, *, measure
             continue
         margin[m] = float(va) - float(vb)
         lo, hi = vs["margin_interval"][m]
-        iv[m] = [lo + margin[m] - vs["margin"][m], hi + margin[m] - vs["margin"][m]]
+        c = vs["margin"][m]
+        if m == "accuracy":  # each side's draw of its problems, too (dse.uncertainty.attach)
+            d_down, d_up = draw_ends(float(va), rd.problems)
+            a_down, a_up = draw_ends(float(vb), ra.problems)
+            lo = c - math.hypot(c - lo, math.hypot(d_down, a_up))
+            hi = c + math.hypot(hi - c, math.hypot(d_up, a_down))
+        iv[m] = [lo + margin[m] - c, hi + margin[m] - c]
+        if m == "accuracy":  # two percentages differ by at most 100 points
+            iv[m] = [max(iv[m][0], -100.0), min(iv[m][1], 100.0)]
     return {"schedule": rd.schedule, "margin": margin, "margin_interval": iv,
             "decided": {m: not (v[0] <= 0 <= v[1]) for m, v in iv.items()}}

@@ -11,6 +11,7 @@ method and the coverage it reaches.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -280,6 +281,18 @@ def evaluate_at(d: Design, w: WorkloadSpec, metrics: Sequence[str] = INTERVAL_ME
     return BatchAt(at, many)
 
 
+def draw_ends(accuracy_pct: float, problems: int | None) -> tuple[float, float]:
+    """How far (points) below and above a simulated accuracy the 90% Wilson interval of its
+    own draw reaches: the share of `problems` synthetic problems solved (none: no draw). One
+    problem solved of one: (73.0, 0); none of one: (0, 73.0)."""
+    from dse.uncertainty.joint import wilson_pct
+
+    if not problems:
+        return 0.0, 0.0
+    lo, hi = wilson_pct(accuracy_pct / 100.0 * problems, problems)
+    return max(accuracy_pct - lo, 0.0), max(hi - accuracy_pct, 0.0)
+
+
 def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-form",
            at: EvaluateAt | None = None) -> Report:
     """The report with its 90% intervals and provenance: first order over the design's
@@ -289,7 +302,8 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
     shown designs use) or, with moves="mean-value", by the sweep's mean-value model (tens of
     ms, within a few percent of the width). A simulated
     report gets the same relative interval around its own central value (its accuracy, an
-    additive shift, the same points either side of the simulated value). at: the design's
+    additive shift, the same points either side of the simulated value, each widened in
+    quadrature by the Wilson interval of its draw of `problems`: `draw_ends`). at: the design's
     `evaluate_at` where the caller has one (its evaluations are remembered, so a joint
     interval of the same design reuses them); built here otherwise."""
     fs = design_factors(d, w)
@@ -305,8 +319,11 @@ def attach(report: Report, d: Design, w: WorkloadSpec, *, moves: str = "closed-f
         lo, hi = (float(x) for x in iv[m])
         c0, v = float(central[m]), float(getattr(report, m))
         if report.evaluator != "closed-form":  # around the simulated value, as wide
-            if m == "accuracy":  # an additive shift: the same points either side
-                lo, hi = max(lo + v - c0, 0.0), min(hi + v - c0, 100.0)
+            if m == "accuracy":  # an additive shift: the same points either side, each
+                # widened by the draw of its problems (`draw_ends`)
+                down, up = draw_ends(v, report.problems)
+                lo = max(v - math.hypot(c0 - lo, down), 0.0)
+                hi = min(v + math.hypot(hi - c0, up), 100.0)
             elif c0 != 0:
                 lo, hi = lo * v / c0, hi * v / c0
         out[m] = [lo, hi]
