@@ -104,10 +104,13 @@ def difference_of_ends(va: float, ia: Sequence[float], vb: float, ib: Sequence[f
     return m, [m - lo, m + hi]
 
 
-def wilson_pct(solved: float, n: int, z: float = 1.6449) -> tuple[float, float]:
-    """The 90% Wilson score interval (percent) of a measured share: `solved` of `n` problems
-    (a replayed trace's correctness). Unlike the normal approximation it stays inside
-    [0, 100] and does not shrink to a point at 0 or n solved (1 of 1: [26.9, 100])."""
+def wilson_pct(solved: float, n: int, level: float = 0.9) -> tuple[float, float]:
+    """The Wilson score interval (percent, 90% by default) of a measured share: `solved` of
+    `n` problems (a replayed trace's correctness). Unlike the normal approximation it stays
+    inside [0, 100] and does not shrink to a point at 0 or n solved (1 of 1: [27.0, 100])."""
+    from dse.uncertainty.accuracy_width import z_of
+
+    z = z_of(level)
     p = solved / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
