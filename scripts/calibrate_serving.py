@@ -6,8 +6,8 @@
 
 Writes dse/data/batched_costs.toml (the values the model reads, each with what it rests on)
 and dse/data/serving_cv.json (the cross-validation `dse reproduce` shows and the serving
-intervals rest on, and the unfitted check of the prefill at a batch on LLM-Inference-Bench's
-time to first token). About three minutes on two cores.
+intervals rest on, the unfitted check of the prefill at a batch on LLM-Inference-Bench's
+time to first token, and the power term's fit and folds). About three minutes on two cores.
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ def costs_text(r: dict) -> str:
                   f"attention_bw_efficiency_many = {em:.4g}",
                   f"source = \"fitted: LLM-Inference-Bench, its {r['batched_rows'][s]} batched "
                   "rows' slowdowns over batch 1\"", ""]
+    bp = r["batch_power"]
+    bound = " (at its upper bound, the TDP)" if bp["kv_power_fraction"] > 0.995 else ""
+    lines += ["[power]", f"kv_power_fraction = {bp['kv_power_fraction']:.4g}",
+              f"source = \"fitted{bound}: LLM-Inference-Bench's average board power "
+              f"(Fig. 16), {bp['batched_rows']} static batches of 16-64 over batch 1 on "
+              f"{', '.join(bp['gpus'])}; ratio median error "
+              f"{bp['before']['ratio']['median_abs_rel_error']:.1%} without the term, "
+              f"{bp['fit']['ratio']['median_abs_rel_error']:.1%} with it\"", ""]
     return "\n".join(lines)
 
 
@@ -69,7 +77,9 @@ def cv_text(r: dict) -> str:
            "pooled": {"sequence_overhead_us": round(r["pooled"][0], 3),
                       "attention_bw_efficiency_many": round(r["pooled"][1], 4)},
            "rows": r["rows"], "batched_rows": r["batched_rows"], "cv": r["cv"],
-           "prefill_at_batch": r["prefill_at_batch"]}
+           "prefill_at_batch": r["prefill_at_batch"],
+           "batch_power": {**r["batch_power"],
+                           "kv_power_fraction": round(r["batch_power"]["kv_power_fraction"], 4)}}
     return json.dumps(out, indent=1, sort_keys=True) + "\n"
 
 
@@ -86,7 +96,8 @@ def main() -> int:
         return 1 if stale else 0
     for p, t in texts.items():
         p.write_text(t, encoding="utf-8")
-    print(f"knee exponent {r['knee_exponent']:.3g}; pooled {r['pooled']}")
+    print(f"knee exponent {r['knee_exponent']:.3g}; pooled {r['pooled']}; "
+          f"kv_power_fraction {r['batch_power']['kv_power_fraction']:.3g}")
     for s, x in r["values"].items():
         print(f"{s}: sequence_overhead_us {x[0]:.3g}, attention_bw_efficiency_many {x[1]:.3g}")
     for scheme, per in r["cv"].items():

@@ -21,6 +21,10 @@ Rules (also written into the file's header):
   hardware, frameworks and models, one GPU, the first row of each (hardware, framework,
   model); a static batch of prompts with one output token, so the prefill at a batch. Not
   fitted: a check of the prefill at a batch (dse.validation.serving_fit.prefill_at_batch).
+- LLM-Inference-Bench's power (Plots/Fig_16_a_b/power_results.csv, its Fig. 16): the same
+  hardware, frameworks and models, one GPU, the first row of each (hardware, framework,
+  model, length, batch); avg_power is the mean of NVML's board power samples over the run
+  (the repository's power_utils.py, nvmlDeviceGetPowerUsage: milliwatts), written in watts.
 """
 
 from __future__ import annotations
@@ -143,6 +147,34 @@ def lib_ttft_blocks(repo: str) -> list[str]:
     return out
 
 
+def lib_power_blocks(repo: str) -> list[str]:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    path = "Plots/Fig_16_a_b/power_results.csv"
+    blocks: dict[tuple[str, str, str], dict[tuple[int, int], tuple[float, float]]] = {}
+    for r in csv.DictReader(io.StringIO(git(repo, "show", f"HEAD:{path}"))):
+        hw, fw, model = r["Hardware"], r["Framework"], r["Model"]
+        if r["Num of Hardware"] != "1" or hw not in LIB_HW or fw not in LIB_FW or \
+                model not in LIB_MODELS:
+            continue
+        rows = blocks.setdefault((hw, fw, model), {})
+        key = (int(r["Input Output Length"]), int(r["Batch Size"]))
+        if key not in rows:
+            rows[key] = (float(r["Latency"]), float(r["avg_power"]) / 1000.0)  # mW -> W
+    out = []
+    for (hw, fw, model), rows in sorted(blocks.items()):
+        keys = sorted(rows, key=lambda k: (k[1], k[0]))
+        out += ["[[lib_power]]", f'hardware = "{hw}"', f'catalog_device = "{LIB_HW[hw]}"',
+                f'framework = "{fw}"', f'serving = "{LIB_FW[fw]}"', f'model = "{model}"',
+                f'catalog_model = "{LIB_MODELS[model]}"',
+                f"max_num_batched_tokens = {max(MAX_LEN[LIB_MODELS[model]], 2048)}",
+                f"input_output_tokens = {[k[0] for k in keys]}",
+                f"batch = {[k[1] for k in keys]}",
+                "latency_s = [" + ", ".join(f"{rows[k][0]:.6g}" for k in keys) + "]",
+                "avg_power_w = [" + ", ".join(f"{rows[k][1]:.6g}" for k in keys) + "]",
+                f'source = "argonne-lcf/LLM-Inference-Bench {path} @ {head}"', ""]
+    return out
+
+
 HEADER = '''schema_version = 1
 # Batched measurements the GPU model's batch terms are fitted to (dse/devices/gpu_batch.py,
 # scripts/calibrate_serving.py). Written by scripts/extract_batched_data.py from the sources'
@@ -167,6 +199,11 @@ HEADER = '''schema_version = 1
 # [[lib_ttft]]: LLM-Inference-Bench's time to first token (its Fig. 21): the same stacks, a
 # static batch of `batch` prompts of `input_tokens` with `output_tokens` = 1, ttft_s the
 # batch's latency. Not fitted: the check of the prefill at a batch (serving_cv.json).
+#
+# [[lib_power]]: LLM-Inference-Bench's power (its Fig. 16): the same stacks and static
+# batches, avg_power_w the mean of NVML's board power samples over the run (its
+# power_utils.py; the file's milliwatts in watts), latency_s that run's wall time. Fits
+# the batch terms' kv_power_fraction (dse/validation/batch_power.py).
 '''
 
 
@@ -175,7 +212,8 @@ def main() -> int:
         print(__doc__)
         return 2
     text = HEADER + "\n" + "\n".join(vidur_blocks(sys.argv[1]) + lib_blocks(sys.argv[2])
-                                     + lib_ttft_blocks(sys.argv[2]))
+                                     + lib_ttft_blocks(sys.argv[2])
+                                     + lib_power_blocks(sys.argv[2]))
     OUT.write_text(text, encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} characters)")
     return 0

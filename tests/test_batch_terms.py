@@ -72,3 +72,44 @@ def test_prefill_half_width_is_the_larger_of_the_two_errors() -> None:
         assert prefill_half_width(pl) == max(batched_half_width(pl), own)
     fpga = cast(Any, SimpleNamespace(kind="fpga", serving=None))
     assert prefill_half_width(fpga) == batched_half_width(fpga) == 0.0
+
+
+def test_the_power_term_is_the_cross_validated_one_and_rests_on_measured_power() -> None:
+    """[power] kv_power_fraction is what the calibration fitted (serving_cv.json), within
+    [0, 1], read by every stack; the rows it rests on are LLM-Inference-Bench's own, each
+    batched row beside its batch-1 row; the term lowers the ratio error it was fitted to."""
+    costs = tomllib.loads(_read("batched_costs.toml"))
+    cv = json.loads(_read("serving_cv.json"))["batch_power"]
+    value = costs["power"]["kv_power_fraction"]
+    assert abs(value - cv["kv_power_fraction"]) < 1e-3 and 0.0 <= value <= 1.0
+    assert costs["power"]["source"].startswith("fitted")
+    for stack in ("vllm-cudagraph", "tensorrt-llm", "a-stack-without-batched-rows"):
+        assert batch_terms(stack).kv_power_fraction == value
+    data = tomllib.loads(_read("batched_measurements.toml"))
+    from dse.validation.batch_power import pairs, power_rows
+
+    rows = power_rows(data)
+    assert len(pairs(rows)) == cv["batched_rows"] == sum(r.batch > 1 for r in rows) >= 30
+    for b in data["lib_power"]:
+        assert "LLM-Inference-Bench" in b["source"] and " @ " in b["source"]
+        assert len(b["batch"]) == len(b["latency_s"]) == len(b["avg_power_w"])
+        assert all(50.0 < w < 1000.0 for w in b["avg_power_w"])  # watts, not NVML's mW
+    assert cv["fit"]["ratio"]["median_abs_rel_error"] < cv["before"]["ratio"][
+        "median_abs_rel_error"]
+    assert set(cv["cv"]) == {"leave_one_gpu_out", "leave_one_model_out", "leave_one_stack_out"}
+
+
+def test_power_ratio_residuals_by_hand() -> None:
+    """A batch-16 row measured at 1.5 x its batch-1 row and predicted at 1.2 x: log(1.2 / 1.5)
+    = -0.22314; the batch-1 rows carry no residual of their own."""
+    import math
+
+    import numpy as np
+    import pytest
+
+    from dse.validation.batch_power import PowerRow, ratio_residuals
+
+    rows = [PowerRow("s", "g", "m", 1024, 1, 10.0, 200.0, 4096),
+            PowerRow("s", "g", "m", 1024, 16, 20.0, 300.0, 4096)]
+    res = ratio_residuals(rows, np.array([250.0, 300.0]))
+    assert res.shape == (1,) and float(res[0]) == pytest.approx(math.log(1.2 / 1.5), abs=1e-12)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from dse.devices import gpu, shape
 from dse.devices.power import gpu_power_w
 from dse.devices.shape import precision
+from dse.specs import Catalog
 
 from .conftest import make_gpu, make_serving
 
@@ -91,6 +92,10 @@ def test_shipped_batch_terms_vanish_at_batch_one(qwen05):
         for n in (1, 17, 300, 4096):
             assert float(gpu.prefill_s(c, n, 500)) == float(gpu.prefill_s(off, n, 500))
         assert float(gpu.decode_token_s(c, 700)) == float(gpu.decode_token_s(off, 700))
+        one = gpu.forward(c, 1, 700)
+        assert float(gpu_power_w(c, "decode", one.busy_fraction, one.batched_kv_share)) == \
+            float(gpu_power_w(replace(off, kv_power_fraction=np.nan), "decode",
+                              one.busy_fraction))
         assert float(gpu.decode_token_s(c, 700, batch=32)) > float(
             gpu.decode_token_s(off, 700, batch=32))
         assert batch_terms(name).knee_exponent > 1
@@ -186,6 +191,52 @@ def test_power_states(cat):
     assert idle < waiting < dec
     with pytest.raises(ValueError):
         gpu_power_w(c, "boost")
+
+
+def test_batched_decode_power_by_hand(qwen05):
+    """test_batched_decode_by_hand's pass of 8 sequences at ctx 1023 with kv_power_fraction 1:
+
+    KV 0.201326592 ms of the 1.189392128 ms of streaming: share 0.169268475
+    batched share 0.169268475 x (1 - 1/8) = 0.148109916
+    decode fraction 0.5 + (1 - 0.5) x 0.148109916 = 0.574054958
+    busy 1.189392128 / 2.189392128 = 0.543252217 (wait 0: the host's millisecond draws idle)
+    P = 20 + 280 x 0.574054958 x 0.543252217 = 107.3199 W, against 96.0553 W without the
+    term. One sequence: no batched share, the decode fraction exactly."""
+    from dse.devices.power import decode_fraction
+
+    off = replace(gpu.gpu_cost(qwen05, make_gpu(), precision("bf16"), make_serving()),
+                  knee_exponent=np.inf, kv_bw_many_bytes_per_s=0.0, sequence_overhead_s=0.0,
+                  kv_power_fraction=np.nan)
+    on = replace(off, kv_power_fraction=1.0)
+    ft = gpu.forward(on, 1, 1023, batch=8)
+    assert float(ft.batched_kv_share) == pytest.approx(0.148109916, rel=1e-8)
+    assert float(decode_fraction(on, ft.batched_kv_share)) == pytest.approx(0.574054958,
+                                                                            rel=1e-8)
+    p_on = float(gpu_power_w(on, "decode", ft.busy_fraction, ft.batched_kv_share))
+    p_off = float(gpu_power_w(off, "decode", ft.busy_fraction, ft.batched_kv_share))
+    assert p_on == pytest.approx(107.31985604, rel=1e-8)
+    assert p_off == pytest.approx(96.05531042, rel=1e-8)  # nan: the decode fraction
+    one = gpu.forward(on, 1, 1023)
+    assert float(one.batched_kv_share) == 0.0
+    assert float(gpu_power_w(on, "decode", one.busy_fraction, one.batched_kv_share)) == float(
+        gpu_power_w(off, "decode", one.busy_fraction))
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctx=st.integers(0, 32_000), b=st.integers(1, 255), f_kv=st.floats(0.5, 1.0))
+def test_decode_power_does_not_fall_with_the_batch_without_host_time(ctx, b, f_kv):
+    """With no host time per sequence, a decode pass of one more sequence streams more KV
+    (a larger batched share) and keeps the GPU busy longer: its power does not fall while
+    kv_power_fraction is at least the decode fraction (0.5)."""
+    model = Catalog.load().model("qwen2.5-0.5b-instruct")
+    c = replace(gpu.gpu_cost(model, make_gpu(), precision("bf16"), make_serving()),
+                sequence_overhead_s=0.0, kv_power_fraction=f_kv)
+
+    def watts(n: int) -> float:
+        ft = gpu.forward(c, 1, ctx, batch=n)
+        return float(gpu_power_w(c, "decode", ft.busy_fraction, ft.batched_kv_share))
+
+    assert watts(b + 1) >= watts(b) - 1e-9
 
 
 def test_a_board_smaller_than_the_serving_reserve_offers_no_memory_not_a_negative_amount(cat):

@@ -128,6 +128,9 @@ class GpuCost:
     knee_exponent: Num = np.inf
     kv_bw_many_bytes_per_s: Num = 0.0
     sequence_overhead_s: Num = 0.0
+    # and the share of the dynamic range the decode state draws while its attention streams
+    # many sequences' KV caches (nan: the decode fraction whatever the batch)
+    kv_power_fraction: Num = np.nan
 
 
 # The residual stream a TP all-reduce sums stays 16-bit under every scheme (FP8 and INT8 GEMMs
@@ -249,6 +252,7 @@ def gpu_cost(
         kv_bw_many_bytes_per_s=(gpu.mem_bw_bytes_per_s * bt.attention_bw_efficiency_many * tp
                                 if bt.attention_bw_efficiency_many is not None else 0.0),
         sequence_overhead_s=bt.sequence_overhead_s * cpu,
+        kv_power_fraction=(np.nan if bt.kv_power_fraction is None else bt.kv_power_fraction),
     )
 
 
@@ -286,6 +290,9 @@ class ForwardTime:
     gpu_side_s: F64  # time the GPU executes kernels (roofline + gaps + TP communication)
     total_s: F64
     offload_s: F64  # offloaded weights over the host link (0 without offload)
+    # the share of the pass's DRAM streaming spent on the KV caches of many sequences, times
+    # 1 - 1/s for s sequences (0 at one: a batch term); drives the decode state's power
+    batched_kv_share: F64 | float = 0.0
 
     @property
     def busy_fraction(self) -> F64:
@@ -317,7 +324,8 @@ def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longe
     weights = c.weight_bytes + np.where(copied, c.prompt_copy_read_bytes, 0.0)
     many = np.asarray(seqs) > 1
     kv_bw = kv_bandwidth(c.kv_bw_bytes_per_s, c.kv_bw_many_bytes_per_s, seqs)
-    mem = weights / c.mem_bw_bytes_per_s + kv_bytes / kv_bw
+    kv_s = kv_bytes / kv_bw
+    mem = weights / c.mem_bw_bytes_per_s + kv_s
     comp = flops / np.where(copied, c.prompt_copy_flops_per_s, c.flops_per_s)
     # the knee, no worse than the sequences one after another: max(mem + (s-1) w, comp)
     cap = np.maximum(mem + (np.asarray(seqs) - 1.0) * weights / c.mem_bw_bytes_per_s, comp)
@@ -334,8 +342,11 @@ def _pass(c: GpuCost, tokens: F64, kv_tokens: F64, pairs: F64, heads: F64, longe
     offload = np.asarray(c.host_weight_bytes / np.asarray(c.host_link_bytes_per_s, dtype=float))
     total = (np.maximum(gpu_side, cpu_side) + offload + c.step_overhead_s
              + c.sequence_overhead_s * np.maximum(np.asarray(seqs) - 1.0, 0.0))
+    kv_share = np.divide(kv_s, mem, out=np.zeros(np.broadcast(kv_s, mem).shape), where=mem > 0)
+    many_share = 1.0 - 1.0 / np.maximum(np.asarray(seqs, dtype=float), 1.0)
     return ForwardTime(np.asarray(mem), np.asarray(comp), np.asarray(roof),
-                       np.asarray(gpu_side), np.asarray(total), offload)
+                       np.asarray(gpu_side), np.asarray(total), offload,
+                       np.asarray(kv_share * many_share))
 
 
 def forward(
@@ -496,7 +507,8 @@ class GpuPlacement(ModelMemory):
                        prefill_chunks)
         pre = np.asarray(prefill_tokens, dtype=float) > np.asarray(decodes, dtype=float)
         return np.where(pre, gpu_power_w(self.cost, "prefill", ft.busy_fraction),
-                        gpu_power_w(self.cost, "decode", ft.busy_fraction))
+                        gpu_power_w(self.cost, "decode", ft.busy_fraction,
+                                    ft.batched_kv_share))
 
     def decode_bound(self, ctx: float) -> tuple[float, Bound]:
         ft = forward(self.cost, 1, ctx)
@@ -513,7 +525,7 @@ class GpuPlacement(ModelMemory):
         if state == "idle":
             return gpu_power_w(self.cost, "idle")
         ft = forward(self.cost, n_new if state == "prefill" else 1, ctx, batch=batch)
-        return gpu_power_w(self.cost, state, ft.busy_fraction)
+        return gpu_power_w(self.cost, state, ft.busy_fraction, ft.batched_kv_share)
 
     # ---- peaks
     @property

@@ -15,7 +15,13 @@ model to the last bit:
   e1 + (e_many - e1) (1 - 1/s) of the datasheet bandwidth, e1 the profile's batch-1 share;
 - the host's work per further sequence in a step (`sequence_overhead_us`, per stack:
   scheduling, block tables, sampling, output processing), (s - 1) times it per pass, in series
-  with the GPU as the step overhead, scaled by the host's CPU speed.
+  with the GPU as the step overhead, scaled by the host's CPU speed;
+- the power of an attention streaming many sequences' caches (`kv_power_fraction`, `[power]`,
+  one value for every stack): a decode pass's share of the dynamic range moves from the
+  profile's decode fraction towards it with the pass's KV share of its DRAM streaming times
+  1 - 1/s (dse.devices.power.decode_fraction); fitted to LLM-Inference-Bench's average power
+  against the batch (dse.validation.batch_power). Absent (`[power]` missing): the decode
+  fraction at every batch.
 
 A stack with no batched measurement takes the pooled values (`[pooled]`: one fit over every
 fitted stack's rows); its error is the leave-one-stack-out error the calibration records.
@@ -44,6 +50,7 @@ class BatchTerms:
     sequence_overhead_s: float
     attention_bw_efficiency_many: float | None  # None: the batch-1 share at every batch
     fitted: bool  # the stack's own batched rows decided them (else the pooled values)
+    kv_power_fraction: float | None = None  # None: the decode fraction at every batch
 
 
 @cache
@@ -56,6 +63,13 @@ def _data() -> dict[str, object]:
         unknown = set(table) - set(TERMS) - {"source"}
         if unknown:
             raise ValueError(f"{DATA_FILE} [{name}]: unknown keys {sorted(unknown)}")
+    power = data.get("power", {})
+    assert isinstance(power, dict)
+    if set(power) - {"kv_power_fraction", "source"}:
+        raise ValueError(f"{DATA_FILE} [power]: unknown keys "
+                         f"{sorted(set(power) - {'kv_power_fraction', 'source'})}")
+    if "kv_power_fraction" in power and not 0.0 <= float(power["kv_power_fraction"]) <= 1.0:
+        raise ValueError(f"{DATA_FILE} [power] kv_power_fraction: must be in [0, 1]")
     return data
 
 
@@ -70,8 +84,12 @@ def batch_terms(profile: str) -> BatchTerms:
     gemm = data["gemm"]
     assert isinstance(gemm, dict)
     e_many = table.get("attention_bw_efficiency_many")
+    power = data.get("power", {})
+    assert isinstance(power, dict)
+    kv_pw = power.get("kv_power_fraction")
     return BatchTerms(float(gemm["knee_exponent"]), float(table["sequence_overhead_us"]) * 1e-6,
-                      None if e_many is None else float(e_many), own is not None)
+                      None if e_many is None else float(e_many), own is not None,
+                      None if kv_pw is None else float(kv_pw))
 
 
 def soft_max(a: Num, b: Num, p: Num) -> F64:

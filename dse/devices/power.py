@@ -3,7 +3,12 @@
 GPU:  P(state) = idle + (TDP - idle) x fraction(state) x active(busy),
       active(busy) = busy + (1 - busy) x wait, state in {idle, decode, prefill};
       fraction is the serving profile's share of the dynamic range drawn while kernels run
-      (sourced from measured decode / prefill draws), busy the share of the pass the GPU runs
+      (sourced from measured decode / prefill draws); a decode pass of many sequences draws
+      more as its attention streams their KV caches: fraction(decode) = decode + (kv - decode)
+      x k, k the pass's batched KV share (dse.devices.gpu.ForwardTime.batched_kv_share, 0 at
+      one sequence) and kv the share an attention streaming many caches draws (the batch
+      terms' `kv_power_fraction`, fitted to LLM-Inference-Bench's power against the batch by
+      dse.validation.batch_power); busy the share of the pass the GPU runs
       kernels, and wait the board's share of that draw it keeps while it waits on the host
       between kernels (`wait_power_fraction`). A launch-bound decode leaves gaps of microseconds
       between kernels, far shorter than the power manager's clock and voltage steps
@@ -35,13 +40,24 @@ def active_share(busy_fraction: ArrayLike, wait_power_fraction: ArrayLike) -> ND
     return np.asarray(busy + (1.0 - busy) * np.asarray(wait_power_fraction, dtype=float))
 
 
-def gpu_power_w(c: GpuCost, state: str, busy_fraction: ArrayLike = 1.0) -> NDArray[np.float64]:
+def decode_fraction(c: GpuCost, batched_kv_share: ArrayLike = 0.0) -> NDArray[np.float64]:
+    """The decode state's share of the dynamic range: the profile's decode fraction, moving
+    towards the batch terms' kv_power_fraction with the pass's batched KV share (nan: none)."""
+    f_d = np.asarray(c.decode_power_fraction, dtype=float)
+    f_kv = np.asarray(c.kv_power_fraction, dtype=float)
+    rise = np.where(np.isnan(f_kv), 0.0, f_kv - f_d) * np.asarray(batched_kv_share, dtype=float)
+    return np.asarray(f_d + rise)
+
+
+def gpu_power_w(c: GpuCost, state: str, busy_fraction: ArrayLike = 1.0,
+                batched_kv_share: ArrayLike = 0.0) -> NDArray[np.float64]:
     """Board power (all tp GPUs together) in a state, with the GPU busy a share of the time
-    and in its active state, waiting on the host, the rest."""
+    and in its active state, waiting on the host, the rest; a decode pass of many sequences
+    at its batched KV share."""
     if state not in GPU_STATES:
         raise ValueError(f"unknown GPU power state {state!r}; valid: {', '.join(GPU_STATES)}")
-    frac = {"idle": 0.0, "decode": c.decode_power_fraction,
-            "prefill": c.prefill_power_fraction}[state]
+    frac = (decode_fraction(c, batched_kv_share) if state == "decode" else
+            np.asarray(c.prefill_power_fraction if state == "prefill" else 0.0, dtype=float))
     dyn = (np.asarray(c.tdp_w) - c.idle_w) * frac * active_share(busy_fraction,
                                                                   c.wait_power_fraction)
     return np.asarray(c.idle_w + dyn, dtype=float)

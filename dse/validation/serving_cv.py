@@ -135,6 +135,35 @@ def prefill_lines(cv: dict[str, Any]) -> list[str]:
     return lines
 
 
+def power_lines(cv: dict[str, Any]) -> list[str]:
+    """The power term's fit and folds (serving_cv.json `batch_power`)."""
+    bp = cv.get("batch_power")
+    if not bp:
+        return []
+    bound = ", at its upper bound (the TDP)" if bp["kv_power_fraction"] > 0.995 else ""
+    lines = ["", "Power against the batch (`kv_power_fraction` = "
+             f"{bp['kv_power_fraction']:.3g}{bound}; dse/validation/batch_power.py): "
+             "LLM-Inference-Bench's average board power (NVML) over static batches of 1,024 + "
+             f"1,024 tokens ({bp['batched_rows']} runs of 16-64 over batch 1 on "
+             f"{', '.join(bp['gpus'])}; {', '.join(bp['stacks'])}; "
+             f"{', '.join(bp['models'])}). *Ratio*: P(B) / P(1) (what the term decides); "
+             "*absolute*: the batch's power, the batch-1 level included. Without the term a "
+             "decode pass draws the same share of the dynamic range at every batch.", "",
+             "| scheme | rows | ratio median error | max | within 10% | absolute median "
+             "error | within 10% | fold values |", "|---|---|---|---|---|---|---|---|"]
+    schemes = [("without the term", bp["before"], ""), ("in-sample fit", bp["fit"], "")]
+    schemes += [(k.replace("_", " "), e, ", ".join(f"{g} {x:.3g}" for g, x in
+                                                     e["values"].items()))
+                for k, e in bp["cv"].items()]
+    for label, e, folds in schemes:
+        r, a = e["ratio"], e["absolute"]
+        lines.append(f"| {label} | {r['n']} | {r['median_abs_rel_error']:.1%} | "
+                     f"{r['max_abs_rel_error']:.1%} | {r['within_10pct']:.0%} | "
+                     f"{a['median_abs_rel_error']:.1%} | {a['within_10pct']:.0%} | "
+                     f"{folds or '-'} |")
+    return lines
+
+
 def markdown_section(cv: dict[str, Any]) -> list[str]:
     v = cv["values"]
     lines = [
@@ -169,6 +198,7 @@ def markdown_section(cv: dict[str, Any]) -> list[str]:
                          f"{sl['within_25pct']:.0%} | {ab['median_abs_rel_error']:.1%} | "
                          f"{ab['within_25pct']:.0%} |")
     lines += prefill_lines(cv)
+    lines += power_lines(cv)
     held = held_out_rows()
     n_in = sum(r["within"] for r in held)
     n_iv = sum(r["inside"] for r in held)

@@ -13,6 +13,10 @@ Two fits, each on its own source:
    stack's batch-1 level (the batch-1 model's business, fitted elsewhere) does not enter.
    The pooled values (every stack's rows in one fit) serve stacks without batched rows.
 
+Then, with those timing terms, the power of an attention streaming many sequences' caches
+(`kv_power_fraction`) on LLM-Inference-Bench's average power of the same kind of static
+batches (dse.validation.batch_power, its own fit and folds).
+
 3. not fitted, a check: LLM-Inference-Bench's time to first token of a static batch of
    prompts (its Fig. 21: 16 prompts of 1,024 tokens, one output token), each predicted with its
    stack's fitted terms; its residuals by stack size the serving interval's prefill side where
@@ -36,6 +40,8 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
+
+from dse.validation import batch_power
 
 DATA_FILE = "batched_measurements.toml"
 DEFAULT_START = {"p": 4.0, "sequence_overhead_us": 10.0, "attention_bw_efficiency_many": 0.8}
@@ -304,6 +310,9 @@ def fit_all() -> dict[str, Any]:
                      "fit": _stats(np.expm1(knee_res)), "hard_max": _stats(np.expm1(hard_res)),
                      **knee_cv},
             "prefill_at_batch": prefill_at_batch(ttft_rows(data), p, values, pooled),
+            "batch_power": batch_power.fit_all(
+                data, {s: (p, *values.get(s, pooled)) for s in
+                       {r.stack for r in batch_power.power_rows(data)}}),
             "rows": {s: sum(r.stack == s for r in rows) for s in stacks},
             "batched_rows": {s: sum(r.stack == s and r.batch > 1 for r in rows)
                              for s in stacks},
