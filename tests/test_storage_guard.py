@@ -78,3 +78,26 @@ def test_a_real_study_still_lists_and_exports(tmp_path: Path,
     assert "mine" in capsys.readouterr().out
     assert main(["export", "--study", "mine", "--storage", url, "--out",
                  str(tmp_path / "b")]) == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["studies"],
+    ["export", "--study", "any", "--out", "OUT"],
+    ["optimize", "--trials", "1"],
+])
+def test_a_bare_file_name_is_refused_with_the_url_it_meant(argv: list[str], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    """`--storage notes.txt` (a path where a URL belongs) was SQLAlchemy's "Could not parse
+    SQLAlchemy URL" with exit 1 (optimize printed its `storage:` line first): now a usage error,
+    one line, naming the flag and the sqlite:/// URL it meant, before anything is opened."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine\n", encoding="utf-8")
+    argv = [a.replace("OUT", str(tmp_path / "out")) for a in argv]
+    assert main([*argv, "--storage", "notes.txt"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "--storage notes.txt: not a storage URL" in err and "sqlite:///notes.txt" in err
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

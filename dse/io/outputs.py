@@ -174,6 +174,19 @@ def sqlite_file(url: str) -> str | None:
     return None if rest in ("", ":memory:") else rest
 
 
+def storage_url_problem(url: str) -> str | None:
+    """Why `url` names no study storage before any database is opened, or None: a bare path
+    (a file name where a URL belongs: SQLAlchemy's own error, "Could not parse SQLAlchemy URL",
+    names no fix) and an in-memory SQLite database (gone when the command ends)."""
+    if "://" not in url:
+        return (f"not a storage URL; a database file is sqlite:///{url} (relative to the "
+                "working directory), a server database postgresql://...")
+    if url.startswith("sqlite") and url.partition(":///")[2] in ("", ":memory:"):
+        return ("an in-memory SQLite database ends with the command, so no study could be "
+                "resumed or listed; give sqlite:///FILE (or no storage for the default file)")
+    return None
+
+
 def sqlite_path_problem(path: str) -> str | None:
     """Why SQLite cannot write a database at `path` (relative: in the working directory), or
     None: its absolute path (as SQLite builds it, and with links resolved, as it also does)
@@ -208,6 +221,9 @@ def check_storage(flag: str, url: str) -> None:
     after the first trial), in a directory that takes new files (SQLite's journal)."""
     if not url.strip():
         raise UsageError(f"{flag}: an empty URL; give sqlite:///FILE or a database URL")
+    form = storage_url_problem(url)
+    if form is not None:
+        raise _fail(flag, url, form)
     path = sqlite_file(url)
     if path is None:
         return

@@ -53,18 +53,17 @@ def _sqlite_path(url: str) -> str | None:
 
 
 def _check_url(url: str) -> None:
-    from dse.io.outputs import sqlite_path_problem
+    from dse.io.outputs import sqlite_path_problem, storage_url_problem
 
     if url == MEMORY_STORAGE:
         raise UsageError(f"--storage {url}: an in-memory study ends with the `dse optimize` that "
                          "ran it, so none can be listed, resumed or exported; give the storage "
                          "it was saved in (sqlite:///FILE, postgresql://...; none: the default "
                          "file)")
+    form = storage_url_problem(url)
+    if form is not None:
+        raise UsageError(f"--storage {url}: {form}")
     path = _sqlite_path(url)
-    if path == "":
-        raise UsageError(f"storage {url}: an in-memory SQLite database ends with the command, "
-                         "so no study could be resumed or listed; give sqlite:///FILE (or no "
-                         "storage for the default file)")
     why = None if path is None else sqlite_path_problem(path)
     if why is not None:
         raise UsageError(f"--storage {url}: {why}")
