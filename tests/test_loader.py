@@ -99,6 +99,31 @@ def test_bad_catalog_file_is_one_line_exit_3(tmp_path, capsys, kind, mem, words)
     one_line(err, "g.toml", words)
 
 
+@pytest.mark.parametrize(("idle", "ok"), [("20.0", True), ("300.0", False), ("400.0", False)])
+def test_a_gpu_idling_at_or_above_its_power_limit_is_refused(tmp_path, capsys, idle, ok):
+    """idle_W 400 beside tdp_W 300 loaded, and `dse serve` then reported an average power of
+    393 W on a 350 W board: the power model's dynamic range, tdp_W - idle_W, must be
+    positive."""
+    (tmp_path / "g.toml").write_text(GPU.format(kind='"gpu"', mem="24.0").replace(
+        "idle_W = 20.0", f"idle_W = {idle}"))
+    code, err = run(capsys, "catalog", "boards", "--catalog", str(tmp_path))
+    if ok:
+        assert code == 0, err
+        return
+    assert code == 3
+    one_line(err, "g.toml", f"idle_W: must be below tdp_W (300 W), got {float(idle):g}")
+
+
+def test_an_fpga_whose_static_power_reaches_its_maximum_is_refused(tmp_path, capsys):
+    text = (Path(__file__).resolve().parent.parent / "boards" / "fpgas" / "u280.toml").read_text()
+    static = next(ln for ln in text.splitlines() if ln.startswith("static_W ="))
+    (tmp_path / "u280x.toml").write_text(text.replace('name = "u280"', 'name = "u280x"', 1)
+                                         .replace(static, "static_W = 5000.0", 1))
+    code, err = run(capsys, "catalog", "boards", "--catalog", str(tmp_path))
+    assert code == 3
+    one_line(err, "u280x.toml", "static_W: must be below max_W")
+
+
 def test_hf_config_with_huge_and_nested_values(tmp_path):
     cfg = {"model_type": "qwen2", "hidden_size": 10**400, "num_hidden_layers": 2,
            "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 100,

@@ -251,8 +251,20 @@ class FpgaEngineSpec(Spec):
     kind = "fpga-engine"
 
 
+def _check_gpu(path: object, v: dict[str, Any]) -> None:
+    """The idle power lies below the board's power limit (the power model's dynamic range,
+    tdp_W - idle_W, is positive)."""
+    if not v["idle_w"] < v["tdp_w"]:
+        raise SpecError(path, "idle_W", f"must be below tdp_W ({v['tdp_w']:g} W), got "
+                        f"{v['idle_w']:g}")
+
+
 def _check_fpga(path: object, v: dict[str, Any]) -> None:
-    """The memory the decoder streams from must have channels and bandwidth; clocks ordered."""
+    """The memory the decoder streams from must have channels and bandwidth; clocks ordered;
+    the static power lies below the board's maximum."""
+    if not v["static_w"] < v["max_w"]:
+        raise SpecError(path, "static_W", f"must be below max_W ({v['max_w']:g} W), got "
+                        f"{v['static_w']:g}")
     if v["hbm_bytes"] > 0:
         need = (("hbm_pseudo_channels", "hbm_pseudo_channels"),
                 ("hbm_channel_GBps", "hbm_channel_bytes_per_s"), ("hbm_GBps", "hbm_bytes_per_s"))
@@ -271,7 +283,7 @@ def _check_fpga(path: object, v: dict[str, Any]) -> None:
 
 
 register_kind("link", LinkSpec)
-register_kind("gpu", GpuSpec)
+register_kind("gpu", GpuSpec, check=_check_gpu)
 register_kind("fpga", FpgaSpec, check=_check_fpga)
 register_kind("gpu-serving", GpuServingSpec, extra_tables=("calibration",),
               variants=("by_generation", GPU_GENERATIONS))
