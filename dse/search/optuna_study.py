@@ -56,6 +56,7 @@ from dse.search.storage import (
     mark_worker,
     open_storage,
     removed_if_failed,
+    storage_failure,
     study_trials,
     within_budget,
     write_behind,
@@ -273,8 +274,18 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     if callback is not None:
         cbs.append(lambda st, tr: callback(len(study_trials(st)), trials))
     if remaining > 0:
-        study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
-                       show_progress_bar=progress, gc_after_trial=False)
+        try:
+            study.optimize(objective, n_trials=remaining, timeout=timeout, callbacks=cbs,
+                           show_progress_bar=progress, gc_after_trial=False)
+        except DseError:
+            raise
+        except Exception as e:  # a trial the database could not record (a full disk)
+            why = storage_failure(e) if storage is not None else None
+            if why is None:
+                raise
+            raise DseError(f"storage {url}: a trial could not be recorded ({why}); the trials "
+                           "recorded before it are kept, and the same command resumes the "
+                           "study once the database can be written") from e
     # what is shown: the study's best trials (one objective: its TOP_K best distinct designs;
     # several: its non-dominated ones, at most FRONT_SHOWN) re-evaluated by the accurate closed
     # form and re-ranked (dse.search.shown)

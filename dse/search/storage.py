@@ -187,6 +187,26 @@ def open_storage(url: str | None, *, create: bool = True) -> Any:
     return store
 
 
+def storage_failure(e: BaseException) -> str | None:
+    """The first line of the database error under `e` (its cause or context, at any depth),
+    or None when none is there. Optuna turns a commit that fails while it records a trial (a
+    full disk) into StorageInternalError, and then, its trial left RUNNING, into
+    `AssertionError: Should not reach.`: the database's own line is the one a user can act on."""
+    seen: set[int] = set()
+    found: BaseException | None = None
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        kind = type(cur)
+        if kind.__module__.startswith(("sqlalchemy", "sqlite3")) or kind.__name__ in (
+                "StorageInternalError", "OperationalError", "DatabaseError"):
+            found = cur  # the deepest: the driver's own words
+        cur = cur.__cause__ or cur.__context__
+    if found is None:
+        return None
+    return (str(found).splitlines() or [type(found).__name__])[0]
+
+
 def _fast_sqlite(engine: Any) -> None:
     """Write-ahead log and fsync at checkpoints only: a commit then survives a killed process
     (the log is in the OS cache) though not a power cut; commits get ~10x cheaper and readers
