@@ -26,11 +26,13 @@ power of the batched rows, before (no term: the decode fraction at every batch) 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+
+from dse.validation.serving_fit import batched_engine, pairs
 
 BOUNDS = (0.0, 1.0)
 
@@ -55,46 +57,21 @@ def power_rows(data: dict[str, Any]) -> list[PowerRow]:
                                    b["avg_power_w"], strict=True)]
 
 
-_PLACED: dict[tuple[str, str, str, int], Any] = {}
-
-
 def predict_w(rows: Sequence[PowerRow], kv_power_fraction: float | None,
               timing: dict[str, tuple[float, float, float]]) -> np.ndarray:
     """Each row's average power (W) over its static batch, with this kv_power_fraction (None:
     the decode fraction at every batch) and each stack's timing terms
     (knee exponent, sequence overhead in us, attention_bw_efficiency_many)."""
-    from dse.api import load_catalog
-    from dse.devices.registry import place
     from dse.serving.closed_form import static_batch
-    from dse.serving.engine import Engine
-    from dse.serving.load import Caps, Load
+    from dse.serving.load import Load
 
-    out = np.empty(len(rows))
     f_kv = np.nan if kv_power_fraction is None else kv_power_fraction
+    out = np.empty(len(rows))
     for i, r in enumerate(rows):
-        key = (r.stack, r.gpu, r.model, r.tokens)
-        if key not in _PLACED:
-            cat = load_catalog()
-            _PLACED[key] = place(cat, cat.model(r.model), r.gpu, software=r.stack,
-                                 context_tokens=2 * r.tokens, tp=1)
-        pl = _PLACED[key]
-        c = pl.cost
-        p, overhead_us, e_many = timing[r.stack]
-        pl = replace(pl, cost=replace(
-            c, knee_exponent=p, sequence_overhead_s=overhead_us * 1e-6,
-            kv_bw_many_bytes_per_s=pl.device.mem_bw_bytes_per_s * e_many * c.tp,
-            kv_power_fraction=f_kv))
-        e = Engine(pl, Caps(256, r.budget))
+        e = batched_engine(r, 2 * r.tokens, *timing[r.stack], kv_power_fraction=f_kv)
         out[i] = static_batch(e, Load("batch", float(r.batch), r.tokens, r.tokens,
                                       r.batch)).power_w
     return out
-
-
-def pairs(rows: Sequence[PowerRow]) -> list[tuple[int, int]]:
-    """(batched row, its batch-1 row) index pairs: same stack, GPU, model and lengths."""
-    ones = {(r.stack, r.gpu, r.model, r.tokens): i for i, r in enumerate(rows) if r.batch == 1}
-    return [(i, ones[k]) for i, r in enumerate(rows)
-            if r.batch > 1 and (k := (r.stack, r.gpu, r.model, r.tokens)) in ones]
 
 
 def ratio_residuals(rows: Sequence[PowerRow], pred: np.ndarray) -> np.ndarray:

@@ -37,11 +37,9 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-
-from dse.validation import batch_power
 
 DATA_FILE = "batched_measurements.toml"
 DEFAULT_START = {"p": 4.0, "sequence_overhead_us": 10.0, "attention_bw_efficiency_many": 0.8}
@@ -127,38 +125,65 @@ def lib_rows(data: dict[str, Any]) -> list[LibRow]:
                                                      b["latency_s"], strict=True)]
 
 
+class BatchRow(Protocol):
+    """What a static-batch row of LLM-Inference-Bench names (LibRow, batch_power.PowerRow)."""
+
+    @property
+    def stack(self) -> str: ...
+    @property
+    def gpu(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def budget(self) -> int: ...
+
+
 _PLACED: dict[tuple[str, str, str, int], Any] = {}
+
+
+def batched_engine(r: BatchRow, context_tokens: int, p: float, overhead_us: float,
+                   e_many: float | None, **cost: float) -> Any:
+    """The row's stack, GPU and model placed for context_tokens (cached) as a serving engine
+    with these batch terms (e_many None: the batch-1 KV share at every batch) and any other
+    GpuCost fields given."""
+    from dse.api import load_catalog
+    from dse.devices.registry import place
+    from dse.serving.engine import Engine
+    from dse.serving.load import Caps
+
+    key = (r.stack, r.gpu, r.model, context_tokens)
+    if key not in _PLACED:
+        cat = load_catalog()
+        _PLACED[key] = place(cat, cat.model(r.model), r.gpu, software=r.stack,
+                             context_tokens=context_tokens, tp=1)
+    pl = _PLACED[key]
+    c = pl.cost
+    many = 0.0 if e_many is None else pl.device.mem_bw_bytes_per_s * e_many * c.tp
+    pl = replace(pl, cost=replace(c, knee_exponent=p, kv_bw_many_bytes_per_s=many,
+                                  sequence_overhead_s=overhead_us * 1e-6, **cost))
+    return Engine(pl, Caps(256, r.budget))
 
 
 def predict(rows: Sequence[LibRow], p: float, overhead_us: float, e_many: float | None
             ) -> np.ndarray:
     """Each row's static-batch wall time (s) with these batch terms (e_many None: the
     batch-1 KV share at every batch)."""
-    from dse.api import load_catalog
-    from dse.devices.registry import place
     from dse.serving.closed_form import static_batch
-    from dse.serving.engine import Engine
-    from dse.serving.load import Caps, Load
+    from dse.serving.load import Load
 
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
-        key = (r.stack, r.gpu, r.model, r.tokens)
-        if key not in _PLACED:
-            cat = load_catalog()
-            _PLACED[key] = place(cat, cat.model(r.model), r.gpu, software=r.stack,
-                                 context_tokens=2 * r.tokens, tp=1)
-        pl = _PLACED[key]
-        c = pl.cost
-        many = 0.0 if e_many is None else pl.device.mem_bw_bytes_per_s * e_many * c.tp
-        pl = replace(pl, cost=replace(c, knee_exponent=p, kv_bw_many_bytes_per_s=many,
-                                      sequence_overhead_s=overhead_us * 1e-6))
-        e = Engine(pl, Caps(256, r.budget))
+        e = batched_engine(r, 2 * r.tokens, p, overhead_us, e_many)
         s = static_batch(e, Load("batch", float(r.batch), r.tokens, r.tokens, r.batch))
         out[i] = r.batch / s.request_rate
     return out
 
 
-def pairs(rows: Sequence[LibRow]) -> list[tuple[int, int]]:
+def pairs(rows: Sequence[BatchRow]) -> list[tuple[int, int]]:
     """(batched row, its batch-1 row) index pairs: same stack, GPU, model and lengths."""
     ones = {(r.stack, r.gpu, r.model, r.tokens): i for i, r in enumerate(rows) if r.batch == 1}
     return [(i, ones[k]) for i, r in enumerate(rows)
@@ -197,22 +222,12 @@ def ttft_rows(data: dict[str, Any]) -> list[LibRow]:
 def predict_ttft(rows: Sequence[LibRow], p: float, overhead_us: float,
                  e_many: float | None) -> np.ndarray:
     """Each TTFT row's batch latency (s): the static batch's prefill and its one token."""
-    from dse.api import load_catalog
-    from dse.devices.registry import place
     from dse.serving.closed_form import static_batch
-    from dse.serving.engine import Engine
-    from dse.serving.load import Caps, Load
+    from dse.serving.load import Load
 
-    cat = load_catalog()
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
-        pl: Any = place(cat, cat.model(r.model), r.gpu, software=r.stack,
-                        context_tokens=r.tokens + 1, tp=1)
-        c = pl.cost
-        many = 0.0 if e_many is None else pl.device.mem_bw_bytes_per_s * e_many * c.tp
-        pl = replace(pl, cost=replace(c, knee_exponent=p, kv_bw_many_bytes_per_s=many,
-                                      sequence_overhead_s=overhead_us * 1e-6))
-        s = static_batch(Engine(pl, Caps(256, r.budget)),
+        s = static_batch(batched_engine(r, r.tokens + 1, p, overhead_us, e_many),
                          Load("batch", float(r.batch), r.tokens, 1, r.batch))
         out[i] = r.batch / s.request_rate
     return out
@@ -254,6 +269,13 @@ def _errors(rows: Sequence[LibRow], pred: np.ndarray) -> dict[str, Any]:
     slow = np.expm1(slowdown_residuals(rows, pred))
     absolute = np.array([pred[i] / r.seconds - 1 for i, r in enumerate(rows) if r.batch > 1])
     return {"slowdown": _stats(slow), "absolute": _stats(absolute)}
+
+
+def fit_batch_power(data: dict[str, Any], timing: dict[str, tuple[float, float, float]]
+                    ) -> dict[str, Any]:
+    from dse.validation import batch_power  # it builds on this module's engines and pairs
+
+    return batch_power.fit_all(data, timing)
 
 
 def fit_all() -> dict[str, Any]:
@@ -310,9 +332,9 @@ def fit_all() -> dict[str, Any]:
                      "fit": _stats(np.expm1(knee_res)), "hard_max": _stats(np.expm1(hard_res)),
                      **knee_cv},
             "prefill_at_batch": prefill_at_batch(ttft_rows(data), p, values, pooled),
-            "batch_power": batch_power.fit_all(
+            "batch_power": fit_batch_power(
                 data, {s: (p, *values.get(s, pooled)) for s in
-                       {r.stack for r in batch_power.power_rows(data)}}),
+                       {b["serving"] for b in data.get("lib_power", [])}}),
             "rows": {s: sum(r.stack == s for r in rows) for s in stacks},
             "batched_rows": {s: sum(r.stack == s and r.batch > 1 for r in rows)
                              for s in stacks},
