@@ -212,6 +212,25 @@ def test_a_column_too_wide_alone_wraps_its_cells() -> None:
     assert " ".join(text.split()[5:]) == " ".join(["word"] * 30)
 
 
+def test_a_name_column_too_wide_for_a_cell_beside_it_wraps_and_stays_beside_its_cells(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dse catalog models` at 40 columns printed its names, then its descriptions in a second
+    part without them (the name column, 33 wide, left no room for a cell): no description
+    could be matched to its model. The name column now takes half the width, its names wrapped
+    at their dashes, each description beside its name."""
+    rows = [["deepseek-r1-distill-qwen-1.5b", "a reasoning draft of Qwen2.5-Math-1.5B shape"],
+            ["gpt2", "a 12-layer decoder"]]
+    text = table_text(["name", "description"], rows, width=40)
+    assert not too_wide(text, 40) and "\n\n" not in text  # one part
+    lines = text.splitlines()
+    assert lines[2].startswith("deepseek-r1-") and "a reasoning" in lines[2]
+    assert any(ln.startswith("gpt2 ") and "a 12-layer decoder" in ln for ln in lines)
+    monkeypatch.setenv("COLUMNS", "40")
+    out = run(["catalog", "models"])
+    assert not too_wide(out, 40) and "\n\ndescription" not in out
+    assert any(ln.startswith("gpt2 ") and "gpt2:" in ln for ln in out.splitlines())
+
+
 @pytest.mark.parametrize("name", ["sweep", "sweep two objectives", "optimize", "compare"])
 def test_at_the_narrowest_width_only_a_single_unbreakable_word_overflows(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -223,7 +223,8 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     `keys` columns (the row's name) beside as many of the next columns as fit; a column too
     wide even alone has its cells wrapped. key_width: the most columns each key column takes
     (a longer name wraps at its dots, wrap_name), so that more columns fit beside it; None: as
-    wide as its widest cell. Every cell is kept; lines carry no trailing blanks."""
+    wide as its widest cell (one name column too wide to leave MIN_CELL beside it takes half
+    the width). Every cell is kept; lines carry no trailing blanks."""
     if width is None:
         return "\n".join(_block(headers, rows, [None] * len(headers)))
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
@@ -231,6 +232,11 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     keys = min(keys, len(headers) - 1)
     if key_width is not None:
         widths[:keys] = [min(w, key_width) for w in widths[:keys]]
+    if keys == 1 and key_width is None and widths[0] + len(GAP) + MIN_CELL > width:
+        # one name column too wide to leave a cell beside it: it takes half the width, its
+        # names wrapped at their dots and dashes (wrap_name), so that every part still says
+        # which row each cell is of
+        key_width = widths[0] = max((width - len(GAP)) // 2, MIN_CELL)
     if keys and _line_width(widths[:keys]) + len(GAP) + MIN_CELL > width:
         keys = 0  # the name columns leave no room: the parts do not repeat them
     blocks = []
