@@ -227,3 +227,20 @@ def test_a_directory_or_a_design_file_where_a_workload_or_system_is_expected(
                      capsys, "evaluate")
     assert "b/design.toml: kind: 'design': a design file (read with --design), not a " \
         "catalog file; --scenario takes a workload" in line, line
+
+
+@pytest.mark.parametrize("argv", [
+    [*SERVE, "--rate", "1", "--seed", "3"],
+    [*SERVE, "--batch", "4", "--seed", "0", "--evaluator", "closed-form"],
+    ["serve", "--system", SYS, "--rate", "1", "--seed", "5"],
+])
+def test_a_seed_for_the_closed_form_is_refused(argv: list[str],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`dse serve --seed 3` without --evaluator simulator ran the closed form, which draws
+    nothing, and echoed `"seed": 3` in its answer: a flag silently ignored. Now a usage error
+    naming --seed and the evaluator it needs; with the simulator it still runs."""
+    line = _one_line(main(argv), 2, capsys, "serve")
+    assert "--seed" in line and "--evaluator simulator" in line, line
+    assert main([*SERVE, "--rate", "1", "--seed", "3", "--evaluator", "simulator",
+                 "--requests", "20", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["load"]["seed"] == 3

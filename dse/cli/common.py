@@ -83,6 +83,11 @@ class Once(argparse.Action):
 _GIVEN, _EMPTY = "_dse_options_given", "_dse_options_empty"
 
 
+def was_given(a: argparse.Namespace, dest: str) -> bool:
+    """Whether the option storing into `dest` was on the command line (not its default)."""
+    return dest in getattr(a, _GIVEN, ())
+
+
 def check_given(a: argparse.Namespace) -> None:
     """Refuse, before any computing, an option given an empty value (`--design ''` names no
     file, `--storage ''` no storage: never "not given", nor the working directory), and a

@@ -17,6 +17,7 @@ from dse.cli.common import (
     seed_type,
     table,
     text_width,
+    was_given,
     whole_number,
 )
 from dse.cli.layout import wrap
@@ -182,6 +183,9 @@ def _slo(a: argparse.Namespace) -> Any:
 
 def _check_flags(a: argparse.Namespace) -> None:
     """One-line usage errors for flags that do not go together."""
+    if a.evaluator != "simulator" and was_given(a, "seed"):
+        raise UsageError(f"--seed {a.seed}: seeds the simulator's draws; the closed form draws "
+                         "nothing: add --evaluator simulator, or leave --seed out")
     if a.model is not None:
         if a.device is None:
             raise UsageError("--model needs --device (the GPU that serves it)")
