@@ -32,8 +32,7 @@ GOODPUT_KEYS = ("ttft", "tpot", "e2el")
 
 
 def rate_type(s: str) -> float:
-    """Requests per second: a positive number up to MAX_RATE_PER_S, or inf (every request at
-    once)."""
+    """Requests per second: positive, at most MAX_RATE_PER_S, or inf (all at once)."""
     if s.strip().lower() in ("inf", "infinity"):
         return math.inf
     return rate_per_s(s)
@@ -193,9 +192,8 @@ def _check_flags(a: argparse.Namespace) -> None:
             raise UsageError("--set changes a design's knobs: give --system or --design, or "
                              "the model's own flags (--tp, --precision, ...) with --model")
         if a.scenario is not None or a.schedule is not None:
-            raise UsageError("--scenario and --schedule belong to a design (--system, "
-                             "--design): with --model give --input-tokens and "
-                             "--output-tokens")
+            raise UsageError("--scenario and --schedule belong to a design (--system, --design):"
+                             " with --model give --input-tokens and --output-tokens")
         if a.dataset is not None and (a.input_tokens or a.output_tokens):
             raise UsageError(f"--dataset {a.dataset} draws each request's lengths; leave out "
                              "--input-tokens and --output-tokens")

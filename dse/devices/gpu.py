@@ -20,15 +20,10 @@ ctx cached tokens (seconds):
                                                                      prefill)
 
 Partial offload (`offload_fraction` f of the streamed weights in host memory, a system's
-`<role>_offload_fraction`): those weights cross the GPU's host link (boards/links, PCIe) on every
-forward pass, decode token and prefill pass alike, and the GPU computes every layer. This is
-vLLM's `--cpu-offload-gb` ("every forward pass, the model weights are loaded from CPU to GPU"),
-HF accelerate's `device_map` CPU offload and FlexGen's weight offload (arXiv 2303.06865). The
-copy is counted in series with the GPU's own pass: accelerate and vLLM copy a layer's weights
-before its kernels run (no prefetch at batch 1), so the link time adds; FlexGen's overlap of
-the next layer's copy with this layer's compute would make it max(link, GPU) instead, at most
-2x apart, and at batch 1 the link term dominates both. llama.cpp's --n-gpu-layers runs the
-layers left in host memory on the CPU instead, at host DRAM bandwidth (not modelled here). The
+`<role>_offload_fraction`): those weights cross the GPU's host link on every forward pass, in
+series with the GPU's own pass, as vLLM's `--cpu-offload-gb` and HF accelerate's CPU offload
+copy a layer's weights before its kernels run (FlexGen's overlap would make it max(link, GPU),
+at most 2x apart; llama.cpp's --n-gpu-layers, CPU layers, is not modelled; docs/model.md). The
 on-device share alone counts toward the GPU's memory.
 
 Dequantising precisions (`dequantises`) add the profile's `quantized_layer_overhead` to the
@@ -48,9 +43,10 @@ Small models at batch 1 are dominated by the overhead terms, which a pure roofli
 At batch B the per-pass terms (layer gaps, launches, the step overhead, the per-layer
 all-reduce latency) are paid once per pass and the per-token all-reduce bytes B times; a pass
 of more than one sequence adds the batch terms of dse/devices/gpu_batch.py (the roofline's
-knee, the KV-read share of many sequences, the host's work per further sequence), fitted to
-batched measurements. A batch of sequences with different contexts costs what a batch at their
-mean context costs. `batch = 1` is the single-stream model exactly.
+knee, the KV-read share of many sequences, the host's work per further sequence, the power of
+an attention streaming many caches), fitted to batched measurements. A batch of sequences with
+different contexts costs what a batch at their mean context costs. `batch = 1` is the
+single-stream model exactly.
 
 Every function broadcasts over numpy arrays, and `GpuCost` fields may themselves be arrays
 (`stack`), so one code path serves a scalar query and a million-design sweep.
@@ -69,12 +65,7 @@ from dse.core.arrays import F64, Num
 from dse.devices import shape
 from dse.devices.gpu_batch import batch_terms, kv_bandwidth, soft_max
 from dse.devices.power import gpu_power_w
-from dse.devices.protocol import (
-    Bound,
-    ModelMemory,
-    PowerState,
-    check_batch,
-)
+from dse.devices.protocol import Bound, ModelMemory, PowerState, check_batch
 from dse.devices.shape import Precision, precision, with_kv_precision
 from dse.specs import Catalog, GpuServingSpec, GpuSpec, LinkSpec, ModelSpec
 
@@ -128,8 +119,7 @@ class GpuCost:
     knee_exponent: Num = np.inf
     kv_bw_many_bytes_per_s: Num = 0.0
     sequence_overhead_s: Num = 0.0
-    # and the share of the dynamic range the decode state draws while its attention streams
-    # many sequences' KV caches (nan: the decode fraction whatever the batch)
+    # and the decode state's power share as attention streams many caches (nan: none)
     kv_power_fraction: Num = np.nan
 
 
@@ -290,8 +280,7 @@ class ForwardTime:
     gpu_side_s: F64  # time the GPU executes kernels (roofline + gaps + TP communication)
     total_s: F64
     offload_s: F64  # offloaded weights over the host link (0 without offload)
-    # the share of the pass's DRAM streaming spent on the KV caches of many sequences, times
-    # 1 - 1/s for s sequences (0 at one: a batch term); drives the decode state's power
+    # KV share of the DRAM streaming x (1 - 1/s): the decode power's batch term (0 at s = 1)
     batched_kv_share: F64 | float = 0.0
 
     @property
