@@ -1,7 +1,7 @@
 """The batch terms' power: how a GPU's draw rises with the sequences a decode pass serves,
 fitted to LLM-Inference-Bench's average board power of static batches
 (dse/data/batched_measurements.toml `[[lib_power]]`, its Fig. 16: A100, H100 and GH200; vLLM
-and TensorRT-LLM; Llama-2-7B, Llama-3-8B, Mistral-7B; 1,024 prompt and 1,024 output tokens;
+and TensorRT-LLM; Llama-2-7B and Llama-3-8B; 1,024 prompt and 1,024 output tokens;
 batches 1, 16, 32 and 64).
 
 The model (dse.devices.power.decode_fraction): a decode pass's share of the dynamic range
