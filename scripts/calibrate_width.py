@@ -25,7 +25,7 @@ import numpy as np
 
 from dse.specs import Catalog
 from dse.validation import width, width_rows
-from dse.validation.current import close
+from dse.validation.current import close, differences
 from dse.width.params import SCHEMA_VERSION, WidthParams, from_dict
 
 REL = 1e-2  # the optimiser's noise over 70 refits: equal to 1e-2 relative (absolute below 1)
@@ -150,6 +150,10 @@ def main() -> int:
     if args.check:
         for name, stale in ((MODEL_PATH.name, stale_toml), (CV_PATH.name, stale_cv)):
             print(f"{name}: {'stale' if stale else 'current'}")
+        old_p = from_dict(tomllib.loads(old_toml)["parameters"]).to_dict() if old_toml else {}
+        for d in (differences(old_p, p.to_dict(), REL)
+                  + differences(old_json or {}, json.loads(new_json), REL))[:12]:
+            print(f"  moved: {d}")
         return 1 if stale_toml or stale_cv else 0
     MODEL_PATH.write_text(new_toml, encoding="utf-8")
     CV_PATH.write_text(new_json, encoding="utf-8")

@@ -30,7 +30,7 @@ from dse.model.discrimination import SCHEMA_VERSION as MODEL_SCHEMA
 from dse.paper.reproduce import reported
 from dse.specs import Catalog
 from dse.validation import accuracy as acc
-from dse.validation.current import close
+from dse.validation.current import close, differences
 
 ROOT = Path(__file__).resolve().parents[1]
 CV_PATH = ROOT / "dse" / "data" / "accuracy_cv.json"
@@ -116,6 +116,15 @@ def main() -> int:
         model_current = False
     if args.check:
         stale = not (current and model_current)
+        if stale:
+            try:
+                moved = differences(acc.load(), doc)
+                moved += differences(tomllib.loads(MODEL_PATH.read_text(encoding="utf-8")),
+                                     tomllib.loads(text))
+            except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError):
+                moved = ["the shipped files could not be read"]
+            for d in moved[:12]:
+                print(f"  moved: {d}")
         print("stale" if stale else "current")
         return 1 if stale else 0
     if not current:

@@ -99,3 +99,18 @@ def test_links_in_measured_range(rows):
     for r in rows:
         if r.id.startswith("link."):
             assert r.within, r.id
+
+
+def test_a_stale_check_names_what_moved():
+    """dse.validation.current.differences lists each leaf `close` refuses, with its path and
+    both values (what a --check prints on a machine whose refit moved), and nothing within
+    the tolerance."""
+    from dse.validation.current import close, differences
+
+    shipped = {"kappa": 8.0, "f": {"a": 0.05, "b": 18.7}, "rows": [1.0, 2.0], "s": "x"}
+    refit = {"kappa": 8.0004, "f": {"a": 0.05, "b": 21.0}, "rows": [1.0, 2.5], "s": "x",
+             "new": 1}
+    assert not close(shipped, refit)
+    assert differences(shipped, refit) == ["/new: only one side has it", "/f/b: 18.7 -> 21.0",
+                                           "/rows[1]: 2.0 -> 2.5"]
+    assert differences(shipped, shipped) == [] and close(shipped, shipped)

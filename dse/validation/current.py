@@ -19,3 +19,20 @@ def close(a: Any, b: Any, rel: float = 1e-3) -> bool:
     if isinstance(a, float | int) and isinstance(b, float | int):
         return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
     return bool(a == b)
+
+
+def differences(a: Any, b: Any, rel: float = 1e-3, path: str = "") -> list[str]:
+    """Where `close` fails: each differing leaf as `path: shipped -> refit` (a --check prints
+    them, so a stale verdict on another machine says which values moved and by how much)."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out = [f"{path}/{k}: only one side has it" for k in sorted(set(a) ^ set(b), key=str)]
+        for k in a:
+            if k in b:
+                out += differences(a[k], b[k], rel, f"{path}/{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items -> {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in differences(x, y, rel, f"{path}[{i}]")]
+    return [] if close(a, b, rel) else [f"{path}: {a!r} -> {b!r}"]
