@@ -109,7 +109,7 @@ def test_power_ratio_residuals_by_hand() -> None:
 
     from dse.validation.batch_power import PowerRow, ratio_residuals
 
-    rows = [PowerRow("s", "g", "m", 1024, 1, 10.0, 200.0, 4096),
-            PowerRow("s", "g", "m", 1024, 16, 20.0, 300.0, 4096)]
+    rows = [PowerRow("s", "g", "m", 1024, 1, 10.0, 4096, 200.0),
+            PowerRow("s", "g", "m", 1024, 16, 20.0, 4096, 300.0)]
     res = ratio_residuals(rows, np.array([250.0, 300.0]))
     assert res.shape == (1,) and float(res[0]) == pytest.approx(math.log(1.2 / 1.5), abs=1e-12)

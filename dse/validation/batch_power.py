@@ -32,26 +32,19 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from dse.validation.serving_fit import batched_engine, pairs
+from dse.validation.serving_fit import LibRow, batched_engine, pairs
 
 BOUNDS = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
-class PowerRow:
-    stack: str  # the serving profile
-    gpu: str  # catalog device
-    model: str  # catalog model
-    tokens: int  # input = output tokens
-    batch: int
-    seconds: float
-    watts: float
-    budget: int  # max_num_batched_tokens
+class PowerRow(LibRow):
+    watts: float  # the run's average board power
 
 
 def power_rows(data: dict[str, Any]) -> list[PowerRow]:
-    return [PowerRow(b["serving"], b["catalog_device"], b["catalog_model"], n, bb, t, w,
-                     b["max_num_batched_tokens"])
+    return [PowerRow(b["serving"], b["catalog_device"], b["catalog_model"], n, bb, t,
+                     b["max_num_batched_tokens"], w)
             for b in data.get("lib_power", [])
             for n, bb, t, w in zip(b["input_output_tokens"], b["batch"], b["latency_s"],
                                    b["avg_power_w"], strict=True)]

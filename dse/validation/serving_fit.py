@@ -37,7 +37,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -125,27 +125,10 @@ def lib_rows(data: dict[str, Any]) -> list[LibRow]:
                                                      b["latency_s"], strict=True)]
 
 
-class BatchRow(Protocol):
-    """What a static-batch row of LLM-Inference-Bench names (LibRow, batch_power.PowerRow)."""
-
-    @property
-    def stack(self) -> str: ...
-    @property
-    def gpu(self) -> str: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def tokens(self) -> int: ...
-    @property
-    def batch(self) -> int: ...
-    @property
-    def budget(self) -> int: ...
-
-
 _PLACED: dict[tuple[str, str, str, int], Any] = {}
 
 
-def batched_engine(r: BatchRow, context_tokens: int, p: float, overhead_us: float,
+def batched_engine(r: LibRow, context_tokens: int, p: float, overhead_us: float,
                    e_many: float | None, **cost: float) -> Any:
     """The row's stack, GPU and model placed for context_tokens (cached) as a serving engine
     with these batch terms (e_many None: the batch-1 KV share at every batch) and any other
@@ -183,7 +166,7 @@ def predict(rows: Sequence[LibRow], p: float, overhead_us: float, e_many: float 
     return out
 
 
-def pairs(rows: Sequence[BatchRow]) -> list[tuple[int, int]]:
+def pairs(rows: Sequence[LibRow]) -> list[tuple[int, int]]:
     """(batched row, its batch-1 row) index pairs: same stack, GPU, model and lengths."""
     ones = {(r.stack, r.gpu, r.model, r.tokens): i for i, r in enumerate(rows) if r.batch == 1}
     return [(i, ones[k]) for i, r in enumerate(rows)
