@@ -151,6 +151,16 @@ def test_an_empty_set_value_restores_the_default(capsys):
     assert json.loads(cleared) == json.loads(out)
 
 
+def test_an_empty_set_value_of_a_needed_key_names_it_missing(capsys):
+    """`--set accept_threshold=` removes the preset's threshold; a PRM-verified design needs
+    one, so the key is named missing (exit 2, one line), never a default guessed for it."""
+    code, out, err = run(capsys, "evaluate", "--system", "paper-config1-u280", "--scenario",
+                         "math500", "--set", "accept_threshold=")
+    assert (code, out) == (2, "")
+    assert err == ("dse evaluate: error: --set: accept_threshold: missing key (a speculative "
+                   "design with verifier 'prm' needs it)\n")
+
+
 # ------------------------------------------------------------------ C: keys that do not apply
 
 
