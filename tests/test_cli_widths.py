@@ -231,14 +231,24 @@ def test_a_name_column_too_wide_for_a_cell_beside_it_wraps_and_stays_beside_its_
     assert any(ln.startswith("gpt2 ") and "gpt2:" in ln for ln in out.splitlines())
 
 
-@pytest.mark.parametrize("name", ["sweep", "sweep two objectives", "optimize", "compare"])
+NARROW = {**COMMANDS,
+          "evaluate width": ["evaluate", "--system", "paper-config1-3090", "--scenario",
+                             "math500", "--set", "workflow=majority", "--set", "samples=8"],
+          "serve a design": ["serve", "--system", "paper-config1-u280", "--scenario", "math500",
+                             "--rate", "1"]}
+
+
+@pytest.mark.parametrize("name", ["sweep", "sweep two objectives", "optimize", "compare",
+                                  "evaluate width", "serve a design"])
 def test_at_the_narrowest_width_only_a_single_unbreakable_word_overflows(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 40 columns (MIN_WIDTH) a line may pass the width only when it is one word that no
     rule may break (a model@device/precision name, a path): a bracketed phrase of prose such as
-    "[joint 90% interval of the difference]" wraps like any words."""
+    "[joint 90% interval of the difference]" wraps like any words, and a margin wider than a
+    line with its interval ("+7.519e+05 ms [+6.573e+05 to +8.783e+05],") puts the interval on
+    the next line."""
     monkeypatch.setenv("COLUMNS", "40")
-    out = run(COMMANDS[name])
+    out = run(NARROW[name])
     over = [ln for ln in too_wide(out, 40) if len(ln.split()) > 1]
     assert not over, over
 
@@ -260,6 +270,8 @@ def test_prose_wraps_with_a_hanging_indent_and_keeps_intervals_whole() -> None:
     assert chunks("x [of the y]") == ["x", " ", "[of", " ", "the", " ", "y]"]  # prose
     assert chunks("on j, [joint 90% interval of the difference])")[-1] == "difference])"
     assert chunks("d [+0.49 to +0.82] s") == ["d [+0.49 to +0.82]", " ", "s"]
+    assert wrap_line("x: +7.519e+05 ms [+6.573e+05 to +8.783e+05], +1 s [0-2]", 30) == [
+        "x:", "  +7.519e+05 ms", "  [+6.573e+05 to +8.783e+05],", "  +1 s [0-2]"]
 
 
 # ------------------------------------------------------------------ dse reproduce

@@ -4,9 +4,10 @@ with a hanging indent. Pure functions over strings; the width is an argument, No
 limit (the `--wide` layout: one line per row, as wide as it comes).
 
 A line is never cut inside a `[low-high]` interval, nor between a value and the interval that
-follows it (a bracketed phrase of prose, "[joint 90% interval of the difference]", is not an
-interval); prose never breaks a word (a path or URL longer than the width keeps its own line). A
-table's name column given a key_width wraps a longer name after its dots (wrap_name)."""
+follows it unless the two are wider than a line (the interval then starts the next line); a
+bracketed phrase of prose, "[joint 90% interval of the difference]", is not an interval; prose
+never breaks a word (a path or URL longer than the width keeps its own line). A table's name
+column given a key_width wraps a longer name after its dots (wrap_name)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,11 @@ class _Wrapper(textwrap.TextWrapper):
     def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str],
                           cur_len: int, width: int) -> None:
         chunk = reversed_chunks[-1]
+        if " [" in chunk and not cur_line:  # a value and its interval wider than any line:
+            at = chunk.index(" [")           # the interval goes on the next line, whole
+            cur_line.append(chunk[:at])
+            reversed_chunks[-1] = chunk[at + 1:]
+            return
         room = max(width - cur_len, 1)
         cut = None if cur_line or " " in chunk.strip() or chunk.startswith(_PATH_STARTS) else next(
             (i + 1 for kinds in _WORD_BREAKS for i in range(min(room, len(chunk)) - 1, 0, -1)

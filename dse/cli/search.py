@@ -379,7 +379,7 @@ def run_optimize(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
             "sqlite:///") else ""
         if memory:
             where = " (nothing is saved: the study ends with this command)"
-        print(f"storage: {url}{where}", file=sys.stderr, flush=True)
+        print(wrap(f"storage: {url}{where}", text_width(a)), file=sys.stderr, flush=True)
     quiet_optuna()
     from dse.search.background import Background
 
