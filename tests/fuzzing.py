@@ -295,7 +295,7 @@ CATALOG_FILES = {
     "workload": "scenarios/workloads/math500.toml",
     "system": "scenarios/systems/paper-config1-u280.toml",
 }
-MUTATIONS = ("missing_key", "wrong_type", "nan", "inf", "negative", "zero", "huge",
+MUTATIONS = ("missing_key", "wrong_type", "nan", "inf", "negative", "zero", "huge", "tiny",
              "unicode_name", "path_name", "duplicate_name", "unknown_key", "syntax",
              "duplicate_key", "binary", "hf_config_missing")
 JUNK_VALUES = ('"fast"', "true", "[1, 2]", "{ a = 1 }", "1979-05-27", '""')
@@ -379,11 +379,12 @@ def mutate_catalog(rng: Any, out_dir: Path) -> Mutation:
         text = _set_key(text, key, rng.choice([v for v in JUNK_VALUES
                                                if _value_type(f"x = {v}", "x") != before]))
         detail = key
-    elif mutation in ("nan", "inf", "negative", "zero", "huge"):
+    elif mutation in ("nan", "inf", "negative", "zero", "huge", "tiny"):
         key = rng.choice(nums)
         value = {"nan": rng.choice(["nan", "-nan", "+nan"]), "inf": rng.choice(["inf", "-inf"]),
                  "negative": f"-{rng.choice(['1', '0.5', '1e9'])}", "zero": "0",
-                 "huge": rng.choice(["1e308", "1e400", "9" * 40, "1e300"])}[mutation]
+                 "huge": rng.choice(["1e308", "1e400", "9" * 40, "1e300"]),
+                 "tiny": rng.choice(["1e-300", "5e-324", "1e-31"])}[mutation]
         text = _set_key(text, key, value)
         detail = f"{key}={value}"
     elif mutation in ("unicode_name", "path_name"):

@@ -89,6 +89,8 @@ list_price_usd = 1000.0
     ('"gpu"', str(10**400), "memory_GB: must be at most 2**53 in magnitude"),
     ('"gpu"', "1" * 5000, "malformed TOML"),
     ('"gpu"', "nan", "memory_GB: must be finite"),
+    ('"gpu"', "1e-300", "memory_GB: must be 0 or at least 1e-30 in magnitude, got 1e-300"),
+    ('"gpu"', "5e-324", "memory_GB: must be 0 or at least 1e-30 in magnitude, got 5e-324"),
     ('"gpu"', '"24"', "memory_GB: expected a number, got str"),
     ('"gpu"', "[" * 40 + "]" * 40, f"nested deeper than {MAX_DEPTH} levels"),
 ])
@@ -97,6 +99,30 @@ def test_bad_catalog_file_is_one_line_exit_3(tmp_path, capsys, kind, mem, words)
     code, err = run(capsys, "catalog", "boards", "--catalog", str(tmp_path))
     assert code == 3
     one_line(err, "g.toml", words)
+
+
+def test_the_smallest_board_allowed_gives_finite_numbers_without_warnings(tmp_path, capsys):
+    """mem_bw_GBps 1e-300 gave `dse roofline` a 300-digit decode time and serve overflow
+    warnings; the loader now refuses a nonzero value under 1e-30 (MIN_ABS), and at 2e-30 the
+    numbers are absurd but finite, printed in four significant digits, with no warning."""
+    import warnings
+
+    (tmp_path / "g.toml").write_text(GPU.format(kind='"gpu"', mem="24.0").replace(
+        "mem_bw_GBps = 1000.0", "mem_bw_GBps = 2e-30"))
+    argv = ["roofline", "--model", "qwen2.5-0.5b-instruct", "--device", "g", "--catalog",
+            str(tmp_path)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        assert main([*argv, "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
+        assert main(["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "g", "--rate",
+                     "5", "--input-tokens", "100", "--output-tokens", "100", "--catalog",
+                     str(tmp_path), "--json"]) == 0
+        json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
+    assert 1e29 < doc["decode_s_per_token"] < 1e40
+    assert "e+3" in text and max(len(w) for w in text.split() if w.strip("-")) < 30, text
 
 
 @pytest.mark.parametrize(("idle", "ok"), [("20.0", True), ("300.0", False), ("400.0", False)])

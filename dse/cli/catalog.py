@@ -104,6 +104,12 @@ ROOFLINE_FLAGS = {k: "--" + k.replace("_", "-") for k in (
     "channels", "kv_precision", "offload_fraction")}
 
 
+def _f3(v: float) -> str:
+    """Three decimals, or four significant digits from a million up (a catalog's extreme
+    board gives times of 1e33 ms, never a 34-digit number)."""
+    return f"{v:.3f}" if abs(v) < 1e6 else f"{v:.4g}"
+
+
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     from dse.io.roofline import roofline  # local: keeps `dse --help` fast
 
@@ -117,9 +123,10 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     p_lo, p_hi = (x * 1e3 for x in r["prefill_s_interval"])
     w_lo, w_hi = r["power_w_interval"]
     rows = [
-        ["decode", f"{r['decode_s_per_token'] * 1e3:.3f} [{d_lo:.3f}-{d_hi:.3f}] ms/token",
-         f"{r['decode_tokens_per_s']:.1f} tokens/s", r["bound"]],
-        ["prefill", f"{r['prefill_s'] * 1e3:.3f} [{p_lo:.3f}-{p_hi:.3f}] ms",
+        ["decode", f"{_f3(r['decode_s_per_token'] * 1e3)} [{_f3(d_lo)}-{_f3(d_hi)}] ms/token",
+         f"{r['decode_tokens_per_s']:{'.1f' if r['decode_tokens_per_s'] >= 0.1 else '.4g'}} "
+         "tokens/s", r["bound"]],
+        ["prefill", f"{_f3(r['prefill_s'] * 1e3)} [{_f3(p_lo)}-{_f3(p_hi)}] ms",
          f"{a.prompt_tokens} tokens", r["prefill_bound"]],
     ]
     asked = (a.engine, a.clock_mhz, a.mac_lanes, a.channels) != (None, None, None, None)
@@ -136,9 +143,9 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
         + f", KV {r['kv_bytes_per_token'] / 1e3:.2f} kB/token, needs "
         + f"{r['memory_needed_bytes'] / 1e9:.2f} GB of {r['memory_bytes'] / 1e9:.1f} GB: "
         + ("fits" if r["fits"] else "DOES NOT FIT"),
-        f"roofline floor {r['roofline_s_per_token'] * 1e3:.3f} ms/token; power "
+        f"roofline floor {_f3(r['roofline_s_per_token'] * 1e3)} ms/token; power "
         f"{r['power_w']:.1f} [{w_lo:.1f}-{w_hi:.1f}] W decoding, {r['idle_w']:.1f} W idle; "
-        f"{r['j_per_token']:.3f} J/token",
+        f"{_f3(r['j_per_token'])} J/token",
         f"[low-high]: 90% intervals; {r['provenance']['status']}: "
         + clip_words(r["provenance"]["basis"].split(" | ")[0], 120),
     ]

@@ -35,6 +35,10 @@ SCHEMA_VERSION = 1
 # Largest magnitude of any catalog number (in the file's units): far above every physical
 # quantity the catalogs hold (FLOP/s ~1e15, bytes ~1e12), far below where products overflow.
 MAX_ABS = 1e18
+# Smallest magnitude of a nonzero catalog number: below every physical quantity and fitted
+# term the catalogs hold (a fitted overhead at its zero bound, 1.6e-22 us), above where a
+# quotient of two catalog numbers overflows (1e18 / 1e-30 and its square stay finite).
+MIN_ABS = 1e-30
 # Deepest nesting of tables and lists any input may have (the deepest shipped file has 3).
 MAX_DEPTH = 16
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -298,6 +302,9 @@ def check_value(path: object, key: Key, value: Any) -> Any:
             return value
         if abs(value) > MAX_ABS:
             raise SpecError(path, k, f"must be at most {MAX_ABS:g} in magnitude, got {value!r}")
+        if 0 < abs(value) < MIN_ABS:
+            raise SpecError(path, k, f"must be 0 or at least {MIN_ABS:g} in magnitude, got "
+                            f"{value!r}")
         return float(value) * key.scale
     if key.kind is bool:
         if not isinstance(value, bool):
