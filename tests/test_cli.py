@@ -284,6 +284,45 @@ def test_a_rate_past_any_rack_is_refused_by_its_flag(argv, capsys):
     assert not any("Warning" in ln for ln in err)
 
 
+@pytest.mark.parametrize("argv", [
+    ["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "a100-80gb-pcie"],
+    ["sweep"], ["optimize"],
+])
+def test_a_rate_below_one_request_in_twelve_days_is_refused_by_its_flag(argv, capsys):
+    """--rate 1e-310 divided J and $ per token by zero (a traceback from dse serve): a rate is
+    at least 1e-6 requests/s (dse.core.limits.MIN_RATE_PER_S), one line naming the flag."""
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--rate", "1e-310"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "Traceback" not in "\n".join(err)
+    assert err[-1].endswith("argument --rate: must be at least 1e-06 requests/s (one request "
+                            "in 12 days), got '1e-310'")
+
+
+def test_the_smallest_rate_gives_finite_figures(capsys):
+    assert main(["serve", "--model", "qwen2.5-0.5b-instruct", "--device", "a100-80gb-pcie",
+                 "--rate", "1e-6", "--input-tokens", "10", "--output-tokens", "10",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
+    assert doc["j_per_token"] > 1e5 and doc["request_throughput"] == pytest.approx(1e-6, rel=1e-2)
+
+
+def test_a_design_file_or_a_link_with_a_vanishing_rate_is_refused(tmp_path):
+    """The same floor in a design file's [serving] table (one line naming the key), in the
+    dashboard's link parameters (dropped with a warning) and in a Load itself."""
+    from dse.errors import SpecError
+    from dse.io.design_files import serving_settings
+    from dse.serving.load import Load
+    from dse.views.load import load_state
+
+    with pytest.raises(SpecError, match=r"serving.rate: must be 1e-06 to 1e\+06 requests/s"):
+        serving_settings(tmp_path / "d.toml", {"rate": 1e-9})
+    state, warnings = load_state({"rate": "1e-310"})
+    assert state.rate is None and "0 or at least 1e-06 requests/s" in warnings[0]
+    with pytest.raises(ValueError, match="below 1e-06"):
+        Load("rate", 1e-310, 1, 1, 1)
+
+
 @pytest.mark.parametrize("command", ["evaluate", "simulate"])
 def test_a_system_without_a_scenario_is_told_what_to_add(command, capsys):
     """A system file never names a workload: the line says --scenario is required with

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dse.cli.layout import DEFAULT_WIDTH, output_width, table_text
-from dse.core.limits import MAX_INT, MAX_RATE_PER_S, MAX_SEED
+from dse.core.limits import MAX_INT, MAX_RATE_PER_S, MAX_SEED, MIN_RATE_PER_S
 from dse.errors import (
     DseError,
     FlagValueError,
@@ -279,11 +279,14 @@ def positive_float(s: str) -> float:
 
 
 def rate_per_s(s: str) -> float:
-    """A finite number of requests per second, > 0 and at most MAX_RATE_PER_S."""
+    """A finite number of requests per second, MIN_RATE_PER_S to MAX_RATE_PER_S."""
     v = positive_float(s)
     if v > MAX_RATE_PER_S:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_RATE_PER_S:g} requests/s, "
                                          f"got {s!r}")
+    if v < MIN_RATE_PER_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_RATE_PER_S:g} requests/s "
+                                         f"(one request in 12 days), got {s!r}")
     return v
 
 

@@ -71,3 +71,6 @@ MAX_NUM_SEQS = 65_536
 # million a second is past any rack the catalog can build; beyond it the queueing arithmetic
 # overflows float64.
 MAX_RATE_PER_S = 1e6
+# ... and at least one request in about twelve days: below it a board's idle draw over the few
+# tokens served overflows float64 as J and $ per token (--rate 1e-310 divided by zero).
+MIN_RATE_PER_S = 1e-6

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dse.core.limits import MAX_NUM_SEQS
+from dse.core.limits import MAX_NUM_SEQS, MAX_RATE_PER_S, MIN_RATE_PER_S
 from dse.errors import FlagValueError, SpecError
 from dse.model.schedules.registry import FLAGS, Schedule, schedule_for
 from dse.specs import (
@@ -180,6 +180,9 @@ def serving_settings(p: str | Path, table: Any) -> ServingSettings:
             if not (math.isfinite(v) and (lo <= v <= hi if kind is int else lo < v)):
                 raise SpecError(p, key, f"must be in {lo:g}..{hi:g}, got {v!r}" if kind is int
                                 else f"must be a positive number, got {v!r}")
+            if k == "rate" and not MIN_RATE_PER_S <= v <= MAX_RATE_PER_S:
+                raise SpecError(p, key, f"must be {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g} "
+                                f"requests/s, got {v!r}")
             out[k] = float(v) if kind is float else v
         elif k == "enable_chunked_prefill":
             if not isinstance(v, bool):

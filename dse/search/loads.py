@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dse.core.limits import MAX_NUM_SEQS, MAX_RATE_PER_S
+from dse.core.limits import MAX_NUM_SEQS, MAX_RATE_PER_S, MIN_RATE_PER_S
 from dse.errors import UsageError
 
 TARGET_UTILISATION = 0.8  # a replica is sized to run at most 80% of its capacity: past it a
@@ -34,9 +34,10 @@ class LoadSpec:
 
     def __post_init__(self) -> None:
         if not (isinstance(self.rate, int | float) and math.isfinite(self.rate)
-                and 0 < self.rate <= MAX_RATE_PER_S):
-            raise UsageError(f"{self.source}: the rate must be a positive number of requests "
-                             f"per second, at most {MAX_RATE_PER_S:g}, got {self.rate!r}")
+                and MIN_RATE_PER_S <= self.rate <= MAX_RATE_PER_S):
+            raise UsageError(f"{self.source}: the rate must be a number of requests per "
+                             f"second from {MIN_RATE_PER_S:g} to {MAX_RATE_PER_S:g}, got "
+                             f"{self.rate!r}")
         for k in SLO_KEYS:
             v = getattr(self, f"{k}_ms")
             if v is not None and not (math.isfinite(v) and v > 0):

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dse.core.limits import MIN_RATE_PER_S
+
 LoadKind = Literal["batch", "concurrency", "rate"]
 LOAD_KINDS: tuple[LoadKind, ...] = ("batch", "concurrency", "rate")
 
@@ -53,6 +55,9 @@ class Load:
             raise ValueError(f"load kind {self.kind!r}; valid: {', '.join(LOAD_KINDS)}")
         if not (self.value > 0):
             raise ValueError(f"load value {self.value!r} must be positive")
+        if self.kind == "rate" and self.value < MIN_RATE_PER_S:
+            raise ValueError(f"a rate of {self.value:g} requests/s is below {MIN_RATE_PER_S:g} "
+                             "(one request in 12 days)")
         if self.kind != "rate" and not (math.isfinite(self.value)
                                         and self.value == int(self.value)):
             raise ValueError(f"{self.kind} {self.value!r} must be a whole number")

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from dse.core.limits import MIN_RATE_PER_S
 from dse.errors import DseError
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ def load_state(params: Mapping[str, str]) -> tuple[LoadState, list[str]]:
                     raise ValueError(f"the rate axis ends above 0 and at most {MAX_RATE:g}/s")
                 if f == "rate" and v > MAX_RATE:
                     raise ValueError(f"at most {MAX_RATE:g} requests/s")
+                if f in ("rate", "rate_max") and 0 < v < MIN_RATE_PER_S:
+                    raise ValueError(f"0 or at least {MIN_RATE_PER_S:g} requests/s")
                 got[f] = None if v == 0 and f != "rate_max" else v
         except ValueError as e:
             warnings.append(f"URL parameter {name}={raw[:40]!r} ignored: {e}")
