@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,112 @@ def test_a_stale_check_names_what_moved():
     assert differences(shipped, refit) == ["/new: only one side has it", "/f/b: 18.7 -> 21.0",
                                            "/rows[1]: 2.0 -> 2.5"]
     assert differences(shipped, shipped) == [] and close(shipped, shipped)
+
+
+def test_fit_noise_between_machines_is_current_and_a_moved_prediction_is_not():
+    """noise_differences (what calibrate_width.py and calibrate_workloads.py --check compare):
+    the fitted parameters may move along a flat direction (OpenBLAS's Haswell kernels moved
+    the width model's mean-aggregation factor 2.26 -> 2.00 and CV residuals by 0.02 points);
+    a prediction moved by more than 0.1 points, a share by more than two rows, a count, a row
+    or a parameter name added or lost is stale."""
+    from dse.validation.current import largest_move, noise_differences
+
+    shipped = {"parameters": {"mean": 2.26165, "sep": {"orm": 4.97}},
+               "cv": {"n": 100, "within_3_points": 0.70, "residuals": {"r1": -0.0693,
+                                                                      "r2": 1.1307}},
+               "generated_by": "x"}
+    noise = {"parameters": {"mean": 2.0005, "sep": {"orm": 4.66}},
+             "cv": {"n": 100, "within_3_points": 0.71, "residuals": {"r1": -0.0812,
+                                                                    "r2": 1.1207}},
+             "generated_by": "x"}
+    assert noise_differences(shipped, noise) == []
+    size, where = largest_move(shipped, noise)
+    assert where == "/cv/residuals/r1" and size == pytest.approx(0.0119)
+    for path, value, words in (
+            (("cv", "residuals", "r2"), 1.2608, "/cv/residuals/r2: 1.1307 -> 1.2608"),
+            (("cv", "within_3_points"), 0.73, "/cv/within_3_points: 0.7 -> 0.73"),
+            (("cv", "n"), 101, "/cv/n: 100 -> 101"),
+            (("parameters", "sep", "prm"), 1.0, "/parameters/sep/prm: only one side has it"),
+            (("generated_by",), "y", "/generated_by: 'x' -> 'y'")):
+        moved = json.loads(json.dumps(noise))
+        *up, last = path
+        node = moved
+        for k in up:
+            node = node[k]
+        node[last] = value
+        assert words in noise_differences(shipped, moved), words
+
+
+def test_calibrate_width_check_passes_fit_noise_and_fails_a_moved_prediction(monkeypatch,
+                                                                             capsys):
+    """calibrate_width.py --check on a refit (run() replaced, no fit): the shipped doc with a
+    flat parameter moved (aggregation_factor/mean 2.26 -> 2.00) and a left-out fold's residual
+    moved 0.5 points, as another machine's refit gave, is current and says so; a fit row's
+    prediction moved 0.3 points is stale and named. Nothing is written either way."""
+    import importlib.util
+
+    from dse.width.params import from_dict
+
+    spec = importlib.util.spec_from_file_location(
+        "calibrate_width", ROOT / "scripts" / "calibrate_width.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    shipped = json.loads(script.CV_PATH.read_text(encoding="utf-8"))
+    before = script.CV_PATH.read_bytes(), script.MODEL_PATH.read_bytes()
+
+    def check(doc: dict) -> tuple[int, str]:
+        monkeypatch.setattr(script, "run", lambda: (from_dict(doc["parameters"]), doc))
+        monkeypatch.setattr(sys, "argv", ["calibrate_width.py", "--check"])
+        code = script.main()
+        return code, capsys.readouterr().out
+
+    noise = json.loads(json.dumps(shipped))
+    noise["parameters"]["aggregation_factor"]["mean"] = 2.0005
+    first = next(iter(noise["cv"]["policy"]["residuals"]))
+    noise["cv"]["policy"]["residuals"][first] += 0.5
+    code, out = check(noise)
+    assert code == 0 and "\ncurrent\n" in f"\n{out}", out
+    assert "within fit noise: 1 parameters moved" in out and "aggregation_factor/mean" in out
+    moved = json.loads(json.dumps(shipped))
+    row = next(iter(moved["fit"]["rows"]))
+    moved["fit"]["rows"][row] += 0.3
+    code, out = check(moved)
+    assert code == 1 and f"moved: /fit/rows/{row}:" in out, out
+    assert (script.CV_PATH.read_bytes(), script.MODEL_PATH.read_bytes()) == before
+
+
+def test_calibrate_workloads_check_passes_fit_noise_and_fails_a_moved_prediction(monkeypatch,
+                                                                                 capsys):
+    """calibrate_workloads.py --check on a refit (the cross-validation replaced, no fit): two
+    leave-one-dataset-out errors moved 0.0036 points (CI's and a Haswell refit's noise, stale
+    under the old 1e-3 comparison) are current; an in-sample prediction moved 0.3 points is
+    stale and named."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "calibrate_workloads", ROOT / "scripts" / "calibrate_workloads.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    shipped = script.acc.load()
+    before = script.CV_PATH.read_bytes(), script.MODEL_PATH.read_bytes()
+
+    def check(doc: dict) -> tuple[int, str]:
+        monkeypatch.setattr(script.acc, "cross_validate", lambda *a, **k: (None, doc))
+        monkeypatch.setattr(sys, "argv", ["calibrate_workloads.py", "--check", "--quiet"])
+        code = script.main()
+        return code, capsys.readouterr().out
+
+    noise = json.loads(json.dumps(shipped))
+    for r in noise["leave_one_dataset_out"]["rows"][6:8]:
+        r["error_points"] += 0.0036
+    code, out = check(noise)
+    assert code == 0 and out.endswith("current\n"), out
+    moved = json.loads(json.dumps(shipped))
+    moved["fit"]["rows"][0]["fitted"] += 0.3
+    code, out = check(moved)
+    assert code == 1 and f"moved: /fit/rows[0]/fitted: {shipped['fit']['rows'][0]['fitted']!r}" \
+        in out, out
+    assert out.endswith("stale\n"), out
+    assert (script.CV_PATH.read_bytes(), script.MODEL_PATH.read_bytes()) == before
