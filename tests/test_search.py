@@ -413,6 +413,40 @@ def test_three_processes_share_an_embedded_study(tmp_path):
     _check_shared_study(url, 24, _run_workers(url, 3, 24, tmp_path))
 
 
+def test_a_worker_that_loses_the_race_to_create_the_study_tries_again(cat, tiny, tmp_path,
+                                                                     monkeypatch):
+    """Three workers started at once on one SQLite file: one lost the commit that creates the
+    study ("An exception is raised during the commit", CI) and exited 1. A storage error while
+    creating the study is tried again (CREATE_ATTEMPTS); only the last one is the error line."""
+    import optuna
+
+    import dse.search.optuna_study as os_mod
+
+    real = optuna.create_study
+    calls = {"n": 0}
+
+    def lose(n: int) -> Any:
+        def create(*a: Any, **k: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] <= n:
+                raise optuna.exceptions.StorageInternalError(
+                    "An exception is raised during the commit.")
+            return real(*a, **k)
+        return create
+
+    monkeypatch.setattr(optuna, "create_study", lose(1))
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    r = optimize(cat, tiny, ["j_per_token"], trials=3, storage=url, study_name="race")
+    assert calls["n"] == 2 and len(r.study.trials) >= 3
+    calls["n"] = 0
+    monkeypatch.setattr(optuna, "create_study", lose(os_mod.CREATE_ATTEMPTS))
+    with pytest.raises(os_mod.DseError, match="cannot create study lost: An exception is "
+                       "raised during the commit"):
+        optimize(cat, tiny, ["j_per_token"], trials=3, storage=f"sqlite:///{tmp_path / 'l.db'}",
+                 study_name="lost")
+    assert calls["n"] == os_mod.CREATE_ATTEMPTS
+
+
 @pytest.mark.skipif(not os.environ.get("DSE_TEST_POSTGRES_URL"),
                     reason="DSE_TEST_POSTGRES_URL not set (.ci/run starts a PostgreSQL server)")
 def test_three_processes_share_a_postgresql_study(tmp_path):

@@ -25,7 +25,9 @@ ACCEPT = "accept_threshold = { start = 0.5, stop = 0.9, step = 0.1 }"
     ({'name = "small"': 'name = "Small Space!"'}, "name: must be lowercase"),
     ({'name = "small"': 'name = "../x"'}, "name: must be lowercase"),
     ({ACCEPT: "accept_threshold = { start = 0.0, stop = 1.0, step = 1e-320 }"},
-     "algorithm.accept_threshold: inf grid points"),
+     "algorithm.accept_threshold.step: must be 0 or at least 1e-30 in magnitude"),
+    ({ACCEPT: "accept_threshold = { start = 0.0, stop = 1.0, step = 1e-29 }"},
+     "algorithm.accept_threshold: 1e+29 grid points; at most 10000"),
     ({ACCEPT: "accept_threshold = { start = 0.0, stop = 1.0, step = 2e-4 }",
       "backtrack_threshold = [0.5, 0.7]":
       "backtrack_threshold = { start = 0.0, stop = 1.0, step = 2e-4 }"},

@@ -63,6 +63,8 @@ from dse.search.storage import (
 )
 from dse.specs import Catalog
 
+CREATE_ATTEMPTS = 4  # tries to create (or load) a shared study before its storage error shows
+
 
 @dataclass
 class OptimizeResult:
@@ -132,23 +134,30 @@ def optimize(cat: Catalog, space: Space, objectives: Sequence[str],
     with removed_if_failed(storage) if storage is not None else contextlib.nullcontext():
         store = (optuna.storages.InMemoryStorage() if storage is None
                  else write_behind(open_storage(url)))
-        try:
-            study = optuna.create_study(
-                storage=store, study_name=name, load_if_exists=True,
-                directions=["minimize" if d > 0 else "maximize" for d in dirs])
-            got = study.user_attrs.get("digest")
-            if got is None:  # the digest last: a study without it is set up again
-                study.set_user_attr("space", space.name)
-                study.set_user_attr("objectives", objectives)
-                study.set_user_attr("constraints", cons)
-                study.set_user_attr("confidence", confidence)
-                study.set_user_attr("workloads", [list(w) for w in space.workloads])
-                study.set_user_attr("digest", digest)
-        except DseError:
-            raise
-        except Exception as e:  # sqlalchemy / driver errors (a full disk): one line
-            raise DseError(f"storage {url}: cannot create study {name}: "
-                           f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                study = optuna.create_study(
+                    storage=store, study_name=name, load_if_exists=True,
+                    directions=["minimize" if d > 0 else "maximize" for d in dirs])
+                got = study.user_attrs.get("digest")
+                if got is None:  # the digest last: a study without it is set up again
+                    study.set_user_attr("space", space.name)
+                    study.set_user_attr("objectives", objectives)
+                    study.set_user_attr("constraints", cons)
+                    study.set_user_attr("confidence", confidence)
+                    study.set_user_attr("workloads", [list(w) for w in space.workloads])
+                    study.set_user_attr("digest", digest)
+                break
+            except DseError:
+                raise
+            except Exception as e:  # sqlalchemy / driver errors (a full disk): one line
+                # workers started together race to create the study or its attributes (one
+                # commit loses on the unique key): the next attempt finds what the winner wrote
+                if attempt + 1 < CREATE_ATTEMPTS:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise DseError(f"storage {url}: cannot create study {name}: "
+                               f"{(str(e).splitlines() or [type(e).__name__])[0]}") from None
     if got is not None and got != digest:
         raise UsageError(f"study {name}: this study was created for another space, "
                          f"objective, constraints or confidence ({study.user_attrs.get('space')}, "
