@@ -61,7 +61,7 @@ def noise_differences(a: Any, b: Any, *, free: tuple[str, ...] = ("parameters",)
         for k in (k for k in a if k in b):
             p = f"{path}/{k}"
             if k in free:
-                out += [d for d in differences(_keys(a[k]), _keys(b[k]), path=p)]
+                out += differences(_keys(a[k]), _keys(b[k]), path=p)
             elif k in SHARES and isinstance(a.get("n"), int) and a.get("n") == b.get("n"):
                 if not abs(float(a[k]) - float(b[k])) * a["n"] <= SHARE_ROWS + 1e-9:
                     out.append(f"{p}: {a[k]!r} -> {b[k]!r}")
