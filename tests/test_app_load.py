@@ -80,3 +80,18 @@ def test_whatif_is_single_stream_without_a_rate_and_serves_at_one(capsys):
     at.number_input(key="wi_load_rate").set_value(0.0)
     ok(at.run())
     assert "rate" not in at.query_params
+
+
+def test_a_vanishing_rate_typed_in_says_why_it_has_no_figures():
+    """1e-310 requests/s typed into either rate control: no exception, no numbers; the pages
+    say the rate is below the floor (dse.core.limits.MIN_RATE_PER_S)."""
+    at = open_load()
+    at.number_input(key="ld_rate").set_value(1e-310)
+    ok(at.run())
+    assert any("No this design at load: a rate of 1e-310 requests/s is below 1e-06" in c.value
+               for c in at.caption)
+    at = ok(run_app())
+    at.number_input(key="wi_load_rate").set_value(1e-310)
+    ok(at.run())
+    assert any(c.value.startswith("No figures at 1e-310 requests/s: a rate of 1e-310") for c in
+               at.caption)
