@@ -41,7 +41,7 @@ from types import MappingProxyType
 import numpy as np
 
 from dse.specs import Catalog
-from dse.specs.schema import build_spec, parse_toml
+from dse.specs.schema import MIN_ABS, build_spec, parse_toml
 from dse.validation import calibrate, gpu_cv, gpu_fit, gpu_power
 from dse.validation.measurements import BUILDS, load_gpu_measurements
 
@@ -56,10 +56,17 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 GENERATED = "# ---- written by scripts/calibrate_devices.py from here on; do not edit ----"
 
 
+def number(v: float) -> str:
+    """A fitted value as the catalog files hold it: six significant digits, and 0 for a value
+    at its zero bound smaller than any catalog number may be (dse.specs.schema.MIN_ABS)."""
+    return f"{0.0 if abs(v) < MIN_ABS else v:.6g}"
+
+
 def set_keys(text: str, values: dict[str, float], where: Path) -> str:
     """Replace top-level `key = number` lines (the key must exist once)."""
     for key, v in values.items():
-        text, n = re.subn(rf"(?m)^{re.escape(key)} = .*$", f"{key} = {v:.6g}", text, count=1)
+        text, n = re.subn(rf"(?m)^{re.escape(key)} = .*$", f"{key} = {number(v)}", text,
+                          count=1)
         if n != 1:
             raise SystemExit(f"{where}: key {key} not found")
     return text
@@ -115,12 +122,12 @@ def serving_text(path: Path, pf: gpu_fit.ProfileFit, cv: list[gpu_fit.CvPoint]) 
         n = sum(1 for c in cv if c.generation == gen)
         source = f"fitted: the {n} {gen} points of this profile, scripts/calibrate_devices.py"
         lines += ["", f"[by_generation.{gen}]", f"source = {_toml_str(source)}"]
-        lines += [f"{k} = {v:.6g}" for k, v in over.items()]
+        lines += [f"{k} = {number(v)}" for k, v in over.items()]
     for gen, over in sorted(pf.derived_by_generation.items()):  # a profile built on a stack's fit
         source = (f"derived: {gpu_fit.ON_TOP_OF[pf.spec.profile]}'s {gen} values, "
                   "scripts/calibrate_devices.py")
         lines += ["", f"[by_generation.{gen}]", f"source = {_toml_str(source)}"]
-        lines += [f"{k} = {v:.6g}" for k, v in over.items()]
+        lines += [f"{k} = {number(v)}" for k, v in over.items()]
     return head + "\n" + "\n".join(lines) + "\n"
 
 

@@ -224,3 +224,24 @@ def test_calibrate_workloads_check_passes_fit_noise_and_fails_a_moved_prediction
         in out, out
     assert out.endswith("stale\n"), out
     assert (script.CV_PATH.read_bytes(), script.MODEL_PATH.read_bytes()) == before
+
+
+def test_a_fitted_value_at_its_zero_bound_is_written_as_a_number_the_catalog_loads():
+    """calibrate_devices.py writes a fitted term that another machine's refit leaves at 1e-35
+    (its zero bound, floating-point noise) as 0: the catalog refuses a nonzero number under
+    MIN_ABS (1e-30), so a refit can never write a file the loader then refuses."""
+    import importlib.util
+
+    from dse.specs.schema import MIN_ABS
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "calibrate_devices", ROOT / "scripts" / "calibrate_devices.py")
+        assert spec is not None and spec.loader is not None
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert [script.number(v) for v in (1e-35, -MIN_ABS / 2, 1.58283e-22, 12.345678)] == [
+        "0", "0", "1.58283e-22", "12.3457"]
