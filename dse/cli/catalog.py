@@ -104,10 +104,11 @@ ROOFLINE_FLAGS = {k: "--" + k.replace("_", "-") for k in (
     "channels", "kv_precision", "offload_fraction")}
 
 
-def _f3(v: float) -> str:
-    """Three decimals, or four significant digits from a million up (a catalog's extreme
-    board gives times of 1e33 ms, never a 34-digit number)."""
-    return f"{v:.3f}" if abs(v) < 1e6 else f"{v:.4g}"
+def _f3(v: float, fixed: str = ".3f", low: float = 0.0) -> str:
+    """`fixed` (three decimals), or four significant digits from a million up and below `low`
+    (a catalog's extreme board gives times of 1e33 ms and 5e-31 tokens/s: never a 34-digit
+    number, nor 0.0 for a rate that is not 0)."""
+    return f"{v:{fixed}}" if v == 0 or low <= abs(v) < 1e6 else f"{v:.4g}"
 
 
 def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
@@ -124,8 +125,7 @@ def run_roofline(a: argparse.Namespace, cat: Catalog) -> tuple[Any, str]:
     w_lo, w_hi = r["power_w_interval"]
     rows = [
         ["decode", f"{_f3(r['decode_s_per_token'] * 1e3)} [{_f3(d_lo)}-{_f3(d_hi)}] ms/token",
-         f"{r['decode_tokens_per_s']:{'.1f' if r['decode_tokens_per_s'] >= 0.1 else '.4g'}} "
-         "tokens/s", r["bound"]],
+         f"{_f3(r['decode_tokens_per_s'], '.1f', 0.1)} tokens/s", r["bound"]],
         ["prefill", f"{_f3(r['prefill_s'] * 1e3)} [{_f3(p_lo)}-{_f3(p_hi)}] ms",
          f"{a.prompt_tokens} tokens", r["prefill_bound"]],
     ]

@@ -112,7 +112,8 @@ def load_state(params: Mapping[str, str]) -> tuple[LoadState, list[str]]:
                 if f == "rate" and v > MAX_RATE:
                     raise ValueError(f"at most {MAX_RATE:g} requests/s")
                 if f in ("rate", "rate_max") and 0 < v < MIN_RATE_PER_S:
-                    raise ValueError(f"0 or at least {MIN_RATE_PER_S:g} requests/s")
+                    raise ValueError(f"{'0 or ' if f == 'rate' else ''}at least "
+                                     f"{MIN_RATE_PER_S:g} requests/s")
                 got[f] = None if v == 0 and f != "rate_max" else v
         except ValueError as e:
             warnings.append(f"URL parameter {name}={raw[:40]!r} ignored: {e}")
